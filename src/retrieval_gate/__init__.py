@@ -1,0 +1,34 @@
+"""retrieval-gate: a CI regression gate for the retrieval stage of RAG systems.
+
+The library API mirrors the command line: read inputs with :mod:`retrieval_gate.formats`,
+parse measures with :func:`parse_measure`, and score a run with :func:`score_run`. The names
+below are imported lazily, so that ``gate --help`` loads neither numpy nor scipy.
+"""
+
+from __future__ import annotations
+
+import importlib
+from typing import Any
+
+__version__ = "0.1.0"
+
+_EXPORTS = {
+    "GateError": "retrieval_gate.errors",
+    "InputError": "retrieval_gate.errors",
+    "Measure": "retrieval_gate.measures",
+    "parse_measure": "retrieval_gate.measures",
+    "parse_measures": "retrieval_gate.measures",
+    "Qrels": "retrieval_gate.model",
+    "Query": "retrieval_gate.model",
+    "ScoringPolicy": "retrieval_gate.model",
+    "Scores": "retrieval_gate.scoring",
+    "score_run": "retrieval_gate.scoring",
+}
+
+__all__ = [*_EXPORTS, "__version__"]
+
+
+def __getattr__(name: str) -> Any:
+    if name in _EXPORTS:
+        return getattr(importlib.import_module(_EXPORTS[name]), name)
+    raise AttributeError(f"module 'retrieval_gate' has no attribute {name!r}")

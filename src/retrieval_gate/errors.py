@@ -1,0 +1,46 @@
+"""Error types and their exit codes.
+
+Every error a user can cause is a :class:`GateError` whose message names the file, the place in
+it (a line number, or a JSON path for JSON documents), what is wrong and how to fix it, in one
+line: ``FILE:LINE: problem — fix``. The CLI prints ``error: <message>`` and exits with
+``exit_code``; it never shows a traceback for these.
+"""
+
+from __future__ import annotations
+
+EXIT_PASS = 0
+EXIT_REGRESSION = 1
+EXIT_INVALID = 2
+EXIT_NOT_COMPARABLE = 3
+EXIT_INCONCLUSIVE = 4
+EXIT_INTERNAL = 70
+
+
+class GateError(Exception):
+    """Base of the errors retrieval-gate reports to its user (never a bug)."""
+
+    exit_code = EXIT_INVALID
+
+
+class InputError(GateError):
+    """Malformed or contradictory input, or a bad option value (exit 2).
+
+    ``source`` is the file (or option) at fault, ``where`` a line number or a JSON path inside it,
+    ``problem`` what is wrong and ``fix`` what the user can do about it.
+    """
+
+    exit_code = EXIT_INVALID
+
+    def __init__(self, source: str, problem: str, fix: str, where: int | str | None = None):
+        self.source = source
+        self.where = where
+        self.problem = problem
+        self.fix = fix
+        place = source if where in (None, 0, "") else f"{source}:{where}"
+        super().__init__(f"{place}: {problem} — {fix}")
+
+
+class NotComparableError(GateError):
+    """Inputs that are not what their manifests claim, or runs of another snapshot (exit 3)."""
+
+    exit_code = EXIT_NOT_COMPARABLE

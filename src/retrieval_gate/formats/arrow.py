@@ -1,0 +1,64 @@
+"""Optional fast path for TREC runs with pyarrow (the ``fast`` extra).
+
+pyarrow's multi-threaded CSV reader splits a run whose fields are separated by single spaces
+into columns; anything less regular (tabs, runs of spaces, comments, blank or extra fields)
+returns None and the numpy reader in :mod:`retrieval_gate.formats.trec`, which gives exact
+error messages, does the work. Both produce the same RunRows.
+"""
+
+from __future__ import annotations
+
+import numpy as np
+
+from retrieval_gate.model import RunRows
+
+
+def read_trec_run(data: bytes, name: str) -> RunRows | None:
+    """The run, or None when pyarrow is missing or the file needs the general reader."""
+    try:
+        import pyarrow as pa
+        import pyarrow.compute as pc
+        from pyarrow import csv
+    except ImportError:
+        return None
+    from retrieval_gate.formats.source import check_utf8
+    from retrieval_gate.formats.trec import parse_scores, query_codes
+
+    check_utf8(data, name)
+    if b"\x00" in data:
+        return None
+    columns = ["qid", "q0", "docid", "rank", "score", "tag"]
+    try:
+        table = csv.read_csv(
+            pa.py_buffer(data),
+            read_options=csv.ReadOptions(column_names=columns, block_size=1 << 24),
+            parse_options=csv.ParseOptions(delimiter=" ", quote_char=False,
+                                           ignore_empty_lines=False),
+            convert_options=csv.ConvertOptions(
+                column_types={c: pa.binary() for c in columns},
+                include_columns=["qid", "docid", "score"],
+            ),
+        )
+    except (pa.ArrowInvalid, pa.ArrowTypeError, pa.ArrowCapacityError):
+        return None
+    qids, items, score_texts = (table.column(c).combine_chunks() for c in
+                                ("qid", "docid", "score"))
+    for column in (qids, items, score_texts):
+        if column.null_count or pc.any(pc.equal(pc.binary_length(column), 0)).as_py():
+            return None
+    query_ids, qcodes = query_codes(_to_numpy_bytes(qids))
+    if any(q.startswith("#") for q in query_ids):
+        return None  # a comment line
+    lines = np.arange(1, len(qids) + 1, dtype=np.int64)
+    scores = parse_scores(_to_numpy_bytes(score_texts), lines, name)
+    return RunRows(name, query_ids, qcodes, _to_numpy_bytes(items), scores, lines)
+
+
+def _to_numpy_bytes(column) -> np.ndarray:
+    """A pyarrow binary array as a numpy ``S`` array, without a Python object per value."""
+    from retrieval_gate.formats.trec import gather_bytes
+
+    offsets = np.frombuffer(column.buffers()[1], dtype=np.int32)[
+        column.offset : column.offset + len(column) + 1]
+    values = np.frombuffer(column.buffers()[2], dtype=np.uint8)
+    return gather_bytes(values, offsets[:-1].astype(np.int64), offsets[1:].astype(np.int64))

@@ -1,0 +1,259 @@
+"""JSON and JSON Lines formats for queries, qrels and runs, and the seeds' fixture files.
+
+Places in a JSON document are named by JSON path (``$["q1"]["d3"]``), places in a JSON Lines
+file by line number. Duplicate keys, which ``json`` would silently collapse to the last one,
+are errors; so are ids that are not non-empty strings, grades that are not integers and scores
+that are not finite numbers.
+"""
+
+from __future__ import annotations
+
+import json
+import math
+from typing import Any
+
+import numpy as np
+
+from retrieval_gate.errors import InputError
+from retrieval_gate.formats.trec import add_judgment
+from retrieval_gate.model import Qrels, Query, RunRows
+
+
+class _DuplicateKey(ValueError):
+    def __init__(self, key: str):
+        super().__init__(key)
+        self.key = key
+
+
+def _no_duplicates(pairs: list[tuple[str, Any]]) -> dict[str, Any]:
+    out: dict[str, Any] = {}
+    for key, value in pairs:
+        if key in out:
+            raise _DuplicateKey(key)
+        out[key] = value
+    return out
+
+
+def _reject_constant(token: str) -> float:
+    raise ValueError(f"{token} is not a finite number")
+
+
+def loads(text: str, name: str, line: int | None = None) -> Any:
+    """Parse JSON strictly (no duplicate keys, no NaN/Infinity), errors naming the line."""
+    try:
+        return json.loads(text, object_pairs_hook=_no_duplicates, parse_constant=_reject_constant)
+    except _DuplicateKey as exc:
+        raise InputError(name, f"key '{exc.key}' appears twice in one object",
+                         "keep each key once", line) from None
+    except json.JSONDecodeError as exc:
+        where = exc.lineno if line is None else line
+        raise InputError(name, f"invalid JSON ({exc.msg}, column {exc.colno})",
+                         "fix the JSON syntax", where) from None
+    except ValueError as exc:
+        raise InputError(name, str(exc), "write finite numbers", line) from None
+
+
+def is_json_lines(text: str) -> bool:
+    """True when the text is several JSON values, one per line, rather than one document."""
+    try:
+        json.loads(text)
+    except json.JSONDecodeError as exc:
+        return exc.msg == "Extra data"
+    return False
+
+
+def json_lines(text: str, name: str):
+    """(line number, object) for every non-blank line of a JSON Lines file."""
+    for number, line in enumerate(text.splitlines(), 1):
+        if line.strip():
+            value = loads(line, name, number)
+            if not isinstance(value, dict):
+                raise InputError(name, "line is not a JSON object",
+                                 "write one JSON object per line", number)
+            yield number, value
+
+
+def path(*keys: str | int) -> str:
+    return "$" + "".join(f"[{k}]" if isinstance(k, int) else f'["{k}"]' for k in keys)
+
+
+def check_id(value: Any, name: str, where: int | str, what: str) -> str:
+    if not isinstance(value, str) or not value or "\x00" in value:
+        raise InputError(name, f"{what} {json.dumps(value)} is not a non-empty string",
+                         f"write the {what} as a non-empty JSON string", where)
+    return value
+
+
+def check_grade(value: Any, name: str, where: int | str) -> int:
+    if isinstance(value, bool) or not isinstance(value, int):
+        raise InputError(name, f"grade {json.dumps(value)} is not an integer",
+                         "write relevance grades as whole numbers (e.g. 0, 1, 2, 3)", where)
+    return value
+
+
+def check_score(value: Any, name: str, where: int | str) -> float:
+    if isinstance(value, bool) or not isinstance(value, (int, float)):
+        raise InputError(name, f"score {json.dumps(value)} is not a number",
+                         "write the retrieval score as a JSON number", where)
+    if not math.isfinite(value):
+        raise InputError(name, f"score {value} is not finite",
+                         "write a finite retrieval score (no NaN or infinity)", where)
+    return float(value)
+
+
+def _require_object(value: Any, name: str, what: str) -> dict[str, Any]:
+    if not isinstance(value, dict) or not value:
+        raise InputError(name, f"{what} is not a non-empty JSON object", "see the README's "
+                         "input formats", path())
+    return value
+
+
+def qrels_from_json(document: Any, name: str) -> Qrels:
+    """``{"q": {"d": grade}}`` (graded) or ``{"q": ["d1", "d2"]}`` (binary, grade 1)."""
+    judgments: dict[str, dict[str, int]] = {}
+    first: dict[str, int | str] = {}
+    for qid, labels in _require_object(document, name, "the qrels").items():
+        check_id(qid, name, path(qid), "query id")
+        judgments[qid] = {}
+        first[qid] = path(qid)
+        if isinstance(labels, dict):
+            pairs = [(d, check_grade(g, name, path(qid, d))) for d, g in labels.items()]
+        elif isinstance(labels, list):
+            pairs = [(d, 1) for d in labels]
+        else:
+            raise InputError(name, "judgments are neither an object of grades nor a list of "
+                             "ids", 'write {"doc": grade, ...} or ["doc", ...]', path(qid))
+        for i, (doc, grade) in enumerate(pairs):
+            where = path(qid, doc) if isinstance(labels, dict) else path(qid, i)
+            check_id(doc, name, where, "item id")
+            add_judgment(judgments, first, qid, doc, grade, name, where)
+    return Qrels(name, judgments, first)
+
+
+def qrels_from_jsonl(text: str, name: str) -> Qrels:
+    """One ``{"query_id", "doc_id", "grade"}`` object per line."""
+    judgments: dict[str, dict[str, int]] = {}
+    first: dict[str, int | str] = {}
+    for line, obj in json_lines(text, name):
+        qid = check_id(obj.get("query_id"), name, line, "query_id")
+        doc = check_id(obj.get("doc_id"), name, line, "doc_id")
+        add_judgment(judgments, first, qid, doc, check_grade(obj.get("grade"), name, line),
+                     name, line)
+    return Qrels(name, judgments, first)
+
+
+class _RunBuilder:
+    """Collects rows of a run given per query, then freezes them into RunRows."""
+
+    def __init__(self, name: str, with_lines: bool):
+        self.name = name
+        self.query_ids: dict[str, int] = {}
+        self.qcodes: list[int] = []
+        self.items: list[bytes] = []
+        self.scores: list[float | None] = []
+        self.doc_ids: list[bytes] = []
+        self.lines: list[int] | None = [] if with_lines else None
+
+    def add_query(self, qid: str, where: int | str) -> int:
+        if qid in self.query_ids:
+            raise InputError(self.name, f"query '{qid}' is given twice",
+                             "give each query's ranking once", where)
+        return self.query_ids.setdefault(qid, len(self.query_ids))
+
+    def add(self, code: int, item: str, score: float | None, doc_id: str | None,
+            line: int | None) -> None:
+        self.qcodes.append(code)
+        self.items.append(item.encode())
+        self.scores.append(score)
+        self.doc_ids.append(b"" if doc_id is None else doc_id.encode())
+        if self.lines is not None:
+            self.lines.append(line or 0)
+
+    def build(self) -> RunRows:
+        scored = {s is not None for s in self.scores}
+        if len(scored) > 1:
+            raise InputError(self.name, "some items have a score and others do not",
+                             "give every item a score, or none (order = list order)")
+        has_doc_ids = any(self.doc_ids)
+        if has_doc_ids and not all(self.doc_ids):
+            raise InputError(self.name, "some items carry a doc_id and others do not",
+                             "give every item a doc_id, or none")
+        return RunRows(
+            self.name,
+            tuple(self.query_ids),
+            np.array(self.qcodes, dtype=np.int64),
+            np.array(self.items, dtype="S") if self.items else np.zeros(0, dtype="S1"),
+            np.array(self.scores, dtype=np.float64) if scored == {True} else None,
+            None if self.lines is None else np.array(self.lines, dtype=np.int64),
+            np.array(self.doc_ids, dtype="S") if has_doc_ids else None,
+        )
+
+
+def run_from_json(document: Any, name: str) -> RunRows:
+    """``{"q": {"d": score}}`` (order from scores) or ``{"q": ["d1", "d2"]}`` (explicit)."""
+    builder = _RunBuilder(name, with_lines=False)
+    for qid, ranking in _require_object(document, name, "the run").items():
+        code = builder.add_query(check_id(qid, name, path(qid), "query id"), path(qid))
+        if isinstance(ranking, dict):
+            for doc, score in ranking.items():
+                check_id(doc, name, path(qid, doc), "item id")
+                builder.add(code, doc, check_score(score, name, path(qid, doc)), None, None)
+        elif isinstance(ranking, list):
+            for i, doc in enumerate(ranking):
+                builder.add(code, check_id(doc, name, path(qid, i), "item id"), None, None, None)
+        else:
+            raise InputError(name, "ranking is neither an object of scores nor a list of ids",
+                             'write {"doc": score, ...} or ["doc", ...]', path(qid))
+    return builder.build()
+
+
+def run_from_jsonl(text: str, name: str) -> RunRows:
+    """One ``{"query_id", "items": [{"id", "score"?, "doc_id"?}, ...]}`` object per line."""
+    builder = _RunBuilder(name, with_lines=True)
+    for line, obj in json_lines(text, name):
+        code = builder.add_query(check_id(obj.get("query_id"), name, line, "query_id"), line)
+        items = obj.get("items")
+        if not isinstance(items, list):
+            raise InputError(name, "'items' is missing or not a list",
+                             'write "items": [{"id": ..., "score": ...}, ...]', line)
+        for item in items:
+            if not isinstance(item, dict):
+                raise InputError(name, "an item is not an object",
+                                 'write items as {"id": ..., "score": ...}', line)
+            score = None if "score" not in item else check_score(item["score"], name, line)
+            doc_id = None if "doc_id" not in item else check_id(item["doc_id"], name, line,
+                                                                "doc_id")
+            builder.add(code, check_id(item.get("id"), name, line, "item id"), score, doc_id,
+                        line)
+    return builder.build()
+
+
+def queries_from_jsonl(text: str, name: str) -> tuple[Query, ...]:
+    """One ``{"id", "text"?, "tags"?, "answerable"?}`` object per line."""
+    seen: dict[str, Query] = {}
+    for line, obj in json_lines(text, name):
+        qid = check_id(obj.get("id"), name, line, "id")
+        if qid in seen:
+            raise InputError(name, f"query '{qid}' is listed twice", "list each query once",
+                             line)
+        text_value = obj.get("text", "")
+        tags = obj.get("tags", [])
+        answerable = obj.get("answerable", True)
+        if not isinstance(text_value, str):
+            raise InputError(name, "'text' is not a string", "write the query text", line)
+        if not isinstance(tags, list) or not all(isinstance(t, str) and t for t in tags):
+            raise InputError(name, "'tags' is not a list of strings",
+                             'write "tags": ["paraphrase", ...]', line)
+        if not isinstance(answerable, bool):
+            raise InputError(name, "'answerable' is not true or false",
+                             'write "answerable": true or false', line)
+        seen[qid] = Query(qid, text_value, tuple(tags), answerable)
+    if not seen:
+        raise InputError(name, "lists no queries", "give one JSON object per line")
+    return tuple(seen.values())
+
+
+def doc_map_from_json(document: Any, name: str) -> dict[str, str]:
+    """``{"chunk id": "doc id", ...}``."""
+    return {check_id(k, name, path(k), "chunk id"): check_id(v, name, path(k), "doc id")
+            for k, v in _require_object(document, name, "the doc map").items()}

@@ -1,0 +1,256 @@
+"""Retrieval measures: parseable, immutable names and their one definition each.
+
+A measure is written ``Name[(param=value,...)][@k]``, for example ``nDCG@10``,
+``RR(rel=2)@10`` or ``nDCG(gain=linear)``. Without ``@k`` a measure covers the whole ranked list.
+Names are matched case-insensitively and aliases are canonicalised (``MRR@3`` → ``RR@3``); the
+``str()`` of a :class:`Measure` is its canonical name.
+
+Notation: R = number of relevant judgments of the query (grade ≥ threshold; negative grades
+never count), ranks are 1-based, "top k" is the first k items (all items without ``@k``).
+Every measure is 0 for an empty ranking. Relevance uses the policy threshold unless the measure
+sets its own with ``rel=N``; nDCG never uses the threshold (its gains are the grades).
+"""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Callable, Iterable
+from dataclasses import dataclass
+
+import numpy as np
+
+from retrieval_gate.errors import InputError
+from retrieval_gate.model import JudgedRows
+
+EXPONENTIAL = "exponential"
+LINEAR = "linear"
+
+
+def _cut(rows: JudgedRows, k: int | None) -> np.ndarray:
+    return np.ones(len(rows.rank), dtype=bool) if k is None else rows.rank <= k
+
+
+def _per_query(rows: JudgedRows, mask: np.ndarray, weights: np.ndarray | None = None) -> np.ndarray:
+    """Sum per query of ``weights`` (or count) over the rows selected by ``mask``."""
+    w = mask.astype(np.float64) if weights is None else np.where(mask, weights, 0.0)
+    return np.bincount(rows.qidx, weights=w, minlength=rows.n_queries)
+
+
+def _ratio(num: np.ndarray, den: np.ndarray) -> np.ndarray:
+    """num / den, and 0 where den is 0."""
+    den = np.asarray(den, dtype=np.float64)
+    return np.divide(num, den, out=np.zeros(len(num)), where=den > 0)
+
+
+def _precision_at_relevant(rows: JudgedRows, rel: np.ndarray) -> np.ndarray:
+    """Per row: (relevant items at or above this rank) / rank — P@rank."""
+    cumulative = np.cumsum(rel)
+    starts = np.searchsorted(rows.qidx, np.arange(rows.n_queries))
+    before = np.concatenate(([0], cumulative))[starts]
+    return (cumulative - before[rows.qidx]) / rows.rank
+
+
+def recall(rows: JudgedRows, k: int | None, threshold: int) -> np.ndarray:
+    """Recall@k = relevant in top k / R (trec_eval ``recall_k``); 0 when R = 0. The
+    denominator is R, never min(k, R): missing evidence stays in it."""
+    hits = _per_query(rows, _cut(rows, k) & rows.relevant(threshold))
+    return _ratio(hits, rows.n_relevant(threshold))
+
+
+def precision(rows: JudgedRows, k: int | None, threshold: int) -> np.ndarray:
+    """P@k = relevant in top k / k (trec_eval ``P_k``): a short list is padded with
+    non-relevant items, never rewarded. ``P`` without k = relevant retrieved / retrieved
+    (trec_eval ``set_P``), 0 for an empty list."""
+    hits = _per_query(rows, _cut(rows, k) & rows.relevant(threshold))
+    return hits / k if k is not None else _ratio(hits, rows.retrieved)
+
+
+def hit(rows: JudgedRows, k: int | None, threshold: int) -> np.ndarray:
+    """Hit@k (Success@k) = 1 if any relevant item is in the top k, else 0 (trec_eval
+    ``success_k``)."""
+    return (_per_query(rows, _cut(rows, k) & rows.relevant(threshold)) > 0).astype(np.float64)
+
+
+def reciprocal_rank(rows: JudgedRows, k: int | None, threshold: int) -> np.ndarray:
+    """RR@k = 1 / rank of the first relevant item within the top k, else 0. Without k it is
+    trec_eval's ``recip_rank`` over the whole list; its mean over queries is MRR."""
+    selected = np.flatnonzero(_cut(rows, k) & rows.relevant(threshold))
+    out = np.zeros(rows.n_queries)
+    if len(selected):
+        q = rows.qidx[selected]
+        first = np.concatenate(([True], q[1:] != q[:-1]))
+        out[q[first]] = 1.0 / rows.rank[selected[first]]
+    return out
+
+
+def average_precision(rows: JudgedRows, k: int | None, threshold: int) -> np.ndarray:
+    """AP@k = Σ over relevant ranks i ≤ k of P@i, / R (trec_eval ``map_cut_k``; without k,
+    ``map``). The denominator is R, not min(k, R); 0 when R = 0."""
+    rel = rows.relevant(threshold)
+    total = _per_query(rows, _cut(rows, k) & rel, _precision_at_relevant(rows, rel))
+    return _ratio(total, rows.n_relevant(threshold))
+
+
+def context_precision(rows: JudgedRows, k: int | None, threshold: int) -> np.ndarray:
+    """CP@k = Σ over relevant ranks i ≤ k of P@i, / (relevant in top k): how early the
+    relevant items of the top k come; 0 when the top k holds no relevant item."""
+    rel = rows.relevant(threshold)
+    selected = _cut(rows, k) & rel
+    total = _per_query(rows, selected, _precision_at_relevant(rows, rel))
+    return _ratio(total, _per_query(rows, selected))
+
+
+def _gain(grades: np.ndarray, gain: str) -> np.ndarray:
+    positive = np.maximum(grades, 0).astype(np.float64)
+    return np.exp2(positive) - 1.0 if gain == EXPONENTIAL else positive
+
+
+def ndcg(rows: JudgedRows, k: int | None, gain: str) -> np.ndarray:
+    """nDCG@k = DCG@k / IDCG@k with DCG = Σ_{i ≤ k} gain(grade_i) / log2(i + 1).
+
+    gain(g) = 2^g − 1 (``exponential``, the default, as the seeds use) or g (``linear``,
+    trec_eval's ``ndcg_cut_k``; without k, trec_eval's ``ndcg``). Negative grades and unjudged
+    items gain 0. The ideal ranking comes from *all* judgments of the query (not from the
+    retrieved items), cut at k; IDCG = 0 gives 0. The relevance threshold does not apply."""
+    discount = np.log2(rows.rank + 1.0)
+    dcg = _per_query(rows, _cut(rows, k), _gain(rows.grade, gain) / discount)
+    ideal_cut = np.ones(len(rows.ideal_rank), dtype=bool) if k is None else rows.ideal_rank <= k
+    ideal_gain = _gain(rows.ideal_grade, gain) / np.log2(rows.ideal_rank + 1.0)
+    idcg = np.bincount(
+        rows.ideal_qidx, weights=np.where(ideal_cut, ideal_gain, 0.0), minlength=rows.n_queries
+    )
+    return _ratio(dcg, idcg)
+
+
+def judged(rows: JudgedRows, k: int | None, threshold: int) -> np.ndarray:
+    """Judged@k = judged items in the top k / min(k, items returned); 0 for an empty list.
+    An item is judged when the query's judgments give it a grade ≥ 0."""
+    count = _per_query(rows, _cut(rows, k) & rows.judged)
+    shown = rows.retrieved if k is None else np.minimum(rows.retrieved, k)
+    return _ratio(count, shown)
+
+
+@dataclass(frozen=True)
+class _Family:
+    name: str
+    aliases: tuple[str, ...]
+    compute: Callable[..., np.ndarray]
+    summary: str
+    binary: bool = True  # uses the relevance threshold (accepts rel=N)
+
+
+_FAMILIES = (
+    _Family("Recall", ("R",), recall, "relevant in top k / R"),
+    _Family("P", ("Precision",), precision, "relevant in top k / k"),
+    _Family("Hit", ("Success",), hit, "1 if any relevant in top k"),
+    _Family("RR", ("MRR",), reciprocal_rank, "1 / rank of the first relevant within k"),
+    _Family("AP", ("MAP",), average_precision, "Σ P@i over relevant ranks i ≤ k / R"),
+    _Family("nDCG", ("NDCG",), ndcg, "DCG@k / IDCG@k, gain 2^g − 1 or g", binary=False),
+    _Family("CP", (), context_precision, "Σ P@i over relevant ranks i ≤ k / relevant in top k"),
+    _Family("Judged", (), judged, "judged in top k / min(k, returned)", binary=False),
+)
+_BY_NAME = {n.lower(): f for f in _FAMILIES for n in (f.name, *f.aliases)}
+_GAINS = {"exponential": EXPONENTIAL, "exp": EXPONENTIAL, "linear": LINEAR, "lin": LINEAR}
+_SYNTAX = re.compile(r"^(?P<name>[A-Za-z]+)(?:\((?P<params>[^()]*)\))?(?:@(?P<k>[^@]*))?$")
+
+KNOWN_MEASURES = ", ".join(
+    f"{f.name}@k" + (f" ({', '.join(a + '@k' for a in f.aliases)})" if f.aliases else "")
+    for f in _FAMILIES
+)
+_FIX_NAME = (
+    f"use one of {KNOWN_MEASURES}, optionally with (rel=N) or, for nDCG, (gain=linear); "
+    "leave out @k to cover the whole list"
+)
+
+
+@dataclass(frozen=True)
+class Measure:
+    """A measure value: family, cutoff ``k`` (None = whole list), optional relevance threshold
+    ``rel`` (None = the policy's) and, for nDCG, the ``gain``. Immutable and hashable; ``str()``
+    is the canonical name."""
+
+    family: str
+    k: int | None = None
+    rel: int | None = None
+    gain: str | None = None
+
+    def __post_init__(self) -> None:
+        if self.family == "nDCG" and self.gain is None:
+            object.__setattr__(self, "gain", EXPONENTIAL)
+
+    def __str__(self) -> str:
+        params = []
+        if self.gain == LINEAR:
+            params.append(f"gain={LINEAR}")
+        if self.rel is not None:
+            params.append(f"rel={self.rel}")
+        text = self.family + (f"({','.join(params)})" if params else "")
+        return text if self.k is None else f"{text}@{self.k}"
+
+    @property
+    def uses_threshold(self) -> bool:
+        return _BY_NAME[self.family.lower()].binary
+
+    def threshold(self, default: int) -> int:
+        """The relevance threshold this measure applies."""
+        return default if self.rel is None else self.rel
+
+    def describe(self, default_threshold: int) -> str:
+        """One line stating the definition, gain and threshold, for reports."""
+        family = _BY_NAME[self.family.lower()]
+        if self.family == "nDCG":
+            gain = "2^g − 1" if self.gain == EXPONENTIAL else "g (linear)"
+            return f"{self}: {family.summary}; gain {gain}, discount log2(rank + 1)"
+        if not family.binary:
+            return f"{self}: {family.summary}"
+        return f"{self}: {family.summary}; relevant = grade ≥ {self.threshold(default_threshold)}"
+
+    def compute(self, rows: JudgedRows, default_threshold: int) -> np.ndarray:
+        """Per-query values (float64 array, one per query of ``rows``)."""
+        family = _BY_NAME[self.family.lower()]
+        if self.family == "nDCG":
+            return ndcg(rows, self.k, self.gain or EXPONENTIAL)
+        return family.compute(rows, self.k, self.threshold(default_threshold))
+
+
+def parse_measure(text: str) -> Measure:
+    """Parse ``Name[(param=value,...)][@k]`` into a :class:`Measure`, or raise InputError."""
+    source = f"measure '{text}'"
+    match = _SYNTAX.match(text.strip())
+    if not match:
+        raise InputError(source, "is not of the form Name[(param=value)][@k]", _FIX_NAME)
+    family = _BY_NAME.get(match["name"].lower())
+    if family is None:
+        raise InputError(source, f"unknown measure name '{match['name']}'", _FIX_NAME)
+    k = None
+    if match["k"] is not None:
+        if not re.fullmatch(r"[0-9]+", match["k"]) or int(match["k"]) <= 0:
+            raise InputError(source, f"cutoff k = '{match['k']}' is not a positive integer",
+                             "write a cutoff of 1 or more, e.g. @10")
+        k = int(match["k"])
+    rel = None
+    gain = EXPONENTIAL if family.name == "nDCG" else None
+    for param in filter(None, (p.strip() for p in (match["params"] or "").split(","))):
+        key, _, value = (s.strip() for s in param.partition("="))
+        if key == "rel" and family.binary and re.fullmatch(r"-?[0-9]+", value):
+            rel = int(value)
+        elif key == "gain" and family.name == "nDCG" and value.lower() in _GAINS:
+            gain = _GAINS[value.lower()]
+        else:
+            allowed = "rel=N (an integer grade)" if family.binary else (
+                "gain=exponential|linear" if family.name == "nDCG" else "no parameters")
+            raise InputError(source, f"parameter '{param}' is not valid for {family.name}",
+                             f"{family.name} takes {allowed}")
+    return Measure(family.name, k, rel, gain)
+
+
+def parse_measures(names: Iterable[str]) -> tuple[Measure, ...]:
+    """Parse several names, keeping the order given and dropping exact repeats."""
+    return tuple(dict.fromkeys(parse_measure(n) for n in names))
+
+
+def default_measures(k: int) -> tuple[Measure, ...]:
+    """The default set at cutoff k: Recall, P, Hit, RR, nDCG, AP."""
+    if k <= 0:
+        raise InputError("--k", f"cutoff {k} is not a positive integer", "pass -k 1 or more")
+    return tuple(parse_measure(f"{n}@{k}") for n in ("Recall", "P", "Hit", "RR", "nDCG", "AP"))

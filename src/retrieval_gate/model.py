@@ -1,0 +1,156 @@
+"""The data the gate works on: queries, judgments, runs, and the scoring policy.
+
+Runs are columnar (numpy arrays, one row per retrieved item) so that scoring can be vectorised
+over queries; item ids are UTF-8 byte strings (numpy ``S`` dtype), whose order is the byte order
+trec_eval uses to break score ties.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from typing import Literal
+
+import numpy as np
+
+UnjudgedPolicy = Literal["nonrelevant", "error"]
+DuplicatesPolicy = Literal["error", "first"]
+MissingPolicy = Literal["error", "zero"]
+ExtraPolicy = Literal["error", "ignore"]
+UnlabeledPolicy = Literal["error", "zero"]
+
+
+@dataclass(frozen=True)
+class ScoringPolicy:
+    """How scoring treats the inputs' edge cases (DESIGN §3–4).
+
+    - ``threshold``: an item is relevant for binary measures iff its grade ≥ threshold (never
+      applied to nDCG gains); negative grades are never relevant.
+    - ``unjudged``: an item absent from the query's judgments (or judged with a negative grade,
+      trec_eval's "in pool, unjudged") is non-relevant, or an error.
+    - ``duplicates``: an item id repeated in one ranking is an error, or only its first
+      (best-ranked) occurrence is kept.
+    - ``missing``: a query of the query set absent from the run is an error, or scores 0 on every
+      measure (trec_eval ``-c``).
+    - ``extra``: a run query outside the query set is an error, or ignored (trec_eval's default).
+    - ``unlabeled``: an answerable query with no judgment at or above the threshold is an error
+      (missing labels are not a zero), or scores 0 as trec_eval does, with a warning.
+    """
+
+    threshold: int = 1
+    unjudged: UnjudgedPolicy = "nonrelevant"
+    duplicates: DuplicatesPolicy = "error"
+    missing: MissingPolicy = "error"
+    extra: ExtraPolicy = "error"
+    unlabeled: UnlabeledPolicy = "error"
+
+    def as_dict(self) -> dict[str, object]:
+        return {
+            "threshold": self.threshold,
+            "unjudged": self.unjudged,
+            "duplicates": self.duplicates,
+            "missing": self.missing,
+            "extra": self.extra,
+            "unlabeled": self.unlabeled,
+        }
+
+
+@dataclass(frozen=True)
+class Query:
+    """One query of the frozen query set. ``answerable=False`` marks a question the approved
+    corpus cannot answer: it has no positive judgment, is reported separately, never averaged."""
+
+    id: str
+    text: str = ""
+    tags: tuple[str, ...] = ()
+    answerable: bool = True
+
+
+@dataclass(frozen=True, eq=False)
+class Qrels:
+    """Relevance judgments: query id → item id → integer grade, in file order.
+
+    ``lines`` maps each query id to the line (or JSON path) of its first judgment, for messages.
+    """
+
+    source: str
+    judgments: dict[str, dict[str, int]]
+    lines: dict[str, int | str] = field(default_factory=dict)
+
+    def where(self, query_id: str) -> int | str | None:
+        return self.lines.get(query_id)
+
+
+@dataclass(frozen=True, eq=False)
+class RunRows:
+    """A run as read, before ranking: one row per (query, item) in file order.
+
+    - ``query_ids``: distinct query ids in order of first appearance (a query given with an
+      empty ranking, possible in JSON formats, is listed and has no rows);
+    - ``qcodes``: int64 index into ``query_ids`` per row;
+    - ``items``: the item ids (UTF-8, numpy ``S``);
+    - ``scores``: float64 per row, or None when the order is explicit (file order);
+    - ``lines``: 1-based source line per row, or None for whole-file JSON documents;
+    - ``doc_ids``: the document id each item belongs to (JSONL ``doc_id``), or None.
+    """
+
+    source: str
+    query_ids: tuple[str, ...]
+    qcodes: np.ndarray
+    items: np.ndarray
+    scores: np.ndarray | None
+    lines: np.ndarray | None = None
+    doc_ids: np.ndarray | None = None
+
+    def where(self, row: int) -> int | None:
+        return None if self.lines is None else int(self.lines[row])
+
+
+@dataclass(frozen=True, eq=False)
+class RankedRun:
+    """A run in rank order: the rows of query ``query_ids[i]`` are ``offsets[i]:offsets[i+1]``,
+    best first. ``scores`` is None when the order was explicit."""
+
+    source: str
+    query_ids: tuple[str, ...]
+    offsets: np.ndarray
+    docs: np.ndarray
+    scores: np.ndarray | None
+    lines: np.ndarray | None
+
+    def where(self, row: int) -> int | None:
+        return None if self.lines is None else int(self.lines[row])
+
+
+@dataclass(frozen=True, eq=False)
+class JudgedRows:
+    """The ranked items of the evaluated queries joined with their judgments, the input of every
+    measure. Rows are grouped by query (``qidx`` non-decreasing) and in rank order within it.
+
+    - ``rank``: 1-based rank within the query; ``grade``: the item's grade (0 if unjudged);
+      ``judged``: the item has a judgment with a grade ≥ 0;
+    - ``retrieved``: number of items per query;
+    - ``judgment_qidx`` / ``judgment_grade``: every judgment of the evaluated queries;
+    - ``ideal_qidx`` / ``ideal_rank`` / ``ideal_grade``: the positive grades of each query sorted
+      best first, the ideal ranking for nDCG.
+    """
+
+    n_queries: int
+    qidx: np.ndarray
+    rank: np.ndarray
+    grade: np.ndarray
+    judged: np.ndarray
+    retrieved: np.ndarray
+    judgment_qidx: np.ndarray
+    judgment_grade: np.ndarray
+    ideal_qidx: np.ndarray
+    ideal_rank: np.ndarray
+    ideal_grade: np.ndarray
+
+    def relevant(self, threshold: int) -> np.ndarray:
+        """Per row: judged with grade ≥ threshold (and ≥ 0)."""
+        return self.judged & (self.grade >= max(threshold, 0))
+
+    def n_relevant(self, threshold: int) -> np.ndarray:
+        """R per query: judgments with grade ≥ threshold (negative grades never count)."""
+        mask = self.judgment_grade >= max(threshold, 0)
+        return np.bincount(self.judgment_qidx[mask], minlength=self.n_queries)

@@ -1,0 +1,242 @@
+"""Per-query scoring: a ranked run joined with the judgments, every measure vectorised over
+queries.
+
+Which queries are scored: the answerable queries of the query set (``queries``), or, without
+one, every query of the qrels. Unanswerable queries are listed apart and never averaged. The
+policies of :class:`~retrieval_gate.model.ScoringPolicy` decide what happens to queries missing
+from the run, run queries outside the set, answerable queries without a relevant judgment,
+repeated items and unjudged items. Means are macro averages (each query weighs the same),
+summed exactly (``math.fsum``).
+"""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Sequence
+from dataclasses import dataclass
+
+import numpy as np
+
+from retrieval_gate.errors import InputError
+from retrieval_gate.measures import Measure
+from retrieval_gate.model import JudgedRows, Qrels, Query, RankedRun, RunRows, ScoringPolicy
+from retrieval_gate.ranking import hash_ids, rank_run
+
+_LISTED = 10  # how many query ids a warning names before "and N more"
+
+
+@dataclass(frozen=True, eq=False)
+class Scores:
+    """Per-query values of each measure for the answerable queries (rows of ``values``, in
+    ``query_ids`` order), the unanswerable query ids, and warnings for the reader."""
+
+    measures: tuple[Measure, ...]
+    query_ids: tuple[str, ...]
+    values: np.ndarray
+    unanswerable: tuple[str, ...]
+    warnings: tuple[str, ...]
+    policy: ScoringPolicy
+
+    def means(self) -> dict[str, float | None]:
+        """Macro average of each measure; None when no query was scored."""
+        n = len(self.query_ids)
+        return {str(m): (math.fsum(self.values[:, j].tolist()) / n if n else None)
+                for j, m in enumerate(self.measures)}
+
+    def per_query(self) -> dict[str, dict[str, float]]:
+        names = [str(m) for m in self.measures]
+        return {qid: dict(zip(names, row)) for qid, row in zip(self.query_ids,
+                                                               self.values.tolist())}
+
+    def column(self, measure: Measure) -> np.ndarray:
+        return self.values[:, self.measures.index(measure)]
+
+
+def _listing(ids: Sequence[str]) -> str:
+    shown = ", ".join(f"'{q}'" for q in ids[:_LISTED])
+    return shown + (f" and {len(ids) - _LISTED} more" if len(ids) > _LISTED else "")
+
+
+def _query_set(qrels: Qrels, queries: Sequence[Query] | None, threshold: int
+               ) -> tuple[list[str], list[str]]:
+    """(answerable ids, unanswerable ids), checking the query set against the qrels."""
+    if queries is None:
+        return list(qrels.judgments), []
+    known = {q.id for q in queries}
+    for qid in qrels.judgments:
+        if qid not in known:
+            raise InputError(qrels.source, f"query '{qid}' is judged but not in the query set",
+                             "add it to the queries file or remove its judgments",
+                             qrels.where(qid))
+    for q in queries:
+        if not q.answerable and any(g >= max(threshold, 0)
+                                    for g in qrels.judgments.get(q.id, {}).values()):
+            raise InputError(qrels.source, f"query '{q.id}' is marked unanswerable but has a "
+                             f"judgment at grade ≥ {threshold}", "mark it answerable in the "
+                             "queries file, or correct its judgments", qrels.where(q.id))
+    return ([q.id for q in queries if q.answerable], [q.id for q in queries if not q.answerable])
+
+
+def score_run(qrels: Qrels, run: RunRows, measures: Sequence[Measure],
+              policy: ScoringPolicy = ScoringPolicy(), queries: Sequence[Query] | None = None,
+              doc_map: dict[str, str] | None = None) -> Scores:
+    """Score ``run`` against ``qrels`` on every measure, per query; see the module docstring."""
+    if not measures:
+        raise InputError("--measure", "no measure to compute", "name at least one measure")
+    warnings: list[str] = []
+    answerable, unanswerable = _query_set(qrels, queries, policy.threshold)
+
+    unlabeled = [q for q in answerable if not any(
+        g >= max(policy.threshold, 0) for g in qrels.judgments.get(q, {}).values())]
+    if unlabeled:
+        if policy.unlabeled == "error":
+            raise InputError(qrels.source, f"query '{unlabeled[0]}' has no judgment at grade ≥ "
+                             f"{policy.threshold} ({len(unlabeled)} such queries: "
+                             f"{_listing(unlabeled)})", "judge it, mark it answerable: false in "
+                             "the queries file, or pass --unlabeled zero to score it 0 as "
+                             "trec_eval does", qrels.where(unlabeled[0]))
+        warnings.append(f"{len(unlabeled)} answerable queries have no judgment at grade ≥ "
+                        f"{policy.threshold} and score 0 (--unlabeled zero): "
+                        f"{_listing(unlabeled)}")
+
+    ranked = rank_run(run, policy.duplicates, doc_map)
+    index = {q: i for i, q in enumerate(answerable)}
+    skipped = set(unanswerable)
+    extra = [q for q in ranked.query_ids if q not in index and q not in skipped]
+    if extra:
+        if policy.extra == "error":
+            first = ranked.query_ids.index(extra[0])
+            row = int(ranked.offsets[first])
+            raise InputError(run.source, f"query '{extra[0]}' is not in the "
+                             f"{'query set' if queries is not None else 'qrels'} "
+                             f"({len(extra)} such queries: {_listing(extra)})",
+                             "remove it from the run, or pass --extra ignore",
+                             ranked.where(row) if row < len(ranked.docs) else None)
+        warnings.append(f"ignored {len(extra)} run queries outside the "
+                        f"{'query set' if queries is not None else 'qrels'} (--extra ignore): "
+                        f"{_listing(extra)}")
+    present = set(ranked.query_ids)
+    missing = [q for q in answerable if q not in present]
+    if missing:
+        if policy.missing == "error":
+            raise InputError(run.source, f"query '{missing[0]}' has no ranking "
+                             f"({len(missing)} missing: {_listing(missing)})",
+                             "add its results (an empty ranking is a result), or pass "
+                             "--missing zero to score it 0 (trec_eval -c)")
+        warnings.append(f"{len(missing)} queries are missing from the run and score 0 "
+                        f"(--missing zero): {_listing(missing)}")
+
+    rows = _judge(ranked, qrels, answerable, index, policy)
+    values = np.column_stack([m.compute(rows, policy.threshold) for m in measures]) \
+        if answerable else np.zeros((0, len(measures)))
+    warnings.extend(_threshold_warnings(rows, measures, policy.threshold, answerable))
+    warnings.extend(_tie_warnings(ranked, measures, index))
+    return Scores(tuple(measures), tuple(answerable), values, tuple(unanswerable),
+                  tuple(warnings), policy)
+
+
+def _judge(ranked: RankedRun, qrels: Qrels, answerable: list[str], index: dict[str, int],
+           policy: ScoringPolicy) -> JudgedRows:
+    """Join the ranked items of the answerable queries with their grades."""
+    n = len(answerable)
+    run_to_eval = np.array([index.get(q, -1) for q in ranked.query_ids], dtype=np.int64)
+    counts = np.diff(ranked.offsets)
+    row_query = np.repeat(run_to_eval, counts)
+    selected = np.flatnonzero(row_query >= 0)
+    # Rows stay grouped by run query; regroup them in query-set order for the measures.
+    selected = selected[np.argsort(row_query[selected], kind="stable")]
+    qidx = row_query[selected]
+    docs = ranked.docs[selected]
+    starts = np.repeat(ranked.offsets[:-1], counts)[selected]
+    rank = (selected - starts + 1).astype(np.int64)
+
+    j_qidx, j_docs, j_grades = [], [], []
+    for qid in answerable:
+        labels = qrels.judgments.get(qid, {})
+        j_qidx.extend([index[qid]] * len(labels))
+        j_docs.extend(d.encode() for d in labels)
+        j_grades.extend(labels.values())
+    judgment_qidx = np.array(j_qidx, dtype=np.int64)
+    judgment_grade = np.array(j_grades, dtype=np.int64)
+    judgment_docs = np.array(j_docs, dtype="S") if j_docs else np.zeros(0, dtype="S1")
+
+    grade, found = _lookup(qidx, docs, judgment_qidx, judgment_docs, judgment_grade)
+    judged = found & (grade >= 0)
+    if policy.unjudged == "error" and not judged.all():
+        row = int(np.flatnonzero(~judged)[0])
+        raise InputError(ranked.source, f"item '{docs[row].decode()}' of query "
+                         f"'{answerable[qidx[row]]}' has no judgment", "judge it, or pass "
+                         "--unjudged nonrelevant to count unjudged items as non-relevant",
+                         ranked.where(int(selected[row])))
+
+    positive = np.flatnonzero(judgment_grade > 0)
+    order = positive[np.lexsort((-judgment_grade[positive], judgment_qidx[positive]))]
+    ideal_qidx = judgment_qidx[order]
+    ideal_starts = np.searchsorted(ideal_qidx, np.arange(n))
+    ideal_rank = np.arange(len(order)) - ideal_starts[ideal_qidx] + 1
+    return JudgedRows(
+        n_queries=n, qidx=qidx, rank=rank, grade=np.where(found, grade, 0), judged=judged,
+        retrieved=np.bincount(qidx, minlength=n), judgment_qidx=judgment_qidx,
+        judgment_grade=judgment_grade, ideal_qidx=ideal_qidx, ideal_rank=ideal_rank,
+        ideal_grade=judgment_grade[order],
+    )
+
+
+def _lookup(qidx: np.ndarray, docs: np.ndarray, j_qidx: np.ndarray, j_docs: np.ndarray,
+            j_grade: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    """Grade of each (query, doc) row and whether it was found, by hash, confirmed exactly."""
+    grade = np.zeros(len(docs), dtype=np.int64)
+    found = np.zeros(len(docs), dtype=bool)
+    if not len(j_docs) or not len(docs):
+        return grade, found
+    j_keys = hash_ids(j_docs, j_qidx)
+    order = np.argsort(j_keys)
+    sorted_keys = j_keys[order]
+    keys = hash_ids(docs, qidx)
+    pos = np.minimum(np.searchsorted(sorted_keys, keys), len(sorted_keys) - 1)
+    candidate = np.flatnonzero(sorted_keys[pos] == keys)
+    match = order[pos[candidate]]
+    exact = (j_qidx[match] == qidx[candidate]) & (j_docs[match] == docs[candidate])
+    grade[candidate[exact]] = j_grade[match[exact]]
+    found[candidate[exact]] = True
+    if not exact.all() or len(np.unique(j_keys)) < len(j_keys):  # a hash collision
+        table = {(int(q), d): g for q, d, g in zip(j_qidx.tolist(), j_docs.tolist(),
+                                                   j_grade.tolist())}
+        for row, (q, d) in enumerate(zip(qidx.tolist(), docs.tolist())):
+            g = table.get((q, d))
+            found[row] = g is not None
+            grade[row] = 0 if g is None else g
+    return grade, found
+
+
+def _threshold_warnings(rows: JudgedRows, measures: Sequence[Measure], default: int,
+                        answerable: list[str]) -> list[str]:
+    out = []
+    for threshold in sorted({m.threshold(default) for m in measures if m.uses_threshold
+                             and m.rel is not None}):
+        empty = np.flatnonzero(rows.n_relevant(threshold) == 0)
+        if len(empty):
+            names = ", ".join(str(m) for m in measures if m.rel == threshold)
+            out.append(f"{names}: {len(empty)} queries have no judgment at grade ≥ {threshold} "
+                       f"and score 0: {_listing([answerable[i] for i in empty])}")
+    return out
+
+
+def _tie_warnings(ranked: RankedRun, measures: Sequence[Measure], index: dict[str, int]
+                  ) -> list[str]:
+    """Queries whose items at ranks k and k + 1 have equal scores: the cutoff splits a tie,
+    and only the item-id tie-break (trec_eval's rule) decides which one counts."""
+    if ranked.scores is None:
+        return []
+    out = []
+    evaluated = np.array([q in index for q in ranked.query_ids], dtype=bool)
+    for k in sorted({m.k for m in measures if m.k is not None}):
+        at_k = ranked.offsets[:-1] + k - 1
+        has_next = evaluated & (at_k + 1 < ranked.offsets[1:])
+        rows = at_k[has_next]
+        tied = ranked.scores[rows] == ranked.scores[rows + 1]
+        if tied.any():
+            ids = [ranked.query_ids[i] for i in np.flatnonzero(has_next)[tied]]
+            out.append(f"score ties straddle cutoff {k} in {len(ids)} queries (order decided "
+                       f"by item id, trec_eval's rule): {_listing(ids)}")
+    return out
