@@ -145,7 +145,7 @@ _FAMILIES = (
     _Family("Hit", ("Success",), hit, "1 if any relevant in top k"),
     _Family("RR", ("MRR",), reciprocal_rank, "1 / rank of the first relevant within k"),
     _Family("AP", ("MAP",), average_precision, "Σ P@i over relevant ranks i ≤ k / R"),
-    _Family("nDCG", ("NDCG",), ndcg, "DCG@k / IDCG@k, gain 2^g − 1 or g", binary=False),
+    _Family("nDCG", ("NDCG",), ndcg, "DCG@k / IDCG@k", binary=False),
     _Family("CP", (), context_precision, "Σ P@i over relevant ranks i ≤ k / relevant in top k"),
     _Family("Judged", (), judged, "judged in top k / min(k, returned)", binary=False),
 )
@@ -232,6 +232,7 @@ def parse_measure(text: str) -> Measure:
     gain = EXPONENTIAL if family.name == "nDCG" else None
     for param in filter(None, (p.strip() for p in (match["params"] or "").split(","))):
         key, _, value = (s.strip() for s in param.partition("="))
+        key = key.lower()
         if key == "rel" and family.binary and re.fullmatch(r"-?[0-9]+", value):
             rel = int(value)
         elif key == "gain" and family.name == "nDCG" and value.lower() in _GAINS:

@@ -53,8 +53,13 @@ class Scores:
 
 
 def _listing(ids: Sequence[str]) -> str:
+    """Up to ten quoted ids, then "and N more"."""
     shown = ", ".join(f"'{q}'" for q in ids[:_LISTED])
     return shown + (f" and {len(ids) - _LISTED} more" if len(ids) > _LISTED else "")
+
+
+def _queries(n: int) -> str:
+    return f"{n} {'query' if n == 1 else 'queries'}"
 
 
 def _query_set(qrels: Qrels, queries: Sequence[Query] | None, threshold: int
@@ -91,11 +96,11 @@ def score_run(qrels: Qrels, run: RunRows, measures: Sequence[Measure],
     if unlabeled:
         if policy.unlabeled == "error":
             raise InputError(qrels.source, f"query '{unlabeled[0]}' has no judgment at grade ≥ "
-                             f"{policy.threshold} ({len(unlabeled)} such queries: "
+                             f"{policy.threshold} ({_queries(len(unlabeled))} without one: "
                              f"{_listing(unlabeled)})", "judge it, mark it answerable: false in "
                              "the queries file, or pass --unlabeled zero to score it 0 as "
                              "trec_eval does", qrels.where(unlabeled[0]))
-        warnings.append(f"{len(unlabeled)} answerable queries have no judgment at grade ≥ "
+        warnings.append(f"{_queries(len(unlabeled))} without a judgment at grade ≥ "
                         f"{policy.threshold} and score 0 (--unlabeled zero): "
                         f"{_listing(unlabeled)}")
 
@@ -109,10 +114,10 @@ def score_run(qrels: Qrels, run: RunRows, measures: Sequence[Measure],
             row = int(ranked.offsets[first])
             raise InputError(run.source, f"query '{extra[0]}' is not in the "
                              f"{'query set' if queries is not None else 'qrels'} "
-                             f"({len(extra)} such queries: {_listing(extra)})",
+                             f"({_queries(len(extra))} outside it: {_listing(extra)})",
                              "remove it from the run, or pass --extra ignore",
                              ranked.where(row) if row < len(ranked.docs) else None)
-        warnings.append(f"ignored {len(extra)} run queries outside the "
+        warnings.append(f"ignored {_queries(len(extra))} of the run outside the "
                         f"{'query set' if queries is not None else 'qrels'} (--extra ignore): "
                         f"{_listing(extra)}")
     present = set(ranked.query_ids)
@@ -120,10 +125,10 @@ def score_run(qrels: Qrels, run: RunRows, measures: Sequence[Measure],
     if missing:
         if policy.missing == "error":
             raise InputError(run.source, f"query '{missing[0]}' has no ranking "
-                             f"({len(missing)} missing: {_listing(missing)})",
+                             f"({_queries(len(missing))} missing: {_listing(missing)})",
                              "add its results (an empty ranking is a result), or pass "
                              "--missing zero to score it 0 (trec_eval -c)")
-        warnings.append(f"{len(missing)} queries are missing from the run and score 0 "
+        warnings.append(f"{_queries(len(missing))} missing from the run, scored 0 "
                         f"(--missing zero): {_listing(missing)}")
 
     rows = _judge(ranked, qrels, answerable, index, policy)
@@ -217,7 +222,7 @@ def _threshold_warnings(rows: JudgedRows, measures: Sequence[Measure], default: 
         empty = np.flatnonzero(rows.n_relevant(threshold) == 0)
         if len(empty):
             names = ", ".join(str(m) for m in measures if m.rel == threshold)
-            out.append(f"{names}: {len(empty)} queries have no judgment at grade ≥ {threshold} "
+            out.append(f"{names}: {_queries(len(empty))} without a judgment at grade ≥ {threshold} "
                        f"and score 0: {_listing([answerable[i] for i in empty])}")
     return out
 
@@ -237,6 +242,6 @@ def _tie_warnings(ranked: RankedRun, measures: Sequence[Measure], index: dict[st
         tied = ranked.scores[rows] == ranked.scores[rows + 1]
         if tied.any():
             ids = [ranked.query_ids[i] for i in np.flatnonzero(has_next)[tied]]
-            out.append(f"score ties straddle cutoff {k} in {len(ids)} queries (order decided "
+            out.append(f"score ties straddle cutoff {k} in {_queries(len(ids))} (order decided "
                        f"by item id, trec_eval's rule): {_listing(ids)}")
     return out

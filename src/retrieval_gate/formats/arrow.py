@@ -8,13 +8,18 @@ error messages, does the work. Both produce the same RunRows.
 
 from __future__ import annotations
 
+import os
+
 import numpy as np
 
 from retrieval_gate.model import RunRows
 
 
 def read_trec_run(data: bytes, name: str) -> RunRows | None:
-    """The run, or None when pyarrow is missing or the file needs the general reader."""
+    """The run, or None when pyarrow is missing (or hidden with the environment variable
+    ``RETRIEVAL_GATE_NO_ARROW=1``) or the file needs the general reader."""
+    if os.environ.get("RETRIEVAL_GATE_NO_ARROW") == "1":
+        return None
     try:
         import pyarrow as pa
         import pyarrow.compute as pc

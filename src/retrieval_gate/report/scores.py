@@ -1,0 +1,72 @@
+"""Rendering the result of ``gate score``: a JSON document and a plain-text table.
+
+JSON (keys sorted, floats in Python's shortest round-trip form, so the same inputs always give
+the same bytes) has exactly these top-level keys: ``settings``, ``measures``, ``means``,
+``per_query``, ``unanswerable``, ``counts``, ``warnings``. Several named runs give
+``{"runs": {name: document}}``.
+"""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Mapping
+from typing import Any
+
+from retrieval_gate.scoring import Scores
+
+
+def scores_document(scores: Scores, inputs: Mapping[str, Any]) -> dict[str, Any]:
+    """The JSON-ready document of one scored run; ``inputs`` names the files (and k)."""
+    threshold = scores.policy.threshold
+    return {
+        "settings": {
+            **inputs,
+            **scores.policy.as_dict(),
+            "definitions": {str(m): m.describe(threshold) for m in scores.measures},
+        },
+        "measures": [str(m) for m in scores.measures],
+        "means": scores.means(),
+        "per_query": scores.per_query(),
+        "unanswerable": list(scores.unanswerable),
+        "counts": {
+            "queries": len(scores.query_ids) + len(scores.unanswerable),
+            "answerable": len(scores.query_ids),
+            "unanswerable": len(scores.unanswerable),
+        },
+        "warnings": list(scores.warnings),
+    }
+
+
+def to_json(document: Mapping[str, Any]) -> str:
+    """Deterministic JSON text: sorted keys, two-space indent, UTF-8 kept, final newline."""
+    return json.dumps(document, sort_keys=True, indent=2, ensure_ascii=False) + "\n"
+
+
+def _cell(value: float | None) -> str:
+    return "-" if value is None else f"{value:.4f}"
+
+
+def scores_text(scores: Scores, inputs: Mapping[str, Any], title: str | None = None) -> str:
+    """Per-query rows, a mean row, the definitions (gain and threshold) and the warnings."""
+    names = [str(m) for m in scores.measures]
+    width = max([len("query"), len("mean"), *(len(q) for q in scores.query_ids)])
+    columns = [max(len(n), 6) for n in names]
+    lines = []
+    if title:
+        lines.append(f"== {title} ==")
+    lines.append("  ".join(f"{k}: {v}" for k, v in inputs.items() if v is not None))
+    lines.extend(f"  {m.describe(scores.policy.threshold)}" for m in scores.measures)
+    lines.append("")
+    lines.append("  ".join(["query".ljust(width), *(n.rjust(c) for n, c in zip(names, columns))]))
+    for qid, row in scores.per_query().items():
+        lines.append("  ".join([qid.ljust(width), *(_cell(row[n]).rjust(c)
+                                                     for n, c in zip(names, columns))]))
+    means = scores.means()
+    lines.append("  ".join(["mean".ljust(width), *(_cell(means[n]).rjust(c)
+                                                   for n, c in zip(names, columns))]))
+    lines.append(f"{len(scores.query_ids)} answerable queries averaged (macro mean)")
+    if scores.unanswerable:
+        lines.append(f"unanswerable, not averaged ({len(scores.unanswerable)}): "
+                     + ", ".join(scores.unanswerable))
+    lines.extend(f"warning: {w}" for w in scores.warnings)
+    return "\n".join(lines) + "\n"
