@@ -45,11 +45,11 @@ def hash_ids(ids: np.ndarray, salt: np.ndarray | None = None) -> np.ndarray:
 def first_occurrences(qcodes: np.ndarray, ids: np.ndarray) -> np.ndarray:
     """Boolean mask, True for the first row (in array order) of each distinct (query, id)."""
     keys = hash_ids(ids, qcodes)
+    keep = np.ones(len(ids), dtype=bool)
+    if len(keys) < 2 or (np.diff(np.sort(keys)) != 0).all():
+        return keep  # the usual case, settled without an index sort
     order = np.argsort(keys, kind="stable")
     same = keys[order[1:]] == keys[order[:-1]]
-    keep = np.ones(len(ids), dtype=bool)
-    if not same.any():
-        return keep
     earlier, later = order[:-1][same], order[1:][same]
     if not ((qcodes[earlier] == qcodes[later]) & (ids[earlier] == ids[later])).all():
         return _first_occurrences_exact(qcodes, ids)  # a hash collision: settle it exactly
@@ -90,14 +90,19 @@ def trec_order(qcodes: np.ndarray, scores: np.ndarray | None, ids: np.ndarray) -
 
 
 def rank_run(rows: RunRows, duplicates: str = "error",
-             doc_map: dict[str, str] | None = None) -> RankedRun:
+             doc_map: dict[str, str] | None = None, depth: int | None = None) -> RankedRun:
     """Order each query's items (trec_eval's rule), apply the duplicates policy, then collapse
     items to documents (``doc_map`` or the items' own ``doc_id``), keeping each document's
-    first (best) rank. An item missing from ``doc_map`` is an error."""
+    first (best) rank. An item missing from ``doc_map`` is an error. With ``depth``, only the
+    first ``depth`` items of each query are kept (after all checks, which see every item)."""
     perm = trec_order(rows.qcodes, rows.scores, rows.items)
-    qcodes, items = rows.qcodes[perm], rows.items[perm]
-    lines = None if rows.lines is None else rows.lines[perm]
-    scores = None if rows.scores is None else rows.scores[perm]
+    identity = bool((perm == np.arange(len(perm))).all())
+
+    def arranged(values: np.ndarray | None) -> np.ndarray | None:
+        return values if values is None or identity else values[perm]
+
+    qcodes, items, lines, scores = (arranged(v) for v in
+                                    (rows.qcodes, rows.items, rows.lines, rows.scores))
     keep = first_occurrences(qcodes, items)
     if not keep.all() and duplicates == "error":
         row = int(np.flatnonzero(~keep)[0])
@@ -107,10 +112,15 @@ def rank_run(rows: RunRows, duplicates: str = "error",
                          None if lines is None else int(lines[row]))
     docs = items
     if doc_map is not None or rows.doc_ids is not None:
-        docs = rows.doc_ids[perm] if rows.doc_ids is not None else items
+        docs = arranged(rows.doc_ids) if rows.doc_ids is not None else items
         if doc_map is not None:
             docs = _map_documents(docs, doc_map, rows.source, lines)
         keep &= first_occurrences(qcodes, docs)
+    if depth is not None:
+        starts = np.searchsorted(qcodes, np.arange(len(rows.query_ids)))
+        position = np.cumsum(keep) - 1  # rank among the kept rows, counted over all queries
+        first_kept = np.concatenate(([0], np.cumsum(keep)))[starts]
+        keep &= position - first_kept[qcodes] < depth
     if not keep.all():
         qcodes, docs = qcodes[keep], docs[keep]
         lines = None if lines is None else lines[keep]

@@ -104,7 +104,10 @@ def score_run(qrels: Qrels, run: RunRows, measures: Sequence[Measure],
                         f"{policy.threshold} and score 0 (--unlabeled zero): "
                         f"{_listing(unlabeled)}")
 
-    ranked = rank_run(run, policy.duplicates, doc_map)
+    cutoffs = [m.k for m in measures]
+    # Items below the deepest cutoff (+1, to see ties at it) cannot change a score.
+    depth = None if None in cutoffs or policy.unjudged == "error" else max(cutoffs) + 1
+    ranked = rank_run(run, policy.duplicates, doc_map, depth)
     index = {q: i for i, q in enumerate(answerable)}
     skipped = set(unanswerable)
     extra = [q for q in ranked.query_ids if q not in index and q not in skipped]

@@ -4,6 +4,7 @@ Lines, or TREC text) unless the caller forces it with ``format=``."""
 from __future__ import annotations
 
 import os
+import re
 from dataclasses import dataclass
 from typing import Any
 
@@ -18,7 +19,8 @@ RUN_FORMATS = ("trec", "json", "jsonl")
 
 def _detect(data: bytes, name: str) -> str:
     """'json', 'jsonl' or 'trec' from the first non-blank character and the document's shape."""
-    if data.lstrip()[:1] in (b"{", b"["):
+    first = re.match(rb"\s*(\S)", data)
+    if first is not None and first[1] in (b"{", b"["):
         text = data.decode("utf-8", errors="replace")
         return "jsonl" if jsonfmt.is_json_lines(text) else "json"
     return "trec"

@@ -55,7 +55,12 @@ def read_trec_run(data: bytes, name: str) -> RunRows | None:
     if any(q.startswith("#") for q in query_ids):
         return None  # a comment line
     lines = np.arange(1, len(qids) + 1, dtype=np.int64)
-    scores = parse_scores(_to_numpy_bytes(score_texts), lines, name)
+    try:  # Arrow's parser rounds correctly, as strtod does
+        scores = pc.cast(score_texts.cast(pa.string()), pa.float64()).to_numpy()
+    except (pa.ArrowInvalid, pa.ArrowNotImplementedError):
+        scores = parse_scores(_to_numpy_bytes(score_texts), lines, name)  # names the line
+    if not np.isfinite(scores).all():
+        scores = parse_scores(_to_numpy_bytes(score_texts), lines, name)
     return RunRows(name, query_ids, qcodes, _to_numpy_bytes(items), scores, lines)
 
 

@@ -21,13 +21,15 @@ def read_bytes(path: str | os.PathLike[str]) -> bytes:
         raise InputError(name, "permission denied", "make the file readable") from None
     except OSError as exc:
         raise InputError(name, f"cannot be read ({exc.strerror})", "check the file") from None
-    if not data.strip():
+    if not data or data.isspace():
         raise InputError(name, "the file is empty", "give a file with content")
     return data
 
 
 def check_utf8(data: bytes, name: str) -> None:
     """Raise InputError naming the line of the first byte that is not valid UTF-8."""
+    if data.isascii():
+        return
     try:
         data.decode("utf-8")
     except UnicodeDecodeError as exc:

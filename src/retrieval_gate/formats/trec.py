@@ -41,13 +41,19 @@ def _chunks(data: bytes, size: int = _CHUNK):
 
 
 def gather_bytes(buf: np.ndarray, starts: np.ndarray, ends: np.ndarray) -> np.ndarray:
-    """The byte strings buf[starts[i]:ends[i]] as a numpy ``S`` array (vectorised)."""
+    """The byte strings buf[starts[i]:ends[i]] as a numpy ``S`` array (vectorised, one pass
+    per byte position; positions every string has need no mask)."""
     lengths = ends - starts
-    width = max(int(lengths.max()) if len(lengths) else 1, 1)
+    if not len(lengths):
+        return np.zeros(0, dtype="S1")
+    width, shortest = max(int(lengths.max()), 1), int(lengths.min())
     out = np.zeros((len(starts), width), dtype=np.uint8)
-    last = len(buf) - 1
     for j in range(width):
-        out[:, j] = np.where(lengths > j, buf[np.minimum(starts + j, last)], 0)
+        if j < shortest:
+            out[:, j] = buf[starts + j]
+        else:
+            rows = np.flatnonzero(lengths > j)
+            out[rows, j] = buf[starts[rows] + j]
     return out.view(f"S{width}").ravel()
 
 
@@ -74,7 +80,7 @@ def read_fields(data: bytes, name: str, fields: tuple[int, ...], needed: int, fi
         edges = np.diff(padded)
         token_starts = np.flatnonzero(edges == -1)
         token_ends = np.flatnonzero(edges == 1)
-        token_line = np.cumsum(newlines, dtype=np.int64)[token_starts]
+        token_line = np.cumsum(newlines, dtype=np.int32)[token_starts]
         counts = np.bincount(token_line, minlength=n_lines)
         first_token = np.cumsum(counts) - counts
         has_tokens = np.flatnonzero(counts)
@@ -95,12 +101,50 @@ def read_fields(data: bytes, name: str, fields: tuple[int, ...], needed: int, fi
     return [np.concatenate(c) for c in columns], np.concatenate(line_numbers)
 
 
+_POWERS_OF_TEN = np.array([float(10**i) for i in range(23)])
+
+
+def _parse_plain_decimals(texts: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    """Vectorised parse of ``[+-]digits[.digits]`` with at most 15 digits: (values, parsed).
+
+    With at most 15 digits the digits form an integer m < 2^53 and the value is m / 10^f with
+    f ≤ 15, a quotient of two exactly representable numbers, which IEEE division rounds
+    correctly: the result equals strtod's. Other spellings (exponents, long mantissas, nan)
+    are left for the general parser (``parsed`` False)."""
+    n, width = len(texts), texts.dtype.itemsize
+    chars = texts.view(np.uint8).reshape(n, width)
+    sign = (chars[:, 0] == ord("-")) | (chars[:, 0] == ord("+"))
+    mantissa = np.zeros(n, dtype=np.int64)
+    digits = np.zeros(n, dtype=np.int64)
+    fraction = np.zeros(n, dtype=np.int64)
+    dot = np.zeros(n, dtype=bool)
+    parsed = np.ones(n, dtype=bool)
+    for j in range(width):
+        c = chars[:, j]
+        active = c != 0
+        if j == 0:
+            active &= ~sign
+        is_digit = active & (c >= ord("0")) & (c <= ord("9"))
+        is_dot = active & (c == ord("."))
+        parsed &= ~(active & ~is_digit & ~is_dot) & ~(is_dot & dot)
+        mantissa = np.where(is_digit, mantissa * 10 + (c.astype(np.int64) - ord("0")), mantissa)
+        digits += is_digit
+        fraction += is_digit & dot
+        dot |= is_dot
+    parsed &= (digits >= 1) & (digits <= 15)
+    values = mantissa / _POWERS_OF_TEN[np.minimum(fraction, 22)]
+    return np.where(chars[:, 0] == ord("-"), -values, values), parsed
+
+
 def parse_scores(texts: np.ndarray, lines: np.ndarray, name: str) -> np.ndarray:
-    """Scores as float64; a non-numeric, NaN or infinite score is an InputError."""
+    """Scores as float64 (correctly rounded, as strtod); a non-numeric, NaN or infinite score
+    is an InputError."""
+    scores, parsed = _parse_plain_decimals(texts)
+    rest = np.flatnonzero(~parsed)
     try:
-        scores = texts.astype(np.float64)
+        scores[rest] = texts[rest].astype(np.float64)
     except ValueError:
-        for text, line in zip(texts.tolist(), lines.tolist()):
+        for text, line in zip(texts[rest].tolist(), lines[rest].tolist()):
             try:
                 float(text)
             except ValueError:
