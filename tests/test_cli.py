@@ -14,7 +14,7 @@ from retrieval_gate.cli import cli
 DATA = Path(__file__).parent / "data"
 SEEDS = DATA / "seeds"
 TREC = DATA / "trec_eval"
-CRANFIELD = DATA / "cranfield"
+CRANFIELD = Path(__file__).parent.parent / "examples" / "cranfield"
 
 
 def gate(*args: str | Path) -> tuple[int, str, str]:
