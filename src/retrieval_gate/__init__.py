@@ -25,7 +25,19 @@ _EXPORTS = {
     "score_run": "retrieval_gate.scoring",
 }
 
-__all__ = [*_EXPORTS, "__version__"]
+__all__ = [
+    "GateError",
+    "InputError",
+    "Measure",
+    "Qrels",
+    "Query",
+    "Scores",
+    "ScoringPolicy",
+    "__version__",
+    "parse_measure",
+    "parse_measures",
+    "score_run",
+]
 
 
 def __getattr__(name: str) -> Any:

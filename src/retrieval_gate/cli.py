@@ -33,7 +33,7 @@ class _Gate(click.Group):
             ctx.exit(exc.exit_code)
         except (click.exceptions.Exit, click.ClickException, click.Abort):
             raise
-        except Exception as exc:  # a bug: say so, and ask for a report
+        except Exception as exc:  # noqa: BLE001 — a bug: say so, and ask for a report
             click.echo(f"internal error: {type(exc).__name__}: {exc} — this is a bug in "
                        f"retrieval-gate {__version__}; please report it with the command you "
                        "ran and its input files", err=True)

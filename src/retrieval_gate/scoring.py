@@ -23,6 +23,7 @@ from retrieval_gate.model import JudgedRows, Qrels, Query, RankedRun, RunRows, S
 from retrieval_gate.ranking import hash_ids, rank_run
 
 _LISTED = 10  # how many query ids a warning names before "and N more"
+_DEFAULT_POLICY = ScoringPolicy()
 
 
 @dataclass(frozen=True, eq=False)
@@ -83,7 +84,7 @@ def _query_set(qrels: Qrels, queries: Sequence[Query] | None, threshold: int
 
 
 def score_run(qrels: Qrels, run: RunRows, measures: Sequence[Measure],
-              policy: ScoringPolicy = ScoringPolicy(), queries: Sequence[Query] | None = None,
+              policy: ScoringPolicy = _DEFAULT_POLICY, queries: Sequence[Query] | None = None,
               doc_map: dict[str, str] | None = None) -> Scores:
     """Score ``run`` against ``qrels`` on every measure, per query; see the module docstring."""
     if not measures:

@@ -14,7 +14,6 @@ import numpy as np
 
 from retrieval_gate.model import RunRows
 
-
 _MIN_BYTES = 1 << 24  # below this, importing pyarrow costs more than it saves
 
 
