@@ -21,7 +21,7 @@ from retrieval_gate.formats import read_qrels, read_run  # noqa: E402
 
 DATA = Path(__file__).parent / "data"
 TE = DATA / "trec_eval"
-CRANFIELD = DATA / "cranfield"
+CRANFIELD = Path(__file__).parent.parent / "examples" / "cranfield"
 
 CUTOFFS = (1, 5, 10, 20, 100, 1000)
 ORACLE_TOL = 1e-9
