@@ -16,8 +16,8 @@ import pytest
 
 pytrec_eval = pytest.importorskip("pytrec_eval")
 
-from retrieval_gate import ScoringPolicy, parse_measures, score_run  # noqa: E402
-from retrieval_gate.formats import read_qrels, read_run  # noqa: E402
+from retrieval_gate import InputError, ScoringPolicy, parse_measures, score_run
+from retrieval_gate.formats import read_qrels, read_run
 
 DATA = Path(__file__).parent / "data"
 TE = DATA / "trec_eval"
@@ -166,7 +166,7 @@ def test_rel_level_threshold_2_vs_pytrec_eval():
 
 
 def test_truncated_run_missing_zero_vs_pytrec_eval():
-    with pytest.raises(Exception, match="302"):
+    with pytest.raises(InputError, match="302"):
         ours(TE / "qrels.test", TE / "results.trunc")  # missing='error' is the default
     scores = ours(TE / "qrels.test", TE / "results.trunc", missing="zero")
     oracle = oracle_scores(oracle_read_qrels(TE / "qrels.test"),
@@ -197,9 +197,9 @@ def test_comment_test_vs_pytrec_eval():
 
 
 def test_comment_test_policies_error_by_default():
-    with pytest.raises(Exception):
+    with pytest.raises(InputError, match="not in the qrels"):
         ours(TE / "qrels.comment.test", TE / "results.comment.test", unlabeled="zero")
-    with pytest.raises(Exception):
+    with pytest.raises(InputError, match="has no judgment at grade"):
         ours(TE / "qrels.comment.test", TE / "results.comment.test", extra="ignore")
 
 
@@ -421,6 +421,17 @@ def test_tie_break_is_byte_order_descending(tmp_path):
                                        "RR(rel=2)": 0.5, "RR(rel=3)": 1 / 3}
 
 
+def test_scores_compared_as_float64(tmp_path):
+    # trec_eval 10 keeps scores as double. (pytrec_eval 0.5.x stores them as float32 and would
+    # tie these pairs, which is why the generated runs above use integer scores.)
+    (tmp_path / "q").write_text("1 0 a 1\n2 0 a 1\n")
+    (tmp_path / "r").write_text("1 Q0 z 1 1.0 t\n1 Q0 a 2 1.00000001 t\n"
+                                "2 Q0 z 1 0 t\n2 Q0 a 2 1e-300 t\n")
+    scores = score_run(read_qrels(tmp_path / "q"), read_run(tmp_path / "r"),
+                       parse_measures(["RR"]))
+    assert scores.per_query() == {"1": {"RR": 1.0}, "2": {"RR": 1.0}}
+
+
 # ---------------------------------------------------------------------------------------------
 # exponential-gain nDCG (the default nDCG@k)
 
@@ -506,7 +517,7 @@ def test_exponential_ndcg_vs_ranx(tmp_path):
     for k in (1, 3, 5):
         got = score_run(read_qrels(qrels_path), read_run(run_path),
                         parse_measures([f"nDCG@{k}"])).per_query()
-        for qid in run:  # one query at a time, so no assumption on ranx's query order
-            expected = ranx.evaluate(ranx.Qrels({qid: qrels[qid]}), ranx.Run({qid: run[qid]}),
+        for qid, docs in run.items():  # one query at a time: no assumption on ranx's order
+            expected = ranx.evaluate(ranx.Qrels({qid: qrels[qid]}), ranx.Run({qid: docs}),
                                      f"ndcg_burges@{k}")
             assert got[qid][f"nDCG@{k}"] == pytest.approx(float(expected), abs=1e-9), (qid, k)

@@ -3,6 +3,7 @@ read back with the library's readers and scored."""
 
 from __future__ import annotations
 
+import itertools
 import tempfile
 from dataclasses import dataclass
 from pathlib import Path
@@ -11,11 +12,11 @@ import pytest
 
 hypothesis = pytest.importorskip("hypothesis")
 
-from hypothesis import HealthCheck, assume, given, settings  # noqa: E402
-from hypothesis import strategies as st  # noqa: E402
+from hypothesis import HealthCheck, assume, given, settings
+from hypothesis import strategies as st
 
-from retrieval_gate import ScoringPolicy, parse_measures, score_run  # noqa: E402
-from retrieval_gate.formats import read_qrels, read_run  # noqa: E402
+from retrieval_gate import ScoringPolicy, parse_measures, score_run
+from retrieval_gate.formats import read_qrels, read_run
 
 SETTINGS = settings(max_examples=80, deadline=None,
                     suppress_health_check=[HealthCheck.too_slow])
@@ -25,6 +26,7 @@ CUTOFFS = (1, 2, 3, 5, 10)
 # ids: varying length, mixed case, digits, punctuation, a non-leading '#', non-ASCII
 ID = st.text(alphabet="abdDXz019_-.:#é", min_size=1, max_size=5).filter(
     lambda s: not s.startswith("#"))
+GRADE = st.integers(-1, 3)
 SCORE = st.one_of(
     st.integers(0, 3).map(float),  # ties everywhere
     st.sampled_from([0.0, -0.0, 0.5, 1e-5]),
@@ -52,7 +54,7 @@ class Scenario:
 
 
 @st.composite
-def scenarios(draw, grades=st.integers(-1, 3)) -> Scenario:
+def scenarios(draw, grades=GRADE) -> Scenario:
     qrels: dict[str, dict[str, int]] = {}
     run: dict[str, dict[str, float]] = {}
     for qi in range(draw(st.integers(1, 4))):
@@ -69,7 +71,7 @@ def scenarios(draw, grades=st.integers(-1, 3)) -> Scenario:
     return Scenario(qrels, run)
 
 
-POLICY = dict(missing="zero", extra="ignore", unlabeled="zero")
+POLICY = {"missing": "zero", "extra": "ignore", "unlabeled": "zero"}
 
 
 def score(scenario: Scenario, measures, threshold: int = 1, run_lines: list[str] | None = None):
@@ -117,7 +119,7 @@ def test_recall_non_decreasing_in_k(scenario, threshold):
     for qid, values in per_query.items():
         for prefix in ("Recall", "Recall(rel=2)"):
             series = [values[f"{prefix}@{k}"] for k in RECALL_CUTOFFS] + [values[prefix]]
-            assert all(a <= b for a, b in zip(series, series[1:])), (qid, prefix, series)
+            assert all(a <= b for a, b in itertools.pairwise(series)), (qid, prefix, series)
             # cutoffs beyond the list length change nothing
             if len(scenario.run.get(qid, {})) <= RECALL_CUTOFFS[-1]:
                 assert series[-2] == series[-1]
