@@ -101,9 +101,6 @@ class RunRows:
     lines: np.ndarray | None = None
     doc_ids: np.ndarray | None = None
 
-    def where(self, row: int) -> int | None:
-        return None if self.lines is None else int(self.lines[row])
-
 
 @dataclass(frozen=True, eq=False)
 class RankedRun:

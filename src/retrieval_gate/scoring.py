@@ -49,9 +49,6 @@ class Scores:
         return {qid: dict(zip(names, row)) for qid, row in zip(self.query_ids,
                                                                self.values.tolist())}
 
-    def column(self, measure: Measure) -> np.ndarray:
-        return self.values[:, self.measures.index(measure)]
-
 
 def _listing(ids: Sequence[str]) -> str:
     """Up to ten quoted ids, then "and N more"."""

@@ -17,7 +17,7 @@ QRELS_FORMATS = ("trec", "json", "jsonl")
 RUN_FORMATS = ("trec", "json", "jsonl")
 
 
-def _detect(data: bytes, name: str) -> str:
+def _detect(data: bytes) -> str:
     """'json', 'jsonl' or 'trec' from the first non-blank character and the document's shape."""
     first = re.match(rb"\s*(\S)", data)
     if first is not None and first[1] in (b"{", b"["):
@@ -37,7 +37,7 @@ def read_qrels(path: str | os.PathLike[str], format: str | None = None) -> Qrels
     _check_format(format, QRELS_FORMATS, "--qrels-format")
     name = str(path)
     data = read_bytes(path)
-    fmt = format or _detect(data, name)
+    fmt = format or _detect(data)
     if fmt == "trec":
         return trec.read_trec_qrels(data, name)
     text = read_text(path)
@@ -53,7 +53,7 @@ def read_run(path: str | os.PathLike[str], format: str | None = None) -> RunRows
     _check_format(format, RUN_FORMATS, "--run-format")
     name = str(path)
     data = read_bytes(path)
-    fmt = format or _detect(data, name)
+    fmt = format or _detect(data)
     if fmt == "trec":
         from retrieval_gate.formats import arrow
 
@@ -73,7 +73,7 @@ def read_doc_map(path: str | os.PathLike[str]) -> dict[str, str]:
     """Chunk id → document id, as a JSON object or as two whitespace-separated columns."""
     name = str(path)
     data = read_bytes(path)
-    if _detect(data, name) == "json":
+    if _detect(data) == "json":
         return jsonfmt.doc_map_from_json(jsonfmt.loads(read_text(path), name), name)
     (chunks, docs), lines = trec.read_fields(data, name, (0, 1), 2, "a doc map line is "
                                              "'chunk_id doc_id'")
