@@ -1,0 +1,593 @@
+"""Tests for retrieval_gate.compare: oracles are scipy.stats.binomtest and scipy.stats.bootstrap."""
+
+from __future__ import annotations
+
+import math
+import subprocess
+import sys
+import warnings
+from fractions import Fraction
+
+import numpy as np
+import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
+from scipy import stats
+
+from retrieval_gate.compare import (
+    BootstrapInterval,
+    SignTest,
+    bootstrap_ci,
+    holm,
+    minimum_detectable_drop,
+    sign_test,
+)
+
+Z_975 = 1.959963984540054  # Φ⁻¹(0.975)
+Z_80 = 0.8416212335729143  # Φ⁻¹(0.8)
+
+
+def _counts(wins: int, losses: int, ties: int) -> np.ndarray:
+    """Per-query differences with the given win/loss/tie counts, interleaved."""
+    d = np.r_[np.full(wins, 0.25), np.full(losses, -0.5), np.zeros(ties)]
+    return np.random.default_rng(0).permutation(d)
+
+
+def _exact_tail_ge(k: int, n: int) -> Fraction:
+    return Fraction(sum(math.comb(n, j) for j in range(k, n + 1)), 2**n)
+
+
+# ------------------------------------------------------------------------------------------
+# module hygiene
+
+
+def test_module_does_not_import_scipy_stats():
+    code = (
+        "import sys, numpy as np\n"
+        "import retrieval_gate.compare as c\n"
+        "c.sign_test(np.array([1.0, -1.0, 0.5]))\n"
+        "c.bootstrap_ci(np.array([[1.0, -1.0, 0.5]]), rng=np.random.default_rng(0),"
+        " resamples=50)\n"
+        "c.minimum_detectable_drop(np.array([1.0, -1.0, 0.5]), 0.05)\n"
+        "print('scipy.stats' in sys.modules)\n"
+    )
+    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True)
+    assert out.stdout.strip() == "False"
+
+
+# ------------------------------------------------------------------------------------------
+# sign test
+
+
+def test_sign_test_seed_002_counts():
+    # Seed 002: hybrid better on 15, worse on 8, same on 17 → "sign test p = 0.21".
+    s = sign_test(_counts(15, 8, 17))
+    assert (s.wins, s.losses, s.ties, s.n) == (15, 8, 17, 40)
+    exact_two_sided = 2 * (1 - _exact_tail_ge(9, 23))  # 2·P(X ≤ 8) = 440485/2097152
+    assert exact_two_sided == Fraction(440485, 2097152)
+    assert s.p_two_sided == pytest.approx(float(exact_two_sided), rel=1e-15)
+    assert s.p_two_sided == pytest.approx(0.21003961563110352, rel=1e-15)
+    assert round(s.p_two_sided, 2) == 0.21
+    # toward regression: P(X ≥ 8 | 23) — the candidate is not worse, so this is large
+    assert s.p_regression == pytest.approx(float(_exact_tail_ge(8, 23)), rel=1e-15)
+    assert s.p_regression == pytest.approx(0.95343017578125, rel=1e-15)
+    assert s.p_regression == pytest.approx(
+        stats.binomtest(8, 23, 0.5, alternative="greater").pvalue, rel=1e-14)
+    assert s.p_two_sided == pytest.approx(stats.binomtest(8, 23, 0.5).pvalue, rel=1e-14)
+
+
+def test_sign_test_mirrored_seed_is_a_regression_signal():
+    s = sign_test(-_counts(15, 8, 17))  # candidate worse on 15
+    assert (s.wins, s.losses) == (8, 15)
+    assert s.p_regression == pytest.approx(float(_exact_tail_ge(15, 23)), rel=1e-14)
+    assert s.p_regression < 0.11  # one-sided is half the two-sided here
+    assert s.p_two_sided == pytest.approx(2 * s.p_regression, rel=1e-14)
+
+
+def _grid():
+    for n in range(1, 31):
+        for k in range(n + 1):
+            yield k, n
+    for n in (99, 100, 101, 500, 1000, 2001, 3000, 4999):
+        for k in sorted({0, 1, 2, n // 10, n // 4, n // 2 - 1, n // 2, n // 2 + 1,
+                         3 * n // 4, n - 2, n - 1, n}):
+            yield k, n
+
+
+def test_sign_test_matches_binomtest_on_grid():
+    checked = 0
+    for losses, trials in _grid():
+        s = sign_test(_counts(trials - losses, losses, 3))
+        assert (s.wins, s.losses, s.ties) == (trials - losses, losses, 3)
+        greater = stats.binomtest(losses, trials, 0.5, alternative="greater").pvalue
+        two = stats.binomtest(losses, trials, 0.5).pvalue
+        # cephes (bdtr) vs Boost (binom): rounding-level, worst ≈1e-11 relative at n ≈ 5000
+        assert s.p_regression == pytest.approx(greater, rel=1e-10, abs=1e-300)
+        assert s.p_two_sided == pytest.approx(two, rel=1e-10, abs=1e-300)
+        assert 0.0 <= s.p_regression <= 1.0 and 0.0 <= s.p_two_sided <= 1.0
+        checked += 1
+    assert checked > 500
+
+
+def test_sign_test_small_cases_exact():
+    for n in range(1, 16):
+        for k in range(n + 1):
+            s = sign_test(_counts(n - k, k, 0))
+            assert s.p_regression == pytest.approx(float(_exact_tail_ge(k, n)), rel=1e-13)
+            two = min(1, 2 * (1 - _exact_tail_ge(min(k, n - k) + 1, n)))
+            assert s.p_two_sided == pytest.approx(float(two), rel=1e-13)
+
+
+def test_sign_test_tie_band_is_inclusive():
+    d = np.array([0.005, -0.005, 0.02, -0.03, 0.0, 0.01, -0.01])
+    s = sign_test(d, tie_band=0.01)
+    assert (s.wins, s.losses, s.ties) == (1, 1, 5)
+    s0 = sign_test(d)
+    assert (s0.wins, s0.losses, s0.ties) == (3, 3, 1)
+
+
+@pytest.mark.parametrize("d", [np.array([]), np.zeros(7), np.array([0.001, -0.002])])
+def test_sign_test_no_changed_query_gives_p_one(d):
+    s = sign_test(d, tie_band=0.01)
+    assert s.wins == s.losses == 0
+    assert s == SignTest(0, 0, d.size, 1.0, 1.0)
+
+
+def test_sign_test_all_wins_and_all_losses():
+    up = sign_test(np.ones(10))
+    assert up.p_regression == 1.0
+    assert up.p_two_sided == pytest.approx(2 / 1024, rel=1e-15)
+    down = sign_test(-np.ones(10))
+    assert down.p_regression == pytest.approx(1 / 1024, rel=1e-15)
+
+
+@pytest.mark.parametrize("bad", [[np.nan, 1.0], [np.inf], [[1.0, 2.0]]])
+def test_sign_test_rejects_bad_input(bad):
+    with pytest.raises(ValueError):
+        sign_test(np.array(bad))
+
+
+@pytest.mark.parametrize("band", [-0.1, math.nan, math.inf])
+def test_sign_test_rejects_bad_band(band):
+    with pytest.raises(ValueError):
+        sign_test(np.array([1.0]), tie_band=band)
+
+
+# ------------------------------------------------------------------------------------------
+# bootstrap: agreement with scipy.stats.bootstrap
+
+
+def _samples() -> dict[str, np.ndarray]:
+    g = np.random.default_rng(20240607)
+    n225 = np.where(g.random(225) < 0.75, 0.0, g.exponential(0.3, 225))
+    n225 *= np.where(g.random(225) < 0.35, -1.0, 1.0)
+    return {
+        "n5": np.array([0.1, -0.2, 0.0, 0.3, 0.3]),
+        "n40_ties": np.round(g.normal(0.02, 0.1, 40), 1),
+        "n40_hits": g.choice([-1.0, 0.0, 0.0, 0.0, 0.0, 1.0], 40),
+        "n225_skew": n225,
+        "n225_rr": np.round(1 / g.integers(1, 11, 225) - 1 / g.integers(1, 11, 225), 6),
+    }
+
+
+SAMPLES = _samples()
+
+
+def _scipy_ci(d, *, resamples, seed, alpha, method, **kw):
+    res = stats.bootstrap((d,), np.mean, n_resamples=resamples, method=method,
+                          confidence_level=1 - alpha, rng=np.random.default_rng(seed),
+                          vectorized=True, axis=-1, **kw)
+    return res.confidence_interval
+
+
+@pytest.mark.parametrize("name", sorted(SAMPLES))
+@pytest.mark.parametrize("alpha", [0.05, 0.1, 0.01])
+def test_percentile_interval_is_bit_identical_to_scipy(name, alpha):
+    d = SAMPLES[name]
+    for seed in (0, 1, 2):
+        ref = _scipy_ci(d, resamples=3000, seed=seed, alpha=alpha, method="percentile")
+        (got,) = bootstrap_ci(d[None], resamples=3000, rng=np.random.default_rng(seed),
+                              alpha=alpha, method="percentile", chunk=128)
+        assert got.method == "percentile" and got.fallback is None
+        assert (got.low, got.high) == (float(ref.low), float(ref.high))
+
+
+@pytest.mark.parametrize("name", sorted(SAMPLES))
+@pytest.mark.parametrize("alpha", [0.05, 0.1, 0.01])
+def test_bca_interval_matches_scipy(name, alpha):
+    d = SAMPLES[name]
+    for seed in (0, 1, 2):
+        with warnings.catch_warnings():
+            warnings.simplefilter("error")  # scipy must not find these degenerate
+            ref = _scipy_ci(d, resamples=3000, seed=seed, alpha=alpha, method="BCa")
+        (got,) = bootstrap_ci(d[None], resamples=3000, rng=np.random.default_rng(seed),
+                              alpha=alpha, method="bca", chunk=128)
+        assert got.method == "bca" and got.fallback is None
+        # acceleration computed in closed form: equal up to rounding (measured ≤ 6e-17)
+        assert got.low == pytest.approx(float(ref.low), rel=0, abs=1e-12)
+        assert got.high == pytest.approx(float(ref.high), rel=0, abs=1e-12)
+
+
+def test_default_resamples_match_scipy_and_bca_differs_from_percentile():
+    d = SAMPLES["n225_skew"]
+    (bca,) = bootstrap_ci(d[None], rng=np.random.default_rng(42))
+    (pct,) = bootstrap_ci(d[None], rng=np.random.default_rng(42), method="percentile")
+    ref_bca = _scipy_ci(d, resamples=10_000, seed=42, alpha=0.05, method="BCa")
+    ref_pct = _scipy_ci(d, resamples=10_000, seed=42, alpha=0.05, method="percentile")
+    assert (pct.low, pct.high) == (float(ref_pct.low), float(ref_pct.high))
+    assert bca.low == pytest.approx(float(ref_bca.low), rel=0, abs=1e-12)
+    assert bca.high == pytest.approx(float(ref_bca.high), rel=0, abs=1e-12)
+    assert (bca.low, bca.high) != (pct.low, pct.high)  # skewed data: BCa moves the interval
+
+
+def test_each_row_of_a_multi_row_call_matches_scipy_on_that_row():
+    # One index set for all rows: row r of the joint call equals scipy's one-sample call on
+    # row r with the same seed. n = 2000 with values on a 0.001 grid, so many bootstrap means
+    # tie the observed mean up to rounding (the case where summation order matters for z0).
+    g = np.random.default_rng(31)
+    rows = np.stack([np.round(g.normal(0, 0.1, 2000), 3),
+                     np.where(g.random(2000) < 0.9, 0.0, g.normal(0, 0.3, 2000)),
+                     g.choice([-1.0, 0.0, 0.0, 0.0, 1.0], 2000)])
+    for method in ("percentile", "BCa"):
+        got = bootstrap_ci(rows, resamples=2000, rng=np.random.default_rng(7),
+                           method=method.lower())
+        for r in range(rows.shape[0]):
+            ref = _scipy_ci(rows[r], resamples=2000, seed=7, alpha=0.05, method=method,
+                            batch=500)
+            assert got[r].method == method.lower()
+            assert got[r].low == pytest.approx(float(ref.low), rel=0, abs=1e-12)
+            assert got[r].high == pytest.approx(float(ref.high), rel=0, abs=1e-12)
+            if method == "percentile":
+                assert (got[r].low, got[r].high) == (float(ref.low), float(ref.high))
+
+
+def test_chunked_draws_equal_one_draw():
+    # the property the chunking relies on: the bounded-integer stream does not depend on how
+    # the request is split into consecutive row batches
+    for n in (5, 40, 6980):
+        whole = np.random.default_rng(3).integers(0, n, (101, n))
+        rng = np.random.default_rng(3)
+        parts = [rng.integers(0, n, (k, n)) for k in (1, 7, 50, 43)]
+        np.testing.assert_array_equal(np.concatenate(parts), whole)
+
+
+@pytest.mark.parametrize("method", ["bca", "percentile"])
+def test_chunk_size_does_not_change_the_result(method):
+    rows = np.stack([SAMPLES["n40_ties"], SAMPLES["n40_hits"]])
+    results = {bootstrap_ci(rows, resamples=1000, rng=np.random.default_rng(5), method=method,
+                            chunk=chunk)
+               for chunk in (1, 3, 64, 1000, 5000, None)}
+    assert len(results) == 1
+
+
+class _RecordingGenerator(np.random.Generator):
+    def __init__(self, seed):
+        super().__init__(np.random.PCG64(seed))
+        self.sizes = []
+
+    def integers(self, low, high=None, size=None, **kw):
+        self.sizes.append(size)
+        return super().integers(low, high, size, **kw)
+
+
+def test_draws_are_bounded_by_chunk():
+    d = np.random.default_rng(0).normal(size=(2, 6980))
+    rng = _RecordingGenerator(1)
+    bootstrap_ci(d, resamples=1000, rng=rng, method="percentile")
+    assert sum(s[0] for s in rng.sizes) == 1000
+    assert max(s[0] * s[1] for s in rng.sizes) <= 1 << 19  # auto chunk: ≤ 4 MiB of indices
+    rng = _RecordingGenerator(1)
+    bootstrap_ci(d, resamples=1000, rng=rng, chunk=300)
+    assert [s[0] for s in rng.sizes] == [300, 300, 300, 100]
+
+
+# ------------------------------------------------------------------------------------------
+# bootstrap: determinism and the shared index set
+
+
+def test_same_seed_same_output_and_different_seed_differs():
+    rows = np.stack([SAMPLES["n225_skew"], SAMPLES["n225_rr"]])
+    a = bootstrap_ci(rows, resamples=2000, rng=np.random.default_rng(11))
+    b = bootstrap_ci(rows, resamples=2000, rng=np.random.default_rng(11))
+    c = bootstrap_ci(rows, resamples=2000, rng=np.random.default_rng(12))
+    assert a == b
+    assert a != c
+
+
+def test_identical_rows_give_identical_intervals():
+    d = SAMPLES["n40_ties"]
+    for method in ("bca", "percentile"):
+        a, b = bootstrap_ci(np.stack([d, d]), resamples=2000, rng=np.random.default_rng(1),
+                            method=method)
+        assert a == b
+
+
+def test_row_and_its_negation_give_mirrored_intervals():
+    d = SAMPLES["n225_skew"]
+    for method in ("percentile", "bca"):
+        pos, neg = bootstrap_ci(np.stack([d, -d]), resamples=4000,
+                                rng=np.random.default_rng(2), method=method)
+        assert neg.low == pytest.approx(-pos.high, rel=0, abs=1e-12)
+        assert neg.high == pytest.approx(-pos.low, rel=0, abs=1e-12)
+        assert pos.low < pos.high  # non-trivial interval
+        assert neg.method == pos.method == method
+
+
+def test_each_row_equals_its_solo_result():
+    # the index set is drawn once for all rows, so a row's interval does not depend on which
+    # other rows are evaluated with it
+    rows = np.stack([SAMPLES["n225_skew"], SAMPLES["n225_rr"], np.zeros(225)])
+    together = bootstrap_ci(rows, resamples=1500, rng=np.random.default_rng(9))
+    for r in range(3):
+        (alone,) = bootstrap_ci(rows[[r]], resamples=1500, rng=np.random.default_rng(9))
+        assert together[r] == alone
+
+
+def test_shifted_and_scaled_rows_follow_the_shared_resamples():
+    d = SAMPLES["n40_ties"]
+    base, scaled = bootstrap_ci(np.stack([d, 4 * d]), resamples=2000,
+                                rng=np.random.default_rng(4), method="percentile")
+    assert scaled.low == pytest.approx(4 * base.low, abs=1e-12)
+    assert scaled.high == pytest.approx(4 * base.high, abs=1e-12)
+
+
+# ------------------------------------------------------------------------------------------
+# bootstrap: degenerate data
+
+
+@pytest.mark.parametrize("method", ["bca", "percentile"])
+def test_empty_rows(method):
+    rng = np.random.default_rng(0)
+    state = rng.bit_generator.state
+    got = bootstrap_ci(np.empty((2, 0)), rng=rng, resamples=100, method=method)
+    assert got == (BootstrapInterval(0.0, 0.0, "empty"),) * 2
+    assert rng.bit_generator.state == state  # nothing drawn
+    assert bootstrap_ci(np.empty((0, 5)), rng=rng, resamples=100) == ()
+
+
+@pytest.mark.parametrize("method", ["bca", "percentile"])
+def test_single_query(method):
+    got = bootstrap_ci(np.array([[-0.25], [0.0]]), rng=np.random.default_rng(0),
+                       resamples=100, method=method)
+    assert got == (BootstrapInterval(-0.25, -0.25, "constant"),
+                   BootstrapInterval(0.0, 0.0, "constant"))
+
+
+@pytest.mark.parametrize("method", ["bca", "percentile"])
+def test_all_equal_differences_give_the_point_not_nan(method):
+    d = np.full(30, 0.1)
+    assert np.mean(d) != 0.1  # floating-point mean is off by an ulp; the interval is not
+    (got,) = bootstrap_ci(d[None], rng=np.random.default_rng(0), resamples=500, method=method)
+    assert got == BootstrapInterval(0.1, 0.1, "constant")
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        ref = _scipy_ci(np.zeros(30), resamples=500, seed=0, alpha=0.05, method="BCa")
+    assert math.isnan(ref.low)  # what we protect against
+
+
+def test_generator_advance_does_not_depend_on_the_values():
+    varying = np.stack([SAMPLES["n40_ties"], SAMPLES["n40_hits"]])
+    constant = np.zeros_like(varying)
+    mixed = np.stack([SAMPLES["n40_ties"], np.zeros(40)])
+    follow = []
+    for rows in (varying, constant, mixed):
+        rng = np.random.default_rng(8)
+        bootstrap_ci(rows, rng=rng, resamples=777, chunk=100)
+        follow.append(rng.random())
+    assert follow[0] == follow[1] == follow[2]
+    reference = np.random.default_rng(8)
+    reference.integers(0, 40, (777, 40))
+    assert reference.random() == follow[0]
+
+
+def _one_sided_seed(d, resamples):
+    """A seed whose bootstrap means all lie below the observed mean (found by search)."""
+    theta = np.mean(d)
+    for seed in range(10_000):
+        idx = np.random.default_rng(seed).integers(0, d.size, (resamples, d.size))
+        if np.all(d[idx].mean(axis=-1) < theta):
+            return seed
+    raise AssertionError("no seed found")
+
+
+def test_bca_falls_back_to_percentile_when_all_means_on_one_side():
+    d = np.array([0.0, 1.0])
+    seed = _one_sided_seed(d, 3)
+    with pytest.warns(stats.DegenerateDataWarning), np.errstate(invalid="ignore"):
+        ref = _scipy_ci(d, resamples=3, seed=seed, alpha=0.05, method="BCa")
+    assert math.isnan(ref.low) or math.isnan(ref.high)  # scipy gives up here
+    (got,) = bootstrap_ci(d[None], resamples=3, rng=np.random.default_rng(seed), method="bca")
+    (pct,) = bootstrap_ci(d[None], resamples=3, rng=np.random.default_rng(seed),
+                          method="percentile")
+    assert got.method == "percentile"
+    assert got.fallback is not None and "one side" in got.fallback
+    assert (got.low, got.high) == (pct.low, pct.high)
+    assert math.isfinite(got.low) and math.isfinite(got.high)
+    assert pct.fallback is None  # percentile was asked for: nothing to explain
+
+
+def test_fallback_is_per_row():
+    d = np.array([0.0, 1.0])
+    seed = _one_sided_seed(d, 3)
+    other = np.array([0.5, 0.5])  # constant row alongside
+    got = bootstrap_ci(np.stack([d, other]), resamples=3, rng=np.random.default_rng(seed))
+    assert got[0].method == "percentile" and got[0].fallback
+    assert got[1] == BootstrapInterval(0.5, 0.5, "constant")
+
+
+@settings(max_examples=150, deadline=None)
+@given(
+    values=st.lists(st.sampled_from([-1.0, -0.5, -0.1, 0.0, 0.0, 0.2, 1 / 3, 1.0]),
+                    min_size=0, max_size=9),
+    resamples=st.integers(1, 60),
+    seed=st.integers(0, 2**32 - 1),
+    method=st.sampled_from(["bca", "percentile"]),
+    alpha=st.sampled_from([0.5, 0.1, 0.05, 0.001]),
+)
+def test_never_nan_and_within_data_range(values, resamples, seed, method, alpha):
+    d = np.array(values, dtype=float)
+    (got,) = bootstrap_ci(d[None], resamples=resamples, rng=np.random.default_rng(seed),
+                          method=method, alpha=alpha)
+    assert math.isfinite(got.low) and math.isfinite(got.high)
+    assert got.low <= got.high
+    if d.size:
+        tol = 1e-12
+        assert d.min() - tol <= got.low and got.high <= d.max() + tol
+    assert got.method in ("bca", "percentile", "constant", "empty")
+    assert (got.fallback is not None) == (method == "bca" and got.method == "percentile")
+
+
+@pytest.mark.parametrize(
+    ("kwargs", "error"),
+    [
+        ({"diffs": np.zeros(5)}, ValueError),  # 1-D
+        ({"diffs": np.array([[0.0, np.nan]])}, ValueError),
+        ({"resamples": 0}, ValueError),
+        ({"resamples": 2.5}, ValueError),
+        ({"alpha": 0.0}, ValueError),
+        ({"alpha": 1.0}, ValueError),
+        ({"method": "basic"}, ValueError),
+        ({"chunk": 0}, ValueError),
+        ({"rng": 42}, TypeError),
+    ],
+)
+def test_bootstrap_rejects_bad_arguments(kwargs, error):
+    args = {"diffs": np.zeros((1, 5)), "rng": np.random.default_rng(0), "resamples": 10}
+    args.update(kwargs)
+    diffs = args.pop("diffs")
+    with pytest.raises(error):
+        bootstrap_ci(diffs, **args)
+
+
+# ------------------------------------------------------------------------------------------
+# Holm
+
+
+def test_holm_hand_computed():
+    # sorted: 0.005·4 = 0.02, 0.01·3 = 0.03, 0.03·2 = 0.06, max(0.06, 0.04·1) = 0.06
+    got = holm([0.01, 0.04, 0.03, 0.005])
+    np.testing.assert_allclose(got, [0.03, 0.06, 0.06, 0.02], rtol=1e-15)
+
+
+def test_holm_caps_at_one_and_is_monotone():
+    np.testing.assert_array_equal(holm([0.5, 0.6]), [1.0, 1.0])
+    np.testing.assert_allclose(holm([0.2, 0.01, 0.9]), [0.4, 0.03, 0.9], rtol=1e-15)
+
+
+def test_holm_ties_get_equal_values_whatever_their_order():
+    np.testing.assert_allclose(holm([0.02, 0.02, 0.5]), [0.06, 0.06, 0.5], rtol=1e-15)
+    np.testing.assert_allclose(holm([0.5, 0.02, 0.02]), [0.5, 0.06, 0.06], rtol=1e-15)
+
+
+def test_holm_edge_inputs():
+    empty = holm([])
+    assert empty.shape == (0,) and empty.dtype == np.float64
+    np.testing.assert_array_equal(holm([0.03]), [0.03])
+    np.testing.assert_array_equal(holm(np.array([0.0, 1.0])), [0.0, 1.0])
+    for bad in ([0.1, np.nan], [-0.01], [1.5]):
+        with pytest.raises(ValueError):
+            holm(bad)
+
+
+def _holm_rejections(p, alpha):
+    """Holm's sequential procedure, written as the textbook states it."""
+    order = sorted(range(len(p)), key=lambda i: p[i])
+    rejected = set()
+    for step, i in enumerate(order):
+        if p[i] > alpha / (len(p) - step):
+            break
+        rejected.add(i)
+    return rejected
+
+
+@settings(max_examples=200, deadline=None)
+@given(p=st.lists(st.one_of(st.floats(0, 1), st.sampled_from([0.01, 0.025, 0.05])),
+                  min_size=1, max_size=12),
+       alpha=st.sampled_from([0.01, 0.05, 0.1]))
+def test_holm_adjusted_values_reproduce_the_sequential_procedure(p, alpha):
+    adj = holm(p)
+    assert np.all(adj >= np.array(p)) and np.all(adj <= 1.0)
+    for i in range(len(p)):
+        for j in range(len(p)):
+            if p[i] <= p[j]:
+                assert adj[i] <= adj[j]
+    # p_(i) ≤ α/(m − i + 1) ⇔ (m − i + 1)·p_(i) ≤ α; the exact multiplication can round, so
+    # compare away from the boundary only
+    near = [abs(adj[i] - alpha) < 1e-12 for i in range(len(p))]
+    if not any(near):
+        assert {i for i in range(len(p)) if adj[i] <= alpha} == _holm_rejections(p, alpha)
+
+
+# ------------------------------------------------------------------------------------------
+# minimum detectable drop
+
+
+def _with_sd(sd: float, n: int) -> np.ndarray:
+    z = np.random.default_rng(n).normal(size=n)
+    z = (z - z.mean()) / z.std(ddof=1)
+    return sd * z
+
+
+def test_mdd_hand_computed():
+    d = np.array([0.1, -0.1, 0.2, 0.0])  # mean 0.05, s² = (0.0025+0.0225+0.0225+0.0025)/3
+    s = math.sqrt(0.05 / 3)
+    expected = (Z_975 + Z_80) * s / 2
+    assert minimum_detectable_drop(d, 0.05) == pytest.approx(expected, rel=1e-12)
+    assert minimum_detectable_drop(d, 0.05) == pytest.approx(0.18084, abs=1e-5)
+    # power 0.5: z_power = 0
+    assert minimum_detectable_drop(d, 0.05, power=0.5) == pytest.approx(Z_975 * s / 2, rel=1e-12)
+
+
+# notes §4.5 (noncentral t, two-sided α = 0.05, power 0.8), σ_d = 0.10 and 0.20
+TABLE = {25: (0.058, 0.117), 50: (0.040, 0.081), 100: (0.028, 0.057), 200: (0.020, 0.040),
+         500: (0.013, 0.025), 1000: (0.009, 0.018)}
+
+
+@pytest.mark.parametrize("n", sorted(TABLE))
+def test_mdd_normal_approximation_against_notes_table(n):
+    for sd, table in zip((0.10, 0.20), TABLE[n]):
+        got = minimum_detectable_drop(_with_sd(sd, n), 0.05)
+        assert got == pytest.approx((Z_975 + Z_80) * sd / math.sqrt(n), rel=1e-12)
+        # the normal approximation is a little smaller than the noncentral-t value …
+        assert got < table + 0.0005
+        # … by under 5% (≈4% at n = 25; beyond that mostly the table's 3-decimal rounding)
+        assert table / got < 1.05
+    if n == 25:
+        assert TABLE[25][0] / minimum_detectable_drop(_with_sd(0.1, 25), 0.05) > 1.03
+
+
+def _t_based_mdd(sd, n, alpha=0.05, power=0.8):
+    from scipy.optimize import brentq
+
+    df = n - 1
+    crit = stats.t.ppf(1 - alpha / 2, df)
+
+    def gap(delta):
+        nc = delta * math.sqrt(n) / sd
+        return stats.nct.sf(crit, df, nc) + stats.nct.cdf(-crit, df, nc) - power
+
+    return brentq(gap, 1e-9, 6 * sd / math.sqrt(n))  # noncentrality ≤ 6
+
+
+def test_mdd_relation_to_the_exact_t_value():
+    for n in (25, 100, 1000):
+        exact = _t_based_mdd(0.1, n)
+        assert round(exact, 3) == TABLE[n][0]  # the notes' table is reproduced
+        normal = minimum_detectable_drop(_with_sd(0.1, n), 0.05)
+        assert normal < exact
+        assert exact / normal - 1 < {25: 0.045, 100: 0.011, 1000: 0.0011}[n]
+
+
+def test_mdd_edge_cases():
+    assert minimum_detectable_drop(np.array([]), 0.05) is None
+    assert minimum_detectable_drop(np.array([0.3]), 0.05) is None
+    assert minimum_detectable_drop(np.full(50, 0.1), 0.05) == 0.0  # exact, not ~1e-17
+    assert minimum_detectable_drop(np.zeros(50), 0.05) == 0.0
+    d = _with_sd(0.1, 50)
+    assert minimum_detectable_drop(d, 0.05, 0.9) > minimum_detectable_drop(d, 0.05, 0.8)
+    assert minimum_detectable_drop(d, 0.01) > minimum_detectable_drop(d, 0.05)
+    for kwargs in ({"alpha": 0.0}, {"alpha": 1.0}, {"alpha": 0.05, "power": 1.0}):
+        with pytest.raises(ValueError):
+            minimum_detectable_drop(d, **kwargs)
+    with pytest.raises(ValueError):
+        minimum_detectable_drop(np.array([0.1, np.nan]), 0.05)
