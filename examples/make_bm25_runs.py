@@ -1,0 +1,136 @@
+"""Rebuild the Cranfield BM25 run and a titles-only BM25 regression run with bm25s.
+
+What it does: indexes ``cranfield/corpus.jsonl`` with bm25s 0.3.16 (Lucene BM25, k1=1.5,
+b=0.75, bm25s' English stopwords, no stemming), scores every query of
+``cranfield/queries.jsonl`` against every document, keeps documents with score > 0, writes the
+score with 6 decimals, ranks by that written score (descending, ties by docid descending,
+strcmp: trec_eval's own order) and keeps the top 100 as TREC lines
+``qid Q0 docid rank score tag``. Two runs:
+
+* ``../baselines/cranfield/bm25.trec`` (tag ``bm25``, the example's approved baseline): the indexed text is the abstract (``text``),
+  which already starts with the title; for the two documents whose abstract does not start
+  with the exact title (1000 and 1369, small source typos) the title is prepended. This
+  reproduces the shipped reference run byte for byte.
+* ``cranfield/runs/bm25-titles.trec`` (tag ``bm25-titles``): a realistic regression - the same
+  retriever, but the ingestion mapped the wrong field and only document titles are indexed.
+
+Run from any directory:
+
+    pip install -e '.[examples]'               # installs bm25s==0.3.16
+    python examples/make_bm25_runs.py          # (re)writes both runs
+    python examples/make_bm25_runs.py --check  # rebuild into a temp dir, compare, exit 1 on diff
+"""
+
+from __future__ import annotations
+
+import argparse
+import filecmp
+import json
+import os
+import sys
+import tempfile
+from collections.abc import Callable
+from pathlib import Path
+
+import bm25s
+import numpy as np
+
+DATA = Path(__file__).resolve().parent / "cranfield"
+BASELINES = DATA.parent.parent / "baselines" / "cranfield"
+DEPTH = 100
+
+
+def read_jsonl(path: Path) -> list[dict[str, str]]:
+    """Read one JSON object per line."""
+    with path.open(encoding="utf-8") as fh:
+        return [json.loads(line) for line in fh if line.strip()]
+
+
+def full_text(doc: dict[str, str]) -> str:
+    """Abstract, with the title prepended when the abstract does not already start with it."""
+    text, title = doc["text"], doc["title"]
+    return text if text.startswith(title) else f"{title} {text}"
+
+
+def title_only(doc: dict[str, str]) -> str:
+    """The regression: only the title is indexed."""
+    return doc["title"]
+
+
+# output file name -> (tag, field mapping)
+RUNS: dict[Path, tuple[str, Callable[[dict[str, str]], str]]] = {
+    BASELINES / "bm25.trec": ("bm25", full_text),
+    DATA / "runs" / "bm25-titles.trec": ("bm25-titles", title_only),
+}
+
+
+def bm25_run(
+    docs: list[dict[str, str]],
+    queries: list[dict[str, str]],
+    field: Callable[[dict[str, str]], str],
+    tag: str,
+) -> list[str]:
+    """Index ``field(doc)`` for every doc and return the run as TREC lines."""
+    retriever = bm25s.BM25(method="lucene", k1=1.5, b=0.75)
+    corpus_tokens = bm25s.tokenize([field(d) for d in docs], stopwords="en", show_progress=False)
+    retriever.index(corpus_tokens, show_progress=False)
+    query_tokens = bm25s.tokenize(
+        [q["text"] for q in queries], stopwords="en", return_ids=False, show_progress=False
+    )
+    lines: list[str] = []
+    for query, tokens in zip(queries, query_tokens):
+        known = [t for t in tokens if t in retriever.vocab_dict]
+        scores = retriever.get_scores(known) if known else np.zeros(len(docs))
+        written = {docs[i]["id"]: f"{scores[i]:.6f}" for i in np.flatnonzero(scores > 0)}
+        ranked = sorted(written, key=lambda d: (float(written[d]), d), reverse=True)[:DEPTH]
+        lines += [f"{query['id']} Q0 {d} {r} {written[d]} {tag}\n" for r, d in enumerate(ranked, 1)]
+    return lines
+
+
+def write_atomic(path: Path, lines: list[str]) -> None:
+    """Write ``lines`` to ``path`` via a temp file in the same folder and ``os.replace``."""
+    fd, tmp = tempfile.mkstemp(dir=path.parent, prefix=f".{path.name}.", suffix=".tmp")
+    try:
+        os.fchmod(fd, 0o644)  # mkstemp creates 0600; make it a normal, readable file
+        with os.fdopen(fd, "w", encoding="utf-8", newline="\n") as fh:
+            fh.writelines(lines)
+        os.replace(tmp, path)
+    except BaseException:
+        os.unlink(tmp)
+        raise
+
+
+def main(argv: list[str] | None = None) -> int:
+    """Command-line entry point; returns the exit code."""
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument(
+        "--check",
+        action="store_true",
+        help="rebuild into a temp dir and compare with the shipped files",
+    )
+    args = parser.parse_args(argv)
+    docs = read_jsonl(DATA / "corpus.jsonl")
+    queries = read_jsonl(DATA / "queries.jsonl")
+    status = 0
+    with tempfile.TemporaryDirectory() as tmp:
+        for shipped, (tag, field) in RUNS.items():
+            lines = bm25_run(docs, queries, field, tag)
+            if not args.check:
+                write_atomic(shipped, lines)
+                print(f"wrote {shipped} ({len(lines)} lines)")
+                continue
+            fresh = Path(tmp) / shipped.name
+            write_atomic(fresh, lines)
+            name = shipped.name
+            if not shipped.exists():
+                print(f"{name}: MISSING")
+                status = 1
+                continue
+            same = filecmp.cmp(fresh, shipped, shallow=False)
+            print(f"{name}: {'identical' if same else 'DIFFERS'}")
+            status |= not same
+    return status
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -1,0 +1,99 @@
+"""Rebuild ``cranfield/runs/hybrid.trec`` by reciprocal rank fusion (RRF) of two runs.
+
+What it does: reads ``../baselines/cranfield/bm25.trec`` and ``cranfield/runs/dense.trec``
+and, per query, scores every document that appears in either list by ``sum(1 / (60 + rank))`` over the
+lists it appears in (rank = the rank column of each input file). The score is written with 8
+decimals; documents are ranked by that written score, descending, ties broken by docid
+descending (strcmp, trec_eval's own tie order), and the top 100 are kept. Tag: ``rrf60``.
+
+Standard library only. Run from any directory:
+
+    python examples/make_hybrid_run.py           # writes examples/cranfield/runs/hybrid.trec
+    python examples/make_hybrid_run.py --check   # rebuild into a temp dir, compare, exit 1 on diff
+
+The output is deterministic and byte-identical to the shipped ``hybrid.trec`` (the inputs are
+the shipped files, so dense float noise does not enter here).
+"""
+
+from __future__ import annotations
+
+import argparse
+import filecmp
+import os
+import sys
+import tempfile
+from collections import defaultdict
+from pathlib import Path
+
+RUNS = Path(__file__).resolve().parent / "cranfield" / "runs"
+INPUTS = (RUNS.parent.parent.parent / "baselines" / "cranfield" / "bm25.trec",
+          RUNS / "dense.trec")
+OUTPUT = "hybrid.trec"
+K = 60
+DEPTH = 100
+TAG = "rrf60"
+
+
+def read_ranks(path: Path) -> dict[str, dict[str, int]]:
+    """Return ``{qid: {docid: rank}}`` from a TREC run file."""
+    ranks: dict[str, dict[str, int]] = defaultdict(dict)
+    with path.open(encoding="utf-8") as fh:
+        for line in fh:
+            qid, _q0, docid, rank, _score, _tag = line.split()
+            ranks[qid][docid] = int(rank)
+    return ranks
+
+
+def fuse(runs: list[dict[str, dict[str, int]]]) -> list[str]:
+    """Return the fused run as TREC lines (with trailing newlines)."""
+    lines: list[str] = []
+    qids = sorted({q for run in runs for q in run}, key=int)
+    for qid in qids:
+        scores: dict[str, float] = defaultdict(float)
+        for run in runs:
+            for docid, rank in run.get(qid, {}).items():
+                scores[docid] += 1.0 / (K + rank)
+        written = {d: f"{s:.8f}" for d, s in scores.items()}
+        # Sort by the written score (descending), then docid descending (strcmp).
+        ranked = sorted(written, key=lambda d: (float(written[d]), d), reverse=True)[:DEPTH]
+        lines += [f"{qid} Q0 {d} {i} {written[d]} {TAG}\n" for i, d in enumerate(ranked, 1)]
+    return lines
+
+
+def write_atomic(path: Path, lines: list[str]) -> None:
+    """Write ``lines`` to ``path`` via a temp file in the same folder and ``os.replace``."""
+    fd, tmp = tempfile.mkstemp(dir=path.parent, prefix=f".{path.name}.", suffix=".tmp")
+    try:
+        os.fchmod(fd, 0o644)  # mkstemp creates 0600; make it a normal, readable file
+        with os.fdopen(fd, "w", encoding="utf-8", newline="\n") as fh:
+            fh.writelines(lines)
+        os.replace(tmp, path)
+    except BaseException:
+        os.unlink(tmp)
+        raise
+
+
+def main(argv: list[str] | None = None) -> int:
+    """Command-line entry point; returns the exit code."""
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument(
+        "--check",
+        action="store_true",
+        help="rebuild into a temp dir and compare with the shipped file",
+    )
+    args = parser.parse_args(argv)
+    lines = fuse([read_ranks(path) for path in INPUTS])
+    if not args.check:
+        write_atomic(RUNS / OUTPUT, lines)
+        print(f"wrote {RUNS / OUTPUT} ({len(lines)} lines)")
+        return 0
+    with tempfile.TemporaryDirectory() as tmp:
+        fresh = Path(tmp) / OUTPUT
+        write_atomic(fresh, lines)
+        same = filecmp.cmp(fresh, RUNS / OUTPUT, shallow=False)
+    print(f"{OUTPUT}: {'identical' if same else 'DIFFERS'}")
+    return 0 if same else 1
+
+
+if __name__ == "__main__":
+    sys.exit(main())
