@@ -15,6 +15,7 @@ DATA = Path(__file__).parent / "data"
 SEEDS = DATA / "seeds"
 TREC = DATA / "trec_eval"
 CRANFIELD = Path(__file__).parent.parent / "examples" / "cranfield"
+BASELINE = Path(__file__).parent.parent / "baselines" / "cranfield" / "bm25.trec"
 
 
 def gate(*args: str | Path) -> tuple[int, str, str]:
@@ -98,7 +99,7 @@ def test_text_report_states_gain_threshold_and_mean():
 
 
 def test_linear_gain_matches_collection_readme():
-    doc = score_json(CRANFIELD / "qrels.tsv", CRANFIELD / "runs" / "bm25.trec",
+    doc = score_json(CRANFIELD / "qrels.tsv", BASELINE,
                      "-m", "nDCG(gain=linear)@10", "-m", "ndcg(GAIN=lin)@10")
     assert doc["measures"] == ["nDCG(gain=linear)@10"]
     assert round(doc["means"]["nDCG(gain=linear)@10"], 4) == 0.3367

@@ -22,6 +22,9 @@ from retrieval_gate.formats import read_qrels, read_run
 DATA = Path(__file__).parent / "data"
 TE = DATA / "trec_eval"
 CRANFIELD = Path(__file__).parent.parent / "examples" / "cranfield"
+CRANFIELD_RUNS = {"bm25": CRANFIELD.parent.parent / "baselines" / "cranfield" / "bm25.trec",
+                  "dense": CRANFIELD / "runs" / "dense.trec",
+                  "hybrid": CRANFIELD / "runs" / "hybrid.trec"}
 
 CUTOFFS = (1, 5, 10, 20, 100, 1000)
 ORACLE_TOL = 1e-9
@@ -321,7 +324,7 @@ def test_qrels_with_comments_same_as_qrels_test():
 
 @pytest.mark.parametrize("run_name", ["bm25", "dense", "hybrid"])
 def test_cranfield_runs_vs_pytrec_eval(run_name):
-    run_path = CRANFIELD / "runs" / f"{run_name}.trec"
+    run_path = CRANFIELD_RUNS[run_name]
     scores = ours(CRANFIELD / "qrels.tsv", run_path)
     oracle = oracle_scores(oracle_read_qrels(CRANFIELD / "qrels.tsv"), oracle_read_run(run_path))
     assert len(scores.query_ids) == len(oracle) == 225
@@ -347,7 +350,7 @@ def test_cranfield_readme_means():
     names = ["nDCG(gain=linear)@10", "Recall@100", "RR@10", "P@10", "AP"]
     for run_name, expected in table.items():
         scores = score_run(read_qrels(CRANFIELD / "qrels.tsv"),
-                           read_run(CRANFIELD / "runs" / f"{run_name}.trec"),
+                           read_run(CRANFIELD_RUNS[run_name]),
                            parse_measures(names))
         means = scores.means()
         for name, value in zip(names, expected):

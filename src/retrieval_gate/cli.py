@@ -29,7 +29,8 @@ class _Gate(click.Group):
         try:
             return super().invoke(ctx)
         except GateError as exc:
-            click.echo(f"error: {exc}", err=True)
+            for line in str(exc).splitlines():
+                click.echo(f"error: {line}", err=True)
             ctx.exit(exc.exit_code)
         except (click.exceptions.Exit, click.ClickException, click.Abort):
             raise
@@ -101,6 +102,164 @@ def score(files, measures, k, threshold, unjudged, duplicates, missing, extra, u
         write_text_atomic(output, text)
     else:
         click.echo(text, nl=False)
+
+
+def _key_values(option: str, pairs: tuple[str, ...]) -> dict[str, object]:
+    """``KEY=VALUE`` pairs → a dict; VALUE is a JSON number, true, false or null when it reads as
+    one, else a string."""
+    import json
+
+    from retrieval_gate.errors import InputError
+
+    result: dict[str, object] = {}
+    for pair in pairs:
+        key, sep, value = pair.partition("=")
+        if not sep or not key:
+            raise InputError(option, f"'{pair}' is not KEY=VALUE", f"write {option} size=512")
+        try:
+            parsed = json.loads(value)
+        except ValueError:
+            parsed = value
+        result[key] = parsed if isinstance(parsed, (int, float, bool)) or parsed is None \
+            else value
+    return result
+
+
+@cli.command("schema")
+@click.argument("name", type=click.Choice(["snapshot", "run-manifest", "config", "report"]))
+def schema_command(name):
+    """Print one of the JSON Schemas (2020-12) shipped with retrieval-gate."""
+    from retrieval_gate.schema import schema_text
+
+    click.echo(schema_text(name), nl=False)
+
+
+@cli.group()
+def snapshot() -> None:
+    """Freeze a versioned test set into a snapshot manifest."""
+
+
+@snapshot.command()
+@click.option("--queries", required=True, type=click.Path(dir_okay=False),
+              help="Query set (JSON Lines).")
+@click.option("--queries-version", help="Default: sha256: + the first 12 hex digits of the file.")
+@click.option("--qrels", required=True, type=click.Path(dir_okay=False),
+              help="Relevance judgments (TREC, JSON Lines or JSON).")
+@click.option("--qrels-version", help="Default: sha256: + the first 12 hex digits of the file.")
+@click.option("--corpus-version", required=True, help="Version of the document collection.")
+@click.option("--corpus-file", type=click.Path(dir_okay=False),
+              help="Pin the corpus by this file's hash.")
+@click.option("--chunking-version", required=True, help="Version of the chunking rules.")
+@click.option("--chunking-param", "chunking_params", multiple=True, metavar="KEY=VALUE",
+              help="A chunking parameter (repeatable); numbers and true/false are typed.")
+@click.option("--permissions-version", required=True, help="Version of the access rules.")
+@click.option("--permissions-file", type=click.Path(dir_okay=False),
+              help="Pin the permissions by this file's hash.")
+@click.option("--name", help="Snapshot name.  [default: the output's folder name]")
+@click.option("-m", "--measure", "measures", multiple=True, metavar="NAME",
+              help="A measure to score (repeatable).  [default: Recall, P, Hit, RR, nDCG, AP @10]")
+@click.option("--gain", type=click.Choice(["exponential", "linear"]), default="exponential",
+              show_default=True, help="Gain of nDCG measures named without one.")
+@_policy_options
+@click.option("-o", "--output", required=True, type=click.Path(dir_okay=False),
+              help="The manifest to write; every file must lie in its folder or below.")
+def freeze(queries, queries_version, qrels, qrels_version, corpus_version, corpus_file,
+           chunking_version, chunking_params, permissions_version, permissions_file, name,
+           measures, gain, threshold, unjudged, duplicates, missing, extra, unlabeled, output):
+    """Pin queries, qrels, corpus, chunking, permissions and the scoring policy."""
+    from retrieval_gate.model import ScoringPolicy
+    from retrieval_gate.snapshot import freeze as freeze_snapshot
+
+    frozen = freeze_snapshot(
+        output, queries=queries, queries_version=queries_version, qrels=qrels,
+        qrels_version=qrels_version, corpus_version=corpus_version, corpus_file=corpus_file,
+        chunking_version=chunking_version,
+        chunking_params=_key_values("--chunking-param", chunking_params),
+        permissions_version=permissions_version, permissions_file=permissions_file, name=name,
+        measures=measures, gain=gain,
+        policy=ScoringPolicy(threshold, unjudged, duplicates, missing, extra, unlabeled))
+    click.echo(f"{output}: snapshot '{frozen.name}', fingerprint {frozen.fingerprint}")
+
+
+@cli.command()
+@click.argument("snapshot_file", metavar="SNAPSHOT", type=click.Path(dir_okay=False))
+@click.argument("runs", nargs=-1, metavar="[RUN]...", type=click.Path(dir_okay=False))
+@click.option("--run-manifest", type=click.Path(dir_okay=False),
+              help="Manifest of the single RUN, when not beside it as RUN.manifest.json.")
+def validate(snapshot_file, runs, run_manifest):
+    """Check a snapshot (schema, paths, hashes, queries against qrels) and runs made on it.
+
+    Exit 0 valid, 2 invalid, 3 not what the manifest claims (a file's hash differs, a run made
+    on another snapshot)."""
+    from retrieval_gate.validate import validate as validate_all
+    from retrieval_gate.validate import validation_text
+
+    click.echo(validation_text(validate_all(snapshot_file, runs, run_manifest)), nl=False)
+
+
+@cli.command("run-manifest")
+@click.option("--snapshot", "snapshot_file", required=True, type=click.Path(dir_okay=False),
+              help="The snapshot the run was made on.")
+@click.option("--run", required=True, type=click.Path(dir_okay=False), help="The run file.")
+@click.option("--system", "system", multiple=True, metavar="KEY=VALUE",
+              help="What produced the run: retriever, model, index, parameters (repeatable).")
+@click.option("--commit", help="Source commit.  [default: $GITHUB_SHA, else git rev-parse HEAD]")
+@click.option("--created", help="Creation time, YYYY-MM-DDTHH:MM:SSZ.  [default: now, UTC]")
+@click.option("-o", "--output", type=click.Path(dir_okay=False),
+              help="Where to write it.  [default: RUN.manifest.json]")
+def run_manifest(snapshot_file, run, system, commit, created, output):
+    """Write the manifest of a run made on a snapshot (after checking the run against it)."""
+    from retrieval_gate.validate import record_run
+
+    target, loaded = record_run(snapshot_file, run, _key_values("--system", system), commit,
+                                created, output)
+    click.echo(f"{target}: run {run} on snapshot '{loaded.name}' ({loaded.fingerprint})")
+
+
+@cli.command()
+@click.option("--snapshot", "snapshot_file", type=click.Path(dir_okay=False),
+              help="The snapshot manifest.  [default: from the config]")
+@click.option("--baseline", type=click.Path(dir_okay=False),
+              help="The approved baseline run (manifest beside it).  [default: from the config]")
+@click.option("--candidate", type=click.Path(dir_okay=False),
+              help="The candidate run (manifest beside it).  [default: from the config]")
+@click.option("--config", type=click.Path(dir_okay=False),
+              help="gate.toml or pyproject.toml.  [default: ./gate.toml, else "
+                   "[tool.retrieval-gate] in ./pyproject.toml, else the defaults]")
+@click.option("--fail-on", type=click.Choice(["regression", "inconclusive", "never"]),
+              help="Which verdicts exit nonzero.  [default: from the config, else regression]")
+@click.option("--json", "json_out", type=click.Path(dir_okay=False),
+              help="Also write the JSON report here (atomically).")
+@click.option("--markdown", "markdown_out", type=click.Path(dir_okay=False),
+              help="Also write the Markdown report here (atomically).")
+@click.option("--output-format", type=click.Choice(["text", "json", "markdown"]),
+              default="text", show_default=True, help="What to print on standard output.")
+@click.pass_context
+def check(ctx, snapshot_file, baseline, candidate, config, fail_on, json_out, markdown_out,
+          output_format):
+    """Compare a candidate run with the approved baseline, query by query, and decide.
+
+    Exit 0 pass, 1 material regression, 2 invalid input, 3 not comparable, 4 inconclusive
+    (only with --fail-on inconclusive)."""
+    from retrieval_gate.check import check as run_check
+    from retrieval_gate.config import gate_inputs
+    from retrieval_gate.formats.atomic import write_text_atomic
+    from retrieval_gate.report.json import report_json
+    from retrieval_gate.report.markdown import report_markdown
+    from retrieval_gate.report.text import report_text
+
+    inputs = gate_inputs(snapshot_file, baseline, candidate, config, fail_on)
+    report = run_check(inputs.snapshot, inputs.baseline, inputs.candidate, inputs.policy,
+                       inputs.config)
+    renderers = {"text": report_text, "json": report_json, "markdown": report_markdown}
+    rendered = {name: renderers[name](report) for name in
+                {output_format, *(["json"] if json_out else []),
+                 *(["markdown"] if markdown_out else [])}}
+    for path, name in ((json_out, "json"), (markdown_out, "markdown")):
+        if path:
+            write_text_atomic(path, rendered[name])
+    click.echo(rendered[output_format], nl=False)
+    ctx.exit(report.exit_code)
 
 
 def main() -> None:

@@ -44,3 +44,13 @@ class NotComparableError(GateError):
     """Inputs that are not what their manifests claim, or runs of another snapshot (exit 3)."""
 
     exit_code = EXIT_NOT_COMPARABLE
+
+
+class ManyErrors(GateError):
+    """Several problems found at once (every schema error of a manifest, every component whose
+    hash differs), one per line; the exit code is that of the first."""
+
+    def __init__(self, errors: list[GateError]):
+        self.errors = list(errors)
+        self.exit_code = self.errors[0].exit_code
+        super().__init__("\n".join(str(e) for e in self.errors))

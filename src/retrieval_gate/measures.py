@@ -213,8 +213,9 @@ class Measure:
         return family.compute(rows, self.k, self.threshold(default_threshold))
 
 
-def parse_measure(text: str) -> Measure:
-    """Parse ``Name[(param=value,...)][@k]`` into a :class:`Measure`, or raise InputError."""
+def parse_measure(text: str, default_gain: str = EXPONENTIAL) -> Measure:
+    """Parse ``Name[(param=value,...)][@k]`` into a :class:`Measure`, or raise InputError.
+    ``default_gain`` is the gain of an nDCG named without ``gain=``."""
     source = f"measure '{text}'"
     match = _SYNTAX.match(text.strip())
     if not match:
@@ -229,7 +230,7 @@ def parse_measure(text: str) -> Measure:
                              "write a cutoff of 1 or more, e.g. @10")
         k = int(match["k"])
     rel = None
-    gain = EXPONENTIAL if family.name == "nDCG" else None
+    gain = _GAINS[default_gain] if family.name == "nDCG" else None
     for param in filter(None, (p.strip() for p in (match["params"] or "").split(","))):
         key, _, value = (s.strip() for s in param.partition("="))
         key = key.lower()
@@ -245,9 +246,10 @@ def parse_measure(text: str) -> Measure:
     return Measure(family.name, k, rel, gain)
 
 
-def parse_measures(names: Iterable[str]) -> tuple[Measure, ...]:
+def parse_measures(names: Iterable[str], default_gain: str = EXPONENTIAL
+                   ) -> tuple[Measure, ...]:
     """Parse several names, keeping the order given and dropping exact repeats."""
-    return tuple(dict.fromkeys(parse_measure(n) for n in names))
+    return tuple(dict.fromkeys(parse_measure(n, default_gain) for n in names))
 
 
 def default_measures(k: int) -> tuple[Measure, ...]:

@@ -60,24 +60,44 @@ def _queries(n: int) -> str:
     return f"{n} {'query' if n == 1 else 'queries'}"
 
 
-def _query_set(qrels: Qrels, queries: Sequence[Query] | None, threshold: int
-               ) -> tuple[list[str], list[str]]:
-    """(answerable ids, unanswerable ids), checking the query set against the qrels."""
+def query_set(qrels: Qrels, queries: Sequence[Query] | None,
+              policy: ScoringPolicy = _DEFAULT_POLICY) -> tuple[list[str], list[str], list[str]]:
+    """(answerable ids, unanswerable ids, warnings): the queries to score, checked against the
+    judgments. Without a query set, every judged query is answerable. Raises InputError when a
+    judged query is not in the query set, an unanswerable query has a judgment at or above the
+    threshold, or (under ``unlabeled: error``) an answerable query has none."""
+    threshold = policy.threshold
     if queries is None:
-        return list(qrels.judgments), []
-    known = {q.id for q in queries}
-    for qid in qrels.judgments:
-        if qid not in known:
-            raise InputError(qrels.source, f"query '{qid}' is judged but not in the query set",
-                             "add it to the queries file or remove its judgments",
-                             qrels.where(qid))
-    for q in queries:
-        if not q.answerable and any(g >= max(threshold, 0)
-                                    for g in qrels.judgments.get(q.id, {}).values()):
-            raise InputError(qrels.source, f"query '{q.id}' is marked unanswerable but has a "
-                             f"judgment at grade ≥ {threshold}", "mark it answerable in the "
-                             "queries file, or correct its judgments", qrels.where(q.id))
-    return ([q.id for q in queries if q.answerable], [q.id for q in queries if not q.answerable])
+        answerable, unanswerable = list(qrels.judgments), []
+    else:
+        known = {q.id for q in queries}
+        for qid in qrels.judgments:
+            if qid not in known:
+                raise InputError(qrels.source, f"query '{qid}' is judged but not in the query "
+                                 "set", "add it to the queries file or remove its judgments",
+                                 qrels.where(qid))
+        for q in queries:
+            if not q.answerable and any(g >= max(threshold, 0)
+                                        for g in qrels.judgments.get(q.id, {}).values()):
+                raise InputError(qrels.source, f"query '{q.id}' is marked unanswerable but has "
+                                 f"a judgment at grade ≥ {threshold}", "mark it answerable in "
+                                 "the queries file, or correct its judgments", qrels.where(q.id))
+        answerable = [q.id for q in queries if q.answerable]
+        unanswerable = [q.id for q in queries if not q.answerable]
+
+    warnings = []
+    unlabeled = [q for q in answerable if not any(
+        g >= max(threshold, 0) for g in qrels.judgments.get(q, {}).values())]
+    if unlabeled:
+        if policy.unlabeled == "error":
+            raise InputError(qrels.source, f"query '{unlabeled[0]}' has no judgment at grade ≥ "
+                             f"{threshold} ({_queries(len(unlabeled))} without one: "
+                             f"{_listing(unlabeled)})", "judge it, mark it answerable: false in "
+                             "the queries file, or pass --unlabeled zero to score it 0 as "
+                             "trec_eval does", qrels.where(unlabeled[0]))
+        warnings.append(f"{_queries(len(unlabeled))} without a judgment at grade ≥ "
+                        f"{threshold} and score 0 (--unlabeled zero): {_listing(unlabeled)}")
+    return answerable, unanswerable, warnings
 
 
 def score_run(qrels: Qrels, run: RunRows, measures: Sequence[Measure],
@@ -86,21 +106,7 @@ def score_run(qrels: Qrels, run: RunRows, measures: Sequence[Measure],
     """Score ``run`` against ``qrels`` on every measure, per query; see the module docstring."""
     if not measures:
         raise InputError("--measure", "no measure to compute", "name at least one measure")
-    warnings: list[str] = []
-    answerable, unanswerable = _query_set(qrels, queries, policy.threshold)
-
-    unlabeled = [q for q in answerable if not any(
-        g >= max(policy.threshold, 0) for g in qrels.judgments.get(q, {}).values())]
-    if unlabeled:
-        if policy.unlabeled == "error":
-            raise InputError(qrels.source, f"query '{unlabeled[0]}' has no judgment at grade ≥ "
-                             f"{policy.threshold} ({_queries(len(unlabeled))} without one: "
-                             f"{_listing(unlabeled)})", "judge it, mark it answerable: false in "
-                             "the queries file, or pass --unlabeled zero to score it 0 as "
-                             "trec_eval does", qrels.where(unlabeled[0]))
-        warnings.append(f"{_queries(len(unlabeled))} without a judgment at grade ≥ "
-                        f"{policy.threshold} and score 0 (--unlabeled zero): "
-                        f"{_listing(unlabeled)}")
+    answerable, unanswerable, warnings = query_set(qrels, queries, policy)
 
     cutoffs = [m.k for m in measures]
     # Items below the deepest cutoff (+1, to see ties at it) cannot change a score.

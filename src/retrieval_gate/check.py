@@ -1,0 +1,290 @@
+"""The whole gate as one library call: snapshot + baseline + candidate + policy → :class:`Report`.
+
+Steps: load the snapshot (schema, paths, file hashes) and its test set; load both run manifests
+and require that both name the snapshot's fingerprint; score both runs per query under the
+snapshot's scoring policy; for every gated (measure, slice) compare the paired per-query
+differences (sign test, bootstrap interval, Holm across the family, minimum detectable drop);
+decide (:mod:`retrieval_gate.policy`); collect what a reviewer needs next (newly failing
+queries, largest per-query drops, warnings).
+
+Slices: ``all`` is every answerable query of the snapshot; any other slice name is a query tag.
+Each slice's bootstrap uses its own ``numpy.random.default_rng(seed)``, with one resample index
+set shared by all gated measures of the slice, so a slice's interval does not depend on which
+other slices are gated.
+"""
+
+from __future__ import annotations
+
+import math
+import os
+from dataclasses import dataclass
+from typing import Any
+
+import numpy as np
+
+from retrieval_gate.compare import bootstrap_ci, holm, minimum_detectable_drop, sign_test
+from retrieval_gate.errors import InputError
+from retrieval_gate.measures import Measure, parse_measure
+from retrieval_gate.policy import GatePolicy, decide, exit_code, verdict
+from retrieval_gate.runmanifest import RunManifest, load_run_manifest, require_made_on
+from retrieval_gate.scoring import Scores
+from retrieval_gate.snapshot import Snapshot, TestSet, load_snapshot, load_test_set
+from retrieval_gate.validate import score_on
+
+ALL = "all"
+SMALL_N = 25  # below this many queries a slice gets a warning
+TOP_REGRESSIONS = 5  # per gated measure
+_LISTED = 10  # newly failing queries named in a warning
+_DEFAULT_POLICY = GatePolicy()
+
+
+@dataclass(frozen=True)
+class Comparison:
+    """One gated (measure, slice): the paired statistics and the decision. ``ci_note`` says why
+    the interval is not a plain bootstrap interval (no query, no spread, BCa undefined)."""
+
+    measure: str
+    slice: str
+    n: int
+    baseline_mean: float | None
+    candidate_mean: float | None
+    mean_diff: float
+    ci_low: float
+    ci_high: float
+    ci_method: str
+    ci_note: str | None
+    wins: int
+    losses: int
+    ties: int
+    sign_p: float
+    sign_p_two_sided: float
+    sign_p_holm: float
+    mde: float | None
+    margin: float
+    decision: str
+    improvement: bool
+
+
+@dataclass(frozen=True)
+class RunSummary:
+    """One side of the comparison: the run file, its manifest's system, its mean scores, and
+    the share of unjudged items in its top ``k``."""
+
+    path: str
+    sha256: str
+    system: dict[str, Any]
+    means: dict[str, float | None]
+    unjudged_share: float | None
+
+
+@dataclass(frozen=True)
+class QueryChange:
+    """A per-query value of one measure in both runs."""
+
+    measure: str
+    query: str
+    text: str
+    baseline: float
+    candidate: float
+
+    @property
+    def diff(self) -> float:
+        return self.candidate - self.baseline
+
+
+@dataclass(frozen=True)
+class Report:
+    verdict: str
+    exit_code: int
+    snapshot: Snapshot
+    baseline: RunSummary
+    candidate: RunSummary
+    policy: GatePolicy
+    config: str | None
+    comparisons: tuple[Comparison, ...]
+    hit_measure: str
+    newly_failing: tuple[QueryChange, ...]
+    top_regressions: tuple[QueryChange, ...]
+    warnings: tuple[str, ...]
+
+
+def check(snapshot: str | os.PathLike[str], baseline: str | os.PathLike[str],
+          candidate: str | os.PathLike[str], policy: GatePolicy = _DEFAULT_POLICY,
+          config: str | None = None, baseline_manifest: str | os.PathLike[str] | None = None,
+          candidate_manifest: str | os.PathLike[str] | None = None) -> Report:
+    """Run the gate; see the module docstring. ``config`` names where ``policy`` came from (for
+    messages and the report). Raises InputError (exit 2) or NotComparableError (exit 3)."""
+    snap = load_snapshot(snapshot)
+    test_set = load_test_set(snap)
+    manifests = (load_run_manifest(baseline, baseline_manifest),
+                 load_run_manifest(candidate, candidate_manifest))
+    require_made_on(snap, (manifests[0], "baseline"), (manifests[1], "candidate"))
+    gated = _gated_measures(snap, policy, config)
+    slices = _slices(test_set, policy, config)
+    cutoff = max((m.k for m in gated if m.k is not None), default=None)
+    hit, judged = Measure("Hit", cutoff), Measure("Judged", cutoff)
+    measures = tuple(dict.fromkeys((*snap.measures, hit, judged)))
+    base, cand = (score_on(snap, test_set, run, measures) for run in (baseline, candidate))
+
+    comparisons = _compare(base, cand, gated, slices, policy)
+    texts = {q.id: q.text for q in test_set.queries}
+    newly_failing = _newly_failing(base, cand, hit, texts)
+    warnings = _warnings(base, cand, comparisons, newly_failing, judged, cutoff)
+    overall = verdict([c.decision for c in comparisons])
+    return Report(overall, exit_code(overall, policy.fail_on), snap,
+                  _summary(baseline, manifests[0], base, snap, judged),
+                  _summary(candidate, manifests[1], cand, snap, judged), policy, config,
+                  comparisons, str(hit), newly_failing,
+                  _top_regressions(base, cand, gated, texts), tuple(warnings))
+
+
+def _gated_measures(snap: Snapshot, policy: GatePolicy, config: str | None
+                    ) -> tuple[Measure, ...]:
+    """The gated measures, parsed with the snapshot's default gain; each must be one of the
+    snapshot's measures."""
+    source = config or "gate policy"
+    gated = []
+    for i, gate in enumerate(policy.gates):
+        try:
+            measure = parse_measure(gate.measure, snap.gain)
+        except InputError as exc:
+            raise InputError(source, exc.problem, exc.fix, f'$["gate"][{i}]') from None
+        if measure not in snap.measures:
+            raise InputError(source, f"gated measure {measure} is not one of the snapshot's "
+                             f"measures ({', '.join(map(str, snap.measures))})",
+                             "gate one of them, or freeze a snapshot that scores it",
+                             f'$["gate"][{i}]["measure"]')
+        gated.append(measure)
+    if len(set(gated)) != len(gated):
+        raise InputError(source, "a measure is gated twice", "gate each measure once",
+                         '$["gate"]')
+    return tuple(gated)
+
+
+def _slices(test_set: TestSet, policy: GatePolicy, config: str | None
+            ) -> dict[str, np.ndarray]:
+    """Slice name → positions (in the answerable order) of its answerable queries."""
+    position = {q: i for i, q in enumerate(test_set.answerable)}
+    slices = {}
+    for name in policy.slices:
+        if name == ALL:
+            slices[name] = np.arange(len(position))
+            continue
+        members = [position[q.id] for q in test_set.queries if name in q.tags and q.id in position]
+        if not members:
+            raise InputError(config or "gate policy", f"slice '{name}' matches no answerable "
+                             "query (slices other than 'all' are query tags)",
+                             f"tag queries with \"{name}\" in the query set, or remove the slice",
+                             '$["slices"]')
+        slices[name] = np.asarray(members)
+    return slices
+
+
+def _compare(base: Scores, cand: Scores, gated: tuple[Measure, ...],
+             slices: dict[str, np.ndarray], policy: GatePolicy) -> tuple[Comparison, ...]:
+    columns = [base.measures.index(m) for m in gated]
+    rows: list[dict[str, Any]] = []
+    for name, members in slices.items():
+        b = base.values[np.ix_(members, columns)].T
+        c = cand.values[np.ix_(members, columns)].T
+        d = c - b
+        intervals = bootstrap_ci(d, rng=np.random.default_rng(policy.seed),
+                                 resamples=policy.resamples, alpha=policy.alpha,
+                                 method=policy.bootstrap)
+        for j, (measure, interval) in enumerate(zip(gated, intervals)):
+            n = len(members)
+            signs = sign_test(d[j], policy.tie_band)
+            rows.append({
+                "measure": str(measure), "slice": name, "n": n,
+                "baseline_mean": _mean(b[j]), "candidate_mean": _mean(c[j]),
+                "mean_diff": _mean(d[j]) or 0.0,
+                "ci_low": interval.low, "ci_high": interval.high, "ci_method": interval.method,
+                "ci_note": interval.fallback or _interval_note(interval.method),
+                "wins": signs.wins, "losses": signs.losses, "ties": signs.ties,
+                "sign_p": signs.p_regression, "sign_p_two_sided": signs.p_two_sided,
+                "mde": minimum_detectable_drop(d[j], policy.alpha, policy.power),
+                "margin": policy.gates[j].margin,
+            })
+    adjusted = holm([r["sign_p"] for r in rows])
+    comparisons = []
+    for row, p_holm in zip(rows, adjusted.tolist()):
+        decision = decide(row["n"], row["mean_diff"], row["ci_low"], row["ci_high"], p_holm,
+                          row["margin"], policy.alpha)
+        comparisons.append(Comparison(**row, sign_p_holm=p_holm, decision=decision,
+                                      improvement=row["n"] > 0 and row["ci_low"] > 0))
+    return tuple(comparisons)
+
+
+def _mean(values: np.ndarray) -> float | None:
+    """Exact macro mean (``math.fsum``), None for no value."""
+    return math.fsum(values.tolist()) / len(values) if len(values) else None
+
+
+def _interval_note(method: str) -> str | None:
+    return {"constant": "every query has the same difference: the interval is that value",
+            "empty": "no query in this slice"}.get(method)
+
+
+def _newly_failing(base: Scores, cand: Scores, hit: Measure, texts: dict[str, str]
+                   ) -> tuple[QueryChange, ...]:
+    """Queries with a relevant item within the cutoff in the baseline and none in the
+    candidate, in query order."""
+    j = base.measures.index(hit)
+    lost = np.flatnonzero((base.values[:, j] == 1) & (cand.values[:, j] == 0))
+    return tuple(QueryChange(str(hit), base.query_ids[i], texts.get(base.query_ids[i], ""),
+                             1.0, 0.0) for i in lost.tolist())
+
+
+def _top_regressions(base: Scores, cand: Scores, gated: tuple[Measure, ...],
+                     texts: dict[str, str]) -> tuple[QueryChange, ...]:
+    """For each gated measure, the queries (all answerable) with the largest drops, at most
+    :data:`TOP_REGRESSIONS`, largest first (ties by query id)."""
+    changes = []
+    for measure in gated:
+        j = base.measures.index(measure)
+        b, c = base.values[:, j], cand.values[:, j]
+        worse = [(c[i] - b[i], base.query_ids[i], i) for i in np.flatnonzero(c < b).tolist()]
+        for _, qid, i in sorted(worse)[:TOP_REGRESSIONS]:
+            changes.append(QueryChange(str(measure), qid, texts.get(qid, ""), float(b[i]),
+                                       float(c[i])))
+    return tuple(changes)
+
+
+def _summary(path: str | os.PathLike[str], manifest: RunManifest, scores: Scores,
+             snap: Snapshot, judged: Measure) -> RunSummary:
+    means = scores.means()
+    share = means[str(judged)]
+    return RunSummary(str(path), manifest.document["run"]["sha256"], manifest.system,
+                      {str(m): means[str(m)] for m in snap.measures},
+                      None if share is None else 1.0 - share)
+
+
+def _warnings(base: Scores, cand: Scores, comparisons: tuple[Comparison, ...],
+              newly_failing: tuple[QueryChange, ...], judged: Measure, cutoff: int | None
+              ) -> list[str]:
+    warnings = [f"{role}: {w}" for role, s in (("baseline", base), ("candidate", cand))
+                for w in s.warnings]
+    judged_shares = [s.means()[str(judged)] for s in (base, cand)]
+    if any(share is not None and share < 1 for share in judged_shares):
+        where = f"top {cutoff}" if cutoff else "rankings"
+        warnings.append(f"unjudged items in the {where} (scored as non-relevant): baseline "
+                        f"{_percent(judged_shares[0])}, candidate {_percent(judged_shares[1])}")
+    for c in comparisons:
+        if 0 < c.n < SMALL_N:
+            warnings.append(f"{c.measure} on slice '{c.slice}': only {c.n} queries — drops "
+                            "smaller than the detectable drop "
+                            f"({'undefined' if c.mde is None else f'{c.mde:.3f}'}) go unseen")
+        if c.ci_method == "percentile" and c.ci_note:
+            warnings.append(f"{c.measure} on slice '{c.slice}': {c.ci_note}")
+    if newly_failing:
+        ids = [q.query for q in newly_failing]
+        shown = ", ".join(ids[:_LISTED]) + (f" and {len(ids) - _LISTED} more"
+                                             if len(ids) > _LISTED else "")
+        warnings.append(f"{len(ids)} newly failing {'query' if len(ids) == 1 else 'queries'} "
+                        f"(a relevant item within {cutoff or 'the ranking'} in the baseline, "
+                        f"none in the candidate): {shown}")
+    return warnings
+
+
+def _percent(judged_share: float | None) -> str:
+    return "n/a" if judged_share is None else f"{100 * (1 - judged_share):.1f}%"

@@ -1,0 +1,51 @@
+"""The JSON report of ``gate check`` (schema ``schemas/report.schema.json``).
+
+Deterministic: keys sorted, floats unrounded in Python's shortest round-trip form, no wall-clock
+time; the same inputs and configuration give the same bytes.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+from typing import Any
+
+from retrieval_gate.check import Report, RunSummary
+from retrieval_gate.report.scores import to_json
+
+__all__ = ["report_document", "report_json"]
+
+
+def _run(summary: RunSummary) -> dict[str, Any]:
+    return dataclasses.asdict(summary)
+
+
+def report_document(report: Report) -> dict[str, Any]:
+    """The report as a JSON-ready mapping."""
+    snap = report.snapshot
+    changes = ("measure", "query", "text", "baseline", "candidate")
+    return {
+        "verdict": report.verdict,
+        "exit_code": report.exit_code,
+        "snapshot": {"name": snap.name, "fingerprint": snap.fingerprint, "path": snap.source},
+        "baseline": _run(report.baseline),
+        "candidate": _run(report.candidate),
+        "settings": {
+            **report.policy.as_dict(),
+            "config": report.config,
+            "scoring": {**snap.policy.as_dict(), "gain": snap.gain,
+                        "measures": [str(m) for m in snap.measures],
+                        "definitions": {str(m): m.describe(snap.policy.threshold)
+                                        for m in snap.measures}},
+        },
+        "comparisons": [dataclasses.asdict(c) for c in report.comparisons],
+        "newly_failing": {"measure": report.hit_measure,
+                          "queries": [{"query": q.query, "text": q.text}
+                                      for q in report.newly_failing]},
+        "top_regressions": [{**{k: getattr(q, k) for k in changes}, "diff": q.diff}
+                            for q in report.top_regressions],
+        "warnings": list(report.warnings),
+    }
+
+
+def report_json(report: Report) -> str:
+    return to_json(report_document(report))

@@ -1,0 +1,105 @@
+"""The plain-text report of ``gate check``: the verdict first, then one table row per gated
+(measure, slice), then what a reviewer needs next — detectable drop, newly failing queries,
+largest per-query drops, warnings, definitions."""
+
+from __future__ import annotations
+
+from retrieval_gate.check import Comparison, QueryChange, Report
+
+__all__ = ["headline", "p_value", "report_text", "signed"]
+
+_SHOWN = 10  # queries listed per section
+
+
+def headline(report: Report) -> tuple[str, str]:
+    """(status word, one-sentence explanation) of the verdict."""
+    def named(decision: str) -> str:
+        return ", ".join(f"{c.measure} ({c.slice})" for c in report.comparisons
+                         if c.decision == decision)
+    if report.verdict == "regression":
+        return "REGRESSION", f"material regression in {named('regression')}"
+    if report.verdict == "inconclusive":
+        return "INCONCLUSIVE", (f"this test set cannot rule out a material drop in "
+                                f"{named('inconclusive')}")
+    improved = ", ".join(f"{c.measure} ({c.slice})" for c in report.comparisons if c.improvement)
+    return "PASS", "no material regression" + (f"; improved: {improved}" if improved else "")
+
+
+def signed(value: float | None, digits: int = 4) -> str:
+    """``+0.0123`` / ``−0.0123`` (a true minus sign), ``-`` for None."""
+    if value is None:
+        return "-"
+    text = f"{value:+.{digits}f}"
+    return text.replace("-", "−")
+
+
+def p_value(p: float) -> str:
+    """Three significant digits; below 0.001 as ``<0.001``."""
+    return "<0.001" if p < 0.001 else f"{p:.3g}"
+
+
+def _mean(value: float | None) -> str:
+    return "-" if value is None else f"{value:.4f}"
+
+
+def _decision(c: Comparison) -> str:
+    return c.decision + (", improved" if c.improvement else "")
+
+
+def _table(comparisons: tuple[Comparison, ...]) -> list[str]:
+    header = ["measure", "slice", "n", "baseline", "candidate", "Δ", "95% CI", "W/L/T",
+              "sign p (Holm)", "margin", "decision"]
+    rows = [[c.measure, c.slice, str(c.n), _mean(c.baseline_mean), _mean(c.candidate_mean),
+             signed(c.mean_diff), f"[{signed(c.ci_low)}, {signed(c.ci_high)}]",
+             f"{c.wins}/{c.losses}/{c.ties}", f"{p_value(c.sign_p)} ({p_value(c.sign_p_holm)})",
+             f"{c.margin:g}", _decision(c)] for c in comparisons]
+    widths = [max(len(r[i]) for r in [header, *rows]) for i in range(len(header))]
+    right = {2, 3, 4, 5}
+    return ["  ".join(cell.rjust(w) if i in right else cell.ljust(w)
+                      for i, (cell, w) in enumerate(zip(row, widths))).rstrip()
+            for row in [header, *rows]]
+
+
+def _queries(changes: tuple[QueryChange, ...], with_values: bool) -> list[str]:
+    lines = []
+    for q in changes[:_SHOWN] if not with_values else changes:
+        values = (f"{q.measure}  {q.baseline:.4f} → {q.candidate:.4f} ({signed(q.diff)})  "
+                  if with_values else "")
+        lines.append(f"  {q.query}  {values}{q.text}".rstrip())
+    if not with_values and len(changes) > _SHOWN:
+        lines.append(f"  … and {len(changes) - _SHOWN} more (see the JSON report)")
+    return lines
+
+
+def report_text(report: Report) -> str:
+    word, why = headline(report)
+    snap, policy = report.snapshot, report.policy
+    n_all = max((c.n for c in report.comparisons if c.slice == "all"), default=None)
+    queries = f", {n_all} answerable queries" if n_all is not None else ""
+    method = "BCa" if policy.bootstrap == "bca" else "percentile"
+    lines = [
+        f"{word}: {why} (exit {report.exit_code})",
+        f"candidate {report.candidate.path} vs baseline {report.baseline.path}",
+        f"snapshot {snap.name} ({snap.fingerprint}){queries}",
+        (f"paired per query; {policy.resamples} {method} bootstrap resamples (seed "
+         f"{policy.seed}), {100 * (1 - policy.alpha):g}% intervals, sign test with Holm across "
+         f"{len(report.comparisons)} comparisons"),
+        "",
+        *_table(report.comparisons),
+        "",
+        f"Detectable drop ({100 * policy.power:g}% power): " + ", ".join(
+            f"{c.measure} ({c.slice}) {'undefined (n < 2)' if c.mde is None else f'{c.mde:.4f}'}"
+            for c in report.comparisons),
+    ]
+    lines.append(f"Newly failing queries ({report.hit_measure} = 1 in the baseline, 0 in the "
+                 f"candidate): {len(report.newly_failing)}")
+    lines.extend(_queries(report.newly_failing, with_values=False))
+    if report.top_regressions:
+        lines.append("Largest per-query drops:")
+        lines.extend(_queries(report.top_regressions, with_values=True))
+    if report.warnings:
+        lines.append("Warnings:")
+        lines.extend(f"  - {w}" for w in report.warnings)
+    lines.append("Definitions:")
+    lines.extend(f"  {m.describe(snap.policy.threshold)}" for m in snap.measures)
+    return "\n".join(lines) + "\n"

@@ -1,0 +1,179 @@
+"""Run manifests and comparability.
+
+A run manifest lies beside its run as ``<run file>.manifest.json``. It pins the run file by its
+SHA-256 and records the snapshot the run was made against — its fingerprint and its identity
+(every component's version and hash, the chunking parameters, the scoring policy) — so that when
+the snapshot moves on, the gate can say *which* component changed. It also records the system
+that produced the run (free-form) and provenance (commit, creation time); an approved baseline
+carries an ``approved`` record.
+
+Two runs are comparable only if both manifests name the snapshot's current fingerprint. A label
+correction changes the qrels' hash and version, hence the fingerprint: it can never pass for a
+retrieval change.
+"""
+
+from __future__ import annotations
+
+import datetime as dt
+import json
+import os
+import subprocess
+from collections.abc import Mapping
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+from retrieval_gate import schema
+from retrieval_gate.errors import InputError, ManyErrors, NotComparableError
+from retrieval_gate.formats.atomic import write_text_atomic
+from retrieval_gate.formats.jsonfmt import loads
+from retrieval_gate.formats.jsonfmt import path as json_path
+from retrieval_gate.formats.source import read_text
+from retrieval_gate.snapshot import COMPONENTS, Snapshot, fingerprint, sha256_file
+
+MANIFEST_SUFFIX = ".manifest.json"
+
+
+def manifest_path(run: str | os.PathLike[str]) -> Path:
+    """Where a run's manifest lives: ``<run file>.manifest.json``."""
+    return Path(f"{run}{MANIFEST_SUFFIX}")
+
+
+@dataclass(frozen=True, eq=False)
+class RunManifest:
+    """A loaded, schema-valid run manifest, checked against its run file."""
+
+    source: str
+    run: str
+    document: dict[str, Any]
+
+    @property
+    def fingerprint(self) -> str:
+        return self.document["snapshot"]["fingerprint"]
+
+    @property
+    def components(self) -> dict[str, Any]:
+        return self.document["snapshot"]["components"]
+
+    @property
+    def system(self) -> dict[str, Any]:
+        return self.document["system"]
+
+
+def load_run_manifest(run: str | os.PathLike[str],
+                      manifest: str | os.PathLike[str] | None = None) -> RunManifest:
+    """Read the manifest of ``run`` (beside it unless ``manifest`` is given) and check it: schema
+    (every error at once, exit 2), its recorded fingerprint matches its recorded components
+    (exit 2: edited by hand), and the run file has the recorded SHA-256 (exit 3)."""
+    source = str(manifest or manifest_path(run))
+    if not Path(source).is_file():
+        raise InputError(str(run), f"has no run manifest ({source} not found)",
+                         "write one with: gate run-manifest --snapshot SNAPSHOT --run "
+                         f"{run}, or name it with --run-manifest")
+    document = loads(read_text(source), source)
+    schema.validate(document, "run-manifest", source)
+    recorded = document["snapshot"]
+    if fingerprint(recorded["components"]) != recorded["fingerprint"]:
+        raise InputError(source, "the recorded fingerprint does not match the recorded "
+                         "snapshot components (the manifest was edited)",
+                         "rewrite it with gate run-manifest", json_path("snapshot"))
+    actual = sha256_file(run)
+    if actual != document["run"]["sha256"]:
+        raise NotComparableError(
+            f"{source}:{json_path('run', 'sha256')}: run file {run} has sha256 {actual}, its "
+            f"manifest pins {document['run']['sha256']} — the run changed after its manifest "
+            "was written: rewrite the manifest with gate run-manifest (and re-approve it if it "
+            "is the baseline)")
+    return RunManifest(source, str(run), document)
+
+
+def make_run_manifest(snapshot: Snapshot, run: str | os.PathLike[str],
+                      system: Mapping[str, Any] | None = None, commit: str | None = None,
+                      created: str | None = None) -> dict[str, Any]:
+    """The manifest document of ``run`` made on ``snapshot``. ``created`` defaults to now (UTC,
+    whole seconds); ``commit`` to :func:`current_commit`."""
+    return {
+        "run": {"file": Path(run).name, "sha256": sha256_file(run)},
+        "snapshot": {"name": snapshot.name, "fingerprint": snapshot.fingerprint,
+                     "components": snapshot.identity},
+        "system": dict(system or {}),
+        "provenance": {"commit": commit if commit is not None else current_commit(),
+                       "created": created or utc_now()},
+    }
+
+
+def write_run_manifest(document: Mapping[str, Any], output: str | os.PathLike[str]) -> None:
+    """Validate ``document`` against the run-manifest schema and write it atomically."""
+    schema.validate(document, "run-manifest", str(output))
+    write_text_atomic(output, json.dumps(document, indent=2, ensure_ascii=False) + "\n")
+
+
+def utc_now() -> str:
+    """The current time, UTC, ISO 8601 to the second: ``2026-11-30T12:00:00Z``."""
+    return dt.datetime.now(dt.timezone.utc).strftime("%Y-%m-%dT%H:%M:%SZ")
+
+
+def current_commit() -> str | None:
+    """``GITHUB_SHA`` when set, else ``git rev-parse HEAD`` in the current folder, else None."""
+    if os.environ.get("GITHUB_SHA"):
+        return os.environ["GITHUB_SHA"]
+    try:
+        done = subprocess.run(["git", "rev-parse", "HEAD"], capture_output=True, text=True,
+                              timeout=10, check=False)
+    except (OSError, subprocess.SubprocessError):
+        return None
+    if done.returncode != 0:
+        return None
+    return done.stdout.strip() or None
+
+
+def differences(snapshot: Snapshot, manifest: RunManifest, role: str) -> list[str]:
+    """How the snapshot ``manifest``'s run was made on differs from ``snapshot``, one sentence
+    per changed component field, worded for a reviewer; empty when the fingerprints agree."""
+    if manifest.fingerprint == snapshot.fingerprint:
+        return []
+    then, now = manifest.components, snapshot.identity
+    subject = "it" if role == "run" else f"the {role}"
+    rerun = (f"re-run {subject} on the new snapshot and approve it" if role == "baseline"
+             else f"re-run {subject} on the current snapshot")
+    rescore = (f"rewrite {'its' if role == 'run' else f'the {role}’s'} manifest with gate "
+               "run-manifest" + (" and approve it" if role == "baseline" else ""))
+    found = []
+    for component in (*COMPONENTS, "scoring"):
+        before, after = then.get(component, {}), now.get(component, {})
+        for key in sorted(set(before) | set(after)):
+            if before.get(key) != after.get(key):
+                found.append(f"{role} {manifest.run}: {component}: {_change(key, before, after)}"
+                             f" — {rescore if component == 'scoring' else rerun}")
+    if not found:
+        found.append(f"{role} {manifest.run}: made on snapshot {manifest.fingerprint}, the "
+                     f"snapshot is {snapshot.fingerprint} — {rerun}")
+    return found
+
+
+def _change(key: str, before: Mapping[str, Any], after: Mapping[str, Any]) -> str:
+    """``version v3 → v4``; hashes shortened to 12 digits; absent values as 'none'."""
+    def show(side: Mapping[str, Any]) -> str:
+        if key not in side:
+            return "none"
+        value = side[key]
+        if key == "sha256":
+            return value[:12]
+        return value if isinstance(value, str) else json.dumps(value, sort_keys=True)
+    return f"{key} {show(before)} → {show(after)}"
+
+
+def comparability(snapshot: Snapshot, baseline: RunManifest, candidate: RunManifest
+                  ) -> list[str]:
+    """Every difference between ``snapshot`` and what the baseline and the candidate were made
+    on (see :func:`differences`); an empty list means the two runs are comparable."""
+    return differences(snapshot, baseline, "baseline") + differences(snapshot, candidate,
+                                                                     "candidate")
+
+
+def require_made_on(snapshot: Snapshot, *runs: tuple[RunManifest, str]) -> None:
+    """Raise NotComparableError (exit 3), one line per difference, unless every ``(manifest,
+    role)`` names ``snapshot``'s fingerprint."""
+    found = [line for manifest, role in runs for line in differences(snapshot, manifest, role)]
+    if found:
+        raise ManyErrors([NotComparableError(f"not comparable: {line}") for line in found])

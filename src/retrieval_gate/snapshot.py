@@ -1,0 +1,269 @@
+"""Snapshot manifests: the frozen test set every run is scored against.
+
+A snapshot pins the query set and the judgments (path, SHA-256, version), the corpus and the
+permissions (version, optionally a file and its SHA-256), the chunking (version, parameters) and
+the scoring policy (measures, threshold, nDCG gain and the policies of
+:class:`~retrieval_gate.model.ScoringPolicy`). Paths are relative to the manifest's folder and
+may not leave it.
+
+The **identity** of a snapshot is everything that decides what a score means: for each file
+component its version and SHA-256 (never its path), the corpus and permissions versions and
+hashes, the chunking version and parameters, and the scoring policy with every default filled in
+and the measures as a sorted list of canonical names (``MRR@10`` and ``RR@10`` are one measure).
+The **fingerprint** is ``sha256:`` + the SHA-256 of the identity's canonical JSON (keys sorted, no
+white space, UTF-8). Renaming the snapshot, rewording its description, moving its files or
+reordering its keys or measures leave the fingerprint unchanged; any change of content does not.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import os
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass
+from pathlib import Path, PurePosixPath
+from typing import Any
+
+from retrieval_gate import schema
+from retrieval_gate.errors import InputError, ManyErrors, NotComparableError
+from retrieval_gate.formats import read_qrels, read_queries
+from retrieval_gate.formats.atomic import write_text_atomic
+from retrieval_gate.formats.jsonfmt import loads
+from retrieval_gate.formats.jsonfmt import path as json_path
+from retrieval_gate.formats.source import read_text
+from retrieval_gate.measures import EXPONENTIAL, Measure, default_measures, parse_measures
+from retrieval_gate.model import Qrels, Query, ScoringPolicy
+from retrieval_gate.scoring import query_set
+
+COMPONENTS = ("queries", "qrels", "corpus", "chunking", "permissions")
+FILE_COMPONENTS = ("queries", "qrels", "corpus", "permissions")
+DEFAULT_CUTOFF = 10
+_DEFAULT_POLICY = ScoringPolicy()
+_POLICY_FIELDS = ("threshold", "unjudged", "duplicates", "missing", "extra", "unlabeled")
+
+
+def sha256_file(path: str | os.PathLike[str]) -> str:
+    """Lower-case hex SHA-256 of the file's bytes, read in 1 MiB blocks."""
+    digest = hashlib.sha256()
+    try:
+        with open(path, "rb") as handle:
+            for block in iter(lambda: handle.read(1 << 20), b""):
+                digest.update(block)
+    except FileNotFoundError:
+        raise InputError(str(path), "file not found", "check the path") from None
+    except OSError as exc:
+        raise InputError(str(path), f"cannot be read ({exc.strerror})", "check the file") from None
+    return digest.hexdigest()
+
+
+def canonical_json(value: Any) -> bytes:
+    """Keys sorted, no white space, UTF-8: the bytes a fingerprint is computed over."""
+    return json.dumps(value, sort_keys=True, separators=(",", ":"), ensure_ascii=False,
+                      allow_nan=False).encode("utf-8")
+
+
+def fingerprint(identity: Mapping[str, Any]) -> str:
+    """``sha256:`` + the SHA-256 of the identity's canonical JSON."""
+    return "sha256:" + hashlib.sha256(canonical_json(identity)).hexdigest()
+
+
+@dataclass(frozen=True, eq=False)
+class Snapshot:
+    """A loaded, schema-valid snapshot manifest with its scoring policy resolved."""
+
+    source: str
+    folder: Path
+    name: str
+    document: dict[str, Any]
+    measures: tuple[Measure, ...]
+    policy: ScoringPolicy
+    gain: str
+    identity: dict[str, Any]
+    fingerprint: str
+
+    def file(self, component: str) -> Path | None:
+        """The component's file, resolved against the manifest's folder (None if it has none)."""
+        relative = self.document[component].get("path")
+        return None if relative is None else self.folder / relative
+
+    def read_queries(self) -> tuple[Query, ...]:
+        return read_queries(self.file("queries"))
+
+    def read_qrels(self) -> Qrels:
+        return read_qrels(self.file("qrels"))
+
+
+def load_snapshot(path: str | os.PathLike[str], verify_files: bool = True) -> Snapshot:
+    """Read, schema-validate and resolve a snapshot manifest; with ``verify_files``, also check
+    that every pinned file exists and has its pinned SHA-256.
+
+    Raises InputError / ManyErrors (exit 2) for a malformed manifest (all schema errors at once),
+    an absolute path or one leaving the manifest's folder, an unknown measure, a missing file;
+    NotComparableError / ManyErrors (exit 3) when a file's hash differs from the manifest's.
+    """
+    source = str(path)
+    snapshot = _resolve(loads(read_text(path), source), source)
+    if verify_files:
+        _verify_hashes(snapshot)
+    return snapshot
+
+
+def _resolve(document: Any, source: str) -> Snapshot:
+    """The snapshot a manifest ``document`` stored at ``source`` describes: schema-valid, paths
+    inside its folder, measures parsed, every scoring default filled in (files not read)."""
+    found = schema.problems(document, "snapshot", source) + _path_problems(document, source)
+    if found:
+        raise ManyErrors(found)
+    scoring = document.get("scoring", {})
+    gain = scoring.get("gain", EXPONENTIAL)
+    if "measures" in scoring:
+        measures = _parse_listed(scoring["measures"], gain, source)
+    else:
+        measures = default_measures(DEFAULT_CUTOFF)
+    policy = ScoringPolicy(**{f: scoring[f] for f in _POLICY_FIELDS if f in scoring})
+    identity = _identity(document, measures, policy, gain)
+    return Snapshot(source, Path(source).parent, document["name"], document, measures, policy,
+                    gain, identity, fingerprint(identity))
+
+
+def _parse_listed(names: Sequence[str], gain: str, source: str) -> tuple[Measure, ...]:
+    measures = []
+    for i, name in enumerate(names):
+        try:
+            measures.extend(parse_measures([name], gain))
+        except InputError as exc:
+            raise InputError(source, f"measure '{name}': {exc.problem}", exc.fix,
+                             json_path("scoring", "measures", i)) from None
+    duplicates = {str(m) for m in measures if measures.count(m) > 1}
+    if duplicates:
+        raise InputError(source, f"measure {', '.join(sorted(duplicates))} is listed twice "
+                         "(aliases count as the same measure)", "list each measure once",
+                         json_path("scoring", "measures"))
+    return tuple(measures)
+
+
+def _identity(document: Mapping[str, Any], measures: Sequence[Measure], policy: ScoringPolicy,
+              gain: str) -> dict[str, Any]:
+    """What the fingerprint covers (see the module docstring)."""
+    identity: dict[str, Any] = {}
+    for component in FILE_COMPONENTS:
+        entry = document[component]
+        identity[component] = {k: entry[k] for k in ("version", "sha256") if k in entry}
+    chunking = document["chunking"]
+    identity["chunking"] = {"version": chunking["version"], "params": chunking.get("params", {})}
+    identity["scoring"] = {**policy.as_dict(), "gain": gain,
+                           "measures": sorted(str(m) for m in measures)}
+    return identity
+
+
+def _path_problems(document: Any, source: str) -> list[InputError]:
+    """Absolute paths, and paths that leave the manifest's folder (both exit 2)."""
+    folder = Path(source).parent.resolve()
+    errors = []
+    for component in FILE_COMPONENTS:
+        entry = document.get(component) if isinstance(document, dict) else None
+        relative = entry.get("path") if isinstance(entry, dict) else None
+        if not isinstance(relative, str) or not relative:
+            continue
+        where = json_path(component, "path")
+        if PurePosixPath(relative).is_absolute() or "\\" in relative or ":" in relative:
+            errors.append(InputError(source, f"{component} path '{relative}' is absolute or not "
+                                     "a relative path with forward slashes",
+                                     "write it relative to the manifest's folder, e.g. "
+                                     "qrels.tsv or data/qrels.tsv", where))
+        elif not (folder / relative).resolve().is_relative_to(folder):
+            errors.append(InputError(source, f"{component} path '{relative}' leaves the "
+                                     "manifest's folder", "move the file into the manifest's "
+                                     "folder (or below it) so the snapshot is self-contained",
+                                     where))
+    return errors
+
+
+def _verify_hashes(snapshot: Snapshot) -> None:
+    """Every pinned file exists (exit 2) and has the pinned SHA-256 (exit 3)."""
+    mismatches = []
+    for component in FILE_COMPONENTS:
+        entry = snapshot.document[component]
+        file = snapshot.file(component)
+        if file is None:
+            continue
+        if not file.is_file():
+            raise InputError(snapshot.source, f"{component} file '{entry['path']}' does not "
+                             "exist", "restore it, or correct the path",
+                             json_path(component, "path"))
+        actual = sha256_file(file)
+        if actual != entry["sha256"]:
+            mismatches.append(NotComparableError(
+                f"{snapshot.source}:{json_path(component, 'sha256')}: {component} file "
+                f"'{entry['path']}' has sha256 {actual}, the snapshot pins {entry['sha256']} — "
+                f"the file changed after the snapshot was frozen: restore it, or freeze a new "
+                f"snapshot with a new {component} version and re-approve the baseline"))
+    if mismatches:
+        raise ManyErrors(mismatches)
+
+
+@dataclass(frozen=True)
+class TestSet:
+    """The snapshot's queries and judgments, checked against each other."""
+
+    queries: tuple[Query, ...]
+    qrels: Qrels
+    answerable: tuple[str, ...]
+    unanswerable: tuple[str, ...]
+    warnings: tuple[str, ...]
+
+
+def load_test_set(snapshot: Snapshot) -> TestSet:
+    """Read the query set and the judgments and check that they agree: every judged query is in
+    the query set, unanswerable queries have no judgment at or above the threshold, answerable
+    ones have at least one (or, under ``unlabeled: zero``, a warning names those without)."""
+    queries, qrels = snapshot.read_queries(), snapshot.read_qrels()
+    answerable, unanswerable, warnings = query_set(qrels, queries, snapshot.policy)
+    return TestSet(queries, qrels, tuple(answerable), tuple(unanswerable), tuple(warnings))
+
+
+def freeze(output: str | os.PathLike[str], *, queries: str | os.PathLike[str],
+           qrels: str | os.PathLike[str], corpus_version: str, chunking_version: str,
+           permissions_version: str, queries_version: str | None = None,
+           qrels_version: str | None = None, corpus_file: str | os.PathLike[str] | None = None,
+           chunking_params: Mapping[str, Any] | None = None,
+           permissions_file: str | os.PathLike[str] | None = None, name: str | None = None,
+           measures: Sequence[str] = (), gain: str = EXPONENTIAL,
+           policy: ScoringPolicy = _DEFAULT_POLICY) -> Snapshot:
+    """Write a snapshot manifest to ``output`` (atomically) pinning the given files by their
+    SHA-256, and return it loaded back. Every file must lie in ``output``'s folder or below it.
+    A version left out defaults to ``sha256:`` + the first 12 hex digits of the file's hash; the
+    name defaults to the name of the manifest's folder; measures default to the default set at
+    10. The manifest is validated (schema, measures, queries against qrels) before it is
+    written."""
+    folder = Path(output).resolve().parent
+    document: dict[str, Any] = {"name": name or folder.name}
+    for component, file, version in (("queries", queries, queries_version),
+                                     ("qrels", qrels, qrels_version)):
+        document[component] = _pin(file, folder, f"--{component}", version)
+    document["corpus"] = (_pin(corpus_file, folder, "--corpus-file", corpus_version)
+                          if corpus_file else {"version": corpus_version})
+    document["chunking"] = {"version": chunking_version, "params": dict(chunking_params or {})}
+    document["permissions"] = (_pin(permissions_file, folder, "--permissions-file",
+                                    permissions_version)
+                               if permissions_file else {"version": permissions_version})
+    chosen = parse_measures(measures, gain) if measures else default_measures(DEFAULT_CUTOFF)
+    document["scoring"] = {"measures": [str(m) for m in chosen], "gain": gain, **policy.as_dict()}
+    text = json.dumps(document, indent=2, ensure_ascii=False) + "\n"
+    load_test_set(_resolve(document, str(output)))
+    write_text_atomic(output, text)
+    return load_snapshot(output)
+
+
+def _pin(file: str | os.PathLike[str], folder: Path, option: str, version: str | None
+         ) -> dict[str, str]:
+    """``{"path", "sha256", "version"}`` for a file that must lie under ``folder``."""
+    resolved = Path(file).resolve()
+    if not resolved.is_relative_to(folder):
+        raise InputError(option, f"'{file}' is not inside the snapshot's folder {folder}",
+                         "put the file beside the manifest (or below it), or write the manifest "
+                         "where the files are")
+    digest = sha256_file(file)
+    return {"path": resolved.relative_to(folder).as_posix(), "sha256": digest,
+            "version": version or f"sha256:{digest[:12]}"}

@@ -1,0 +1,102 @@
+"""``gate validate`` as one library call: a snapshot and, optionally, runs checked against it."""
+
+from __future__ import annotations
+
+import os
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+from retrieval_gate.errors import InputError
+from retrieval_gate.formats import read_run
+from retrieval_gate.measures import Measure
+from retrieval_gate.runmanifest import (
+    RunManifest,
+    load_run_manifest,
+    make_run_manifest,
+    manifest_path,
+    require_made_on,
+    write_run_manifest,
+)
+from retrieval_gate.scoring import Scores, score_run
+from retrieval_gate.snapshot import Snapshot, TestSet, load_snapshot, load_test_set
+
+
+@dataclass(frozen=True, eq=False)
+class CheckedRun:
+    """A run whose manifest names the snapshot and whose rankings score under its policy."""
+
+    path: str
+    manifest: RunManifest
+    scores: Scores
+
+
+@dataclass(frozen=True, eq=False)
+class Validation:
+    snapshot: Snapshot
+    test_set: TestSet
+    runs: tuple[CheckedRun, ...]
+
+
+def check_run(snapshot: Snapshot, test_set: TestSet, run: str | os.PathLike[str],
+              role: str = "run", manifest: str | os.PathLike[str] | None = None) -> CheckedRun:
+    """Load ``run`` and its manifest, require that the manifest names ``snapshot`` (exit 3 with
+    the differences), and score the run under the snapshot's policy (which checks its format,
+    duplicates, and query coverage: missing and extra queries)."""
+    loaded = load_run_manifest(run, manifest)
+    require_made_on(snapshot, (loaded, role))
+    return CheckedRun(str(run), loaded, score_on(snapshot, test_set, run))
+
+
+def score_on(snapshot: Snapshot, test_set: TestSet, run: str | os.PathLike[str],
+             measures: Sequence[Measure] | None = None) -> Scores:
+    """Score ``run`` under the snapshot's policy, on its measures unless ``measures`` are
+    given; reading and scoring it checks its format, duplicates and query coverage (missing and
+    extra queries)."""
+    return score_run(test_set.qrels, read_run(run), measures or snapshot.measures,
+                     snapshot.policy, test_set.queries)
+
+
+def record_run(snapshot: str | os.PathLike[str], run: str | os.PathLike[str],
+               system: Mapping[str, Any] | None = None, commit: str | None = None,
+               created: str | None = None, output: str | os.PathLike[str] | None = None
+               ) -> tuple[Path, Snapshot]:
+    """Check ``run`` against ``snapshot`` (hashes, test set, scoring) and write its manifest to
+    ``output`` (default: beside the run); returns where it went and the snapshot."""
+    loaded = load_snapshot(snapshot)
+    score_on(loaded, load_test_set(loaded), run)
+    target = Path(output) if output else manifest_path(run)
+    write_run_manifest(make_run_manifest(loaded, run, system, commit, created), target)
+    return target, loaded
+
+
+def validate(snapshot: str | os.PathLike[str], runs: Sequence[str | os.PathLike[str]] = (),
+             run_manifest: str | os.PathLike[str] | None = None) -> Validation:
+    """Check a snapshot (schema, paths, file hashes, queries against qrels) and each run
+    against it. ``run_manifest`` names the manifest of the single run given, when it does not
+    lie beside it. Raises the first problem found (exit 2 invalid, 3 not what it claims)."""
+    if run_manifest is not None and len(runs) != 1:
+        raise InputError("--run-manifest", "applies to exactly one RUN",
+                         "give one run with its manifest, or put each manifest beside its run")
+    loaded = load_snapshot(snapshot)
+    test_set = load_test_set(loaded)
+    checked = tuple(check_run(loaded, test_set, run, "run", run_manifest) for run in runs)
+    return Validation(loaded, test_set, checked)
+
+
+def validation_text(result: Validation) -> str:
+    """One line for the snapshot, then one per run."""
+    snap, tests = result.snapshot, result.test_set
+    judgments = sum(len(j) for j in tests.qrels.judgments.values())
+    head = (f"{snap.source}: valid — snapshot '{snap.name}', fingerprint {snap.fingerprint}; "
+            f"{len(tests.queries)} queries ({len(tests.answerable)} answerable, "
+            f"{len(tests.unanswerable)} unanswerable), {judgments} judgments; every pinned "
+            "file matches its hash")
+    lines = [head, *(f"warning: {w}" for w in tests.warnings)]
+    for run in result.runs:
+        system = ", ".join(f"{k}={v}" for k, v in run.manifest.system.items()) or "no system"
+        lines.append(f"{run.path}: valid — made on this snapshot ({system}); "
+                     f"{len(run.scores.query_ids)} queries scored")
+        lines += [f"warning: {w}" for w in run.scores.warnings]
+    return "\n".join(lines) + "\n"
