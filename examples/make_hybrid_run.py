@@ -18,19 +18,15 @@ the shipped files, so dense float noise does not enter here).
 from __future__ import annotations
 
 import argparse
-import filecmp
-import os
 import sys
-import tempfile
 from collections import defaultdict
 from pathlib import Path
 
-RUNS = Path(__file__).resolve().parent / "cranfield" / "runs"
-INPUTS = (RUNS.parent.parent.parent / "baselines" / "cranfield" / "bm25.trec",
-          RUNS / "dense.trec")
+from runfiles import BASELINES, DATA, trec_lines, write_or_check
+
+INPUTS = (BASELINES / "bm25.trec", DATA / "runs" / "dense.trec")
 OUTPUT = "hybrid.trec"
 K = 60
-DEPTH = 100
 TAG = "rrf60"
 
 
@@ -53,24 +49,8 @@ def fuse(runs: list[dict[str, dict[str, int]]]) -> list[str]:
         for run in runs:
             for docid, rank in run.get(qid, {}).items():
                 scores[docid] += 1.0 / (K + rank)
-        written = {d: f"{s:.8f}" for d, s in scores.items()}
-        # Sort by the written score (descending), then docid descending (strcmp).
-        ranked = sorted(written, key=lambda d: (float(written[d]), d), reverse=True)[:DEPTH]
-        lines += [f"{qid} Q0 {d} {i} {written[d]} {TAG}\n" for i, d in enumerate(ranked, 1)]
+        lines += trec_lines(qid, {d: f"{s:.8f}" for d, s in scores.items()}, TAG)
     return lines
-
-
-def write_atomic(path: Path, lines: list[str]) -> None:
-    """Write ``lines`` to ``path`` via a temp file in the same folder and ``os.replace``."""
-    fd, tmp = tempfile.mkstemp(dir=path.parent, prefix=f".{path.name}.", suffix=".tmp")
-    try:
-        os.fchmod(fd, 0o644)  # mkstemp creates 0600; make it a normal, readable file
-        with os.fdopen(fd, "w", encoding="utf-8", newline="\n") as fh:
-            fh.writelines(lines)
-        os.replace(tmp, path)
-    except BaseException:
-        os.unlink(tmp)
-        raise
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -83,17 +63,7 @@ def main(argv: list[str] | None = None) -> int:
     )
     args = parser.parse_args(argv)
     lines = fuse([read_ranks(path) for path in INPUTS])
-    if not args.check:
-        write_atomic(RUNS / OUTPUT, lines)
-        print(f"wrote {RUNS / OUTPUT} ({len(lines)} lines)")
-        return 0
-    with tempfile.TemporaryDirectory() as tmp:
-        fresh = Path(tmp) / OUTPUT
-        write_atomic(fresh, lines)
-        same = filecmp.cmp(fresh, RUNS / OUTPUT, shallow=False)
-    print(f"{OUTPUT}: {'identical' if same else 'DIFFERS'}")
-    return 0 if same else 1
-
+    return 0 if write_or_check(DATA / "runs" / OUTPUT, lines, args.check) else 1
 
 if __name__ == "__main__":
     sys.exit(main())

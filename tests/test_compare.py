@@ -15,8 +15,10 @@ from hypothesis import strategies as st
 from scipy import stats
 
 from retrieval_gate.compare import (
+    EXACT_BINOMIAL_MAX,
     BootstrapInterval,
     SignTest,
+    binomial_upper_tail,
     bootstrap_ci,
     holm,
     minimum_detectable_drop,
@@ -101,7 +103,7 @@ def test_sign_test_matches_binomtest_on_grid():
         assert (s.wins, s.losses, s.ties) == (trials - losses, losses, 3)
         greater = stats.binomtest(losses, trials, 0.5, alternative="greater").pvalue
         two = stats.binomtest(losses, trials, 0.5).pvalue
-        # cephes (bdtr) vs Boost (binom): rounding-level, worst ≈1e-11 relative at n ≈ 5000
+        # exact tail vs Boost (binomtest): Boost's own rounding, ≈1e-11 relative at n ≈ 5000
         assert s.p_regression == pytest.approx(greater, rel=1e-10, abs=1e-300)
         assert s.p_two_sided == pytest.approx(two, rel=1e-10, abs=1e-300)
         assert 0.0 <= s.p_regression <= 1.0 and 0.0 <= s.p_two_sided <= 1.0
@@ -116,6 +118,20 @@ def test_sign_test_small_cases_exact():
             assert s.p_regression == pytest.approx(float(_exact_tail_ge(k, n)), rel=1e-13)
             two = min(1, 2 * (1 - _exact_tail_ge(min(k, n - k) + 1, n)))
             assert s.p_two_sided == pytest.approx(float(two), rel=1e-13)
+
+
+@pytest.mark.parametrize("k, n", [(0, 10), (1, 1), (11, 10), (3, 7), (4, 7), (2480, 5000),
+                                  (2521, 5000), (9990, 20_000)])
+def test_binomial_upper_tail_is_correctly_rounded(k, n):
+    exact = _exact_tail_ge(k, n) if k > 0 else Fraction(1)
+    assert binomial_upper_tail(k, n) == float(exact)  # Fraction → float rounds correctly
+
+
+def test_binomial_upper_tail_beyond_the_exact_limit_uses_scipy():
+    n = EXACT_BINOMIAL_MAX + 1001
+    for k in (n // 2 - 300, n // 2, n // 2 + 150):
+        assert binomial_upper_tail(k, n) == pytest.approx(
+            stats.binomtest(k, n, 0.5, alternative="greater").pvalue, rel=1e-9)
 
 
 def test_sign_test_tie_band_is_inclusive():

@@ -13,8 +13,10 @@ policies. The policy layer combines these pieces into a verdict.
 - :func:`minimum_detectable_drop` — the smallest true mean drop the test set detects with a
   given power (normal approximation).
 
-Only numpy and ``scipy.special`` are used (``scipy.stats`` costs about a second to import and is
-used by the tests only, as the oracle). No function returns NaN or ±inf for finite input:
+Only numpy and the standard library are used on the gate's path: binomial tails are exact
+integer sums (``scipy.special.bdtrc`` only beyond :data:`EXACT_BINOMIAL_MAX` trials), normal
+quantiles come from :class:`statistics.NormalDist`. Importing ``scipy.special`` costs more than
+numpy itself, and ``scipy.stats`` about a second; both are the tests' oracles. No function returns NaN or ±inf for finite input:
 degenerate cases are defined in each docstring.
 """
 
@@ -23,13 +25,16 @@ from __future__ import annotations
 import math
 from collections.abc import Sequence
 from dataclasses import dataclass
+from statistics import NormalDist
 from typing import Literal
 
 import numpy as np
 
 __all__ = [
+    "EXACT_BINOMIAL_MAX",
     "BootstrapInterval",
     "SignTest",
+    "binomial_upper_tail",
     "bootstrap_ci",
     "holm",
     "minimum_detectable_drop",
@@ -107,15 +112,14 @@ def sign_test(d: np.ndarray | Sequence[float], tie_band: float = 0.0) -> SignTes
       likely than the observed one, with a relative tolerance of 1e-7; at p = 1/2 that is the
       doubled smaller tail for every N below 10**7.)
 
-    Probabilities come from ``scipy.special.bdtr`` (``P(X ≤ k)``) and ``bdtrc`` (``P(X > k)``),
-    so ``P(X ≥ losses) = bdtrc(losses − 1, N, 1/2)``. Agreement with ``binomtest`` is at
-    floating-point rounding level (cephes vs Boost), not bit-for-bit.
+    Probabilities are exact: :func:`binomial_upper_tail` sums binomial coefficients as integers
+    and divides by ``2**N`` once (correctly rounded), so they agree with ``binomtest`` to its
+    own rounding. Beyond :data:`EXACT_BINOMIAL_MAX` trials they come from
+    ``scipy.special.bdtrc`` (relative error about 1e-11).
 
     Edge cases: empty ``d`` or ``N = 0`` (all ties) → both p-values 1.0; ``losses = 0`` →
     ``p_regression = 1.0``. ``tie_band`` must be finite and ≥ 0; ``d`` must be finite and 1-D.
     """
-    from scipy.special import bdtr, bdtrc
-
     arr = _as_differences(d, 1)
     band = float(tie_band)
     if not (math.isfinite(band) and band >= 0.0):
@@ -126,9 +130,39 @@ def sign_test(d: np.ndarray | Sequence[float], tie_band: float = 0.0) -> SignTes
     trials = wins + losses
     if trials == 0:
         return SignTest(wins, losses, ties, 1.0, 1.0)
-    p_regression = 1.0 if losses == 0 else float(bdtrc(losses - 1, trials, 0.5))
-    p_two_sided = min(1.0, 2.0 * float(bdtr(min(wins, losses), trials, 0.5)))
-    return SignTest(wins, losses, ties, min(1.0, p_regression), p_two_sided)
+    p_regression = binomial_upper_tail(losses, trials)
+    # P(X ≤ m) = P(X ≥ N − m) at p = 1/2
+    p_two_sided = min(1.0, 2.0 * binomial_upper_tail(trials - min(wins, losses), trials))
+    return SignTest(wins, losses, ties, p_regression, p_two_sided)
+
+
+EXACT_BINOMIAL_MAX = 20_000
+
+
+def binomial_upper_tail(k: int, n: int) -> float:
+    """``P(X ≥ k)`` for ``X ~ Binomial(n, 1/2)``.
+
+    Up to :data:`EXACT_BINOMIAL_MAX` trials: the exact integer ``Σ C(n, j)`` over the shorter
+    side of the distribution, divided once by ``2**n`` (Python's int division is correctly
+    rounded), so the result is the correctly rounded probability; O(n²) bit operations, about
+    0.1 s at the limit. Beyond it: ``scipy.special.bdtrc(k − 1, n, 1/2)``. ``k ≤ 0`` → 1.0,
+    ``k > n`` → 0.0.
+    """
+    if k <= 0:
+        return 1.0
+    if k > n:
+        return 0.0
+    if n > EXACT_BINOMIAL_MAX:
+        from scipy.special import bdtrc
+
+        return min(1.0, float(bdtrc(k - 1, n, 0.5)))
+    upper = 2 * k > n  # the terms j ≥ k are the shorter side
+    first, last = (k, n) if upper else (0, k - 1)
+    term, total = math.comb(n, first), 0
+    for j in range(first, last + 1):
+        total += term
+        term = term * (n - j) // (j + 1)
+    return total / (1 << n) if upper else ((1 << n) - total) / (1 << n)
 
 
 # --------------------------------------------------------------------------------------------
@@ -161,6 +195,26 @@ _FALLBACK_ONE_SIDED = (
 _FALLBACK_NONFINITE = (
     "BCa undefined: the bias/acceleration correction is not finite; percentile interval reported"
 )
+
+
+_NORMAL = NormalDist()
+
+
+def _ndtri(p: np.ndarray) -> np.ndarray:
+    """Standard normal quantile per element (``scipy.special.ndtri``): −inf at 0, +inf at 1,
+    NaN outside [0, 1]. Wichura's AS241 via :class:`statistics.NormalDist` (about 1e-16)."""
+    def one(q: float) -> float:
+        if 0.0 < q < 1.0:
+            return _NORMAL.inv_cdf(q)
+        return -math.inf if q == 0.0 else math.inf if q == 1.0 else math.nan
+    return np.array([one(q) for q in np.asarray(p, dtype=np.float64).tolist()])
+
+
+def _ndtr(x: np.ndarray) -> np.ndarray:
+    """Standard normal distribution function per element (``scipy.special.ndtr``); NaN stays
+    NaN."""
+    return np.array([_NORMAL.cdf(v) if not math.isnan(v) else math.nan
+                     for v in np.asarray(x, dtype=np.float64).tolist()])
 
 
 def _linear_quantile(y_sorted: np.ndarray, p: np.ndarray) -> np.ndarray:
@@ -222,13 +276,11 @@ def _bca_levels(
     - ``alpha_i = Φ(z0 + (z0 + z)/(1 − a (z0 + z)))`` for ``z = Φ⁻¹(tail)`` and ``−Φ⁻¹(tail)``,
       with SciPy's order of operations.
     """
-    from scipy.special import ndtr, ndtri
-
     b = means_sorted.shape[-1]
     below = np.sum(means_sorted < theta_hat[:, None], axis=-1)
     at_or_below = np.sum(means_sorted <= theta_hat[:, None], axis=-1)
     percentile = (below + at_or_below).astype(np.float64) / (2 * b)
-    z0 = ndtri(percentile)
+    z0 = _ndtri(percentile)
 
     u = rows - rows.mean(axis=-1, keepdims=True)
     scale = np.max(np.abs(u), axis=-1, keepdims=True)
@@ -237,12 +289,12 @@ def _bca_levels(
     with np.errstate(divide="ignore", invalid="ignore"):
         a_hat = (1 / 6) * np.sum(v**3, axis=-1) / np.sum(v**2, axis=-1) ** (3 / 2)
 
-        z_alpha = float(ndtri(tail))
+        z_alpha = float(_ndtri(np.array([tail]))[0])
         z_1alpha = -z_alpha
         num1 = z0 + z_alpha
-        alpha_1 = ndtr(z0 + num1 / (1 - a_hat * num1))
+        alpha_1 = _ndtr(z0 + num1 / (1 - a_hat * num1))
         num2 = z0 + z_1alpha
-        alpha_2 = ndtr(z0 + num2 / (1 - a_hat * num2))
+        alpha_2 = _ndtr(z0 + num2 / (1 - a_hat * num2))
     return alpha_1, alpha_2
 
 
@@ -423,8 +475,6 @@ def minimum_detectable_drop(
     ``0.0`` (the observed spread is zero, so any drop would be visible: the estimate, not a
     guarantee). ``alpha`` and ``power`` must lie strictly between 0 and 1.
     """
-    from scipy.special import ndtri
-
     arr = _as_differences(d, 1)
     alpha = _check_probability("alpha", alpha)
     power = _check_probability("power", power)
@@ -434,5 +484,5 @@ def minimum_detectable_drop(
     if arr.max() == arr.min():
         return 0.0
     sd = float(np.std(arr, ddof=1))
-    z = float(ndtri(1 - alpha / 2)) + float(ndtri(power))
+    z = _NORMAL.inv_cdf(1 - alpha / 2) + _NORMAL.inv_cdf(power)
     return z * sd / math.sqrt(n)

@@ -1,0 +1,65 @@
+"""What the run-building scripts of the example share: reading the collection, ranking written
+scores the way trec_eval orders them, and writing or checking run files."""
+
+from __future__ import annotations
+
+import filecmp
+import json
+import os
+import tempfile
+from collections.abc import Mapping
+from pathlib import Path
+
+DATA = Path(__file__).resolve().parent / "cranfield"
+BASELINES = DATA.parent.parent / "baselines" / "cranfield"
+DEPTH = 100
+
+
+def read_jsonl(path: Path) -> list[dict[str, str]]:
+    """Read one JSON object per line."""
+    with path.open(encoding="utf-8") as fh:
+        return [json.loads(line) for line in fh if line.strip()]
+
+
+def full_text(doc: dict[str, str]) -> str:
+    """Abstract, with the title prepended when the abstract does not already start with it."""
+    text, title = doc["text"], doc["title"]
+    return text if text.startswith(title) else f"{title} {text}"
+
+
+def trec_lines(query_id: str, written: Mapping[str, str], tag: str) -> list[str]:
+    """The top :data:`DEPTH` of ``written`` (doc id → score as written) as TREC lines, ranked by
+    the written score descending, ties by doc id descending (strcmp: trec_eval's order)."""
+    ranked = sorted(written, key=lambda d: (float(written[d]), d), reverse=True)[:DEPTH]
+    return [f"{query_id} Q0 {d} {r} {written[d]} {tag}\n" for r, d in enumerate(ranked, 1)]
+
+
+def write_atomic(path: Path, lines: list[str]) -> None:
+    """Write ``lines`` to ``path`` via a temp file in the same folder and ``os.replace``."""
+    fd, tmp = tempfile.mkstemp(dir=path.parent, prefix=f".{path.name}.", suffix=".tmp")
+    try:
+        os.fchmod(fd, 0o644)  # mkstemp creates 0600; make it a normal, readable file
+        with os.fdopen(fd, "w", encoding="utf-8", newline="\n") as fh:
+            fh.writelines(lines)
+        os.replace(tmp, path)
+    except BaseException:
+        os.unlink(tmp)
+        raise
+
+
+def write_or_check(shipped: Path, lines: list[str], check: bool) -> bool:
+    """Write ``lines`` to ``shipped``, or (``check``) compare them with it byte for byte and say
+    so; False when they differ or it is missing."""
+    if not check:
+        write_atomic(shipped, lines)
+        print(f"wrote {shipped} ({len(lines)} lines)")
+        return True
+    if not shipped.exists():
+        print(f"{shipped.name}: MISSING")
+        return False
+    with tempfile.TemporaryDirectory() as tmp:
+        fresh = Path(tmp) / shipped.name
+        write_atomic(fresh, lines)
+        same = filecmp.cmp(fresh, shipped, shallow=False)
+    print(f"{shipped.name}: {'identical' if same else 'DIFFERS'}")
+    return same
