@@ -26,7 +26,12 @@ from retrieval_gate.compare import bootstrap_ci, holm, minimum_detectable_drop, 
 from retrieval_gate.errors import InputError
 from retrieval_gate.measures import Measure, parse_measure
 from retrieval_gate.policy import GatePolicy, decide, exit_code, verdict
-from retrieval_gate.runmanifest import RunManifest, load_run_manifest, require_made_on
+from retrieval_gate.runmanifest import (
+    RunManifest,
+    load_run_manifest,
+    require_made_on,
+    resolve_run,
+)
 from retrieval_gate.scoring import Scores
 from retrieval_gate.snapshot import Snapshot, TestSet, load_snapshot, load_test_set
 from retrieval_gate.validate import score_on
@@ -112,10 +117,12 @@ def check(snapshot: str | os.PathLike[str], baseline: str | os.PathLike[str],
           candidate: str | os.PathLike[str], policy: GatePolicy = _DEFAULT_POLICY,
           config: str | None = None, baseline_manifest: str | os.PathLike[str] | None = None,
           candidate_manifest: str | os.PathLike[str] | None = None) -> Report:
-    """Run the gate; see the module docstring. ``config`` names where ``policy`` came from (for
-    messages and the report). Raises InputError (exit 2) or NotComparableError (exit 3)."""
+    """Run the gate; see the module docstring. ``baseline`` and ``candidate`` are run files or
+    baseline folders (one run with its manifest). ``config`` names where ``policy`` came from
+    (for messages and the report). Raises InputError (exit 2) or NotComparableError (exit 3)."""
     snap = load_snapshot(snapshot)
     test_set = load_test_set(snap)
+    baseline, candidate = resolve_run(baseline), resolve_run(candidate)
     manifests = (load_run_manifest(baseline, baseline_manifest),
                  load_run_manifest(candidate, candidate_manifest))
     require_made_on(snap, (manifests[0], "baseline"), (manifests[1], "candidate"))

@@ -219,9 +219,10 @@ def run_manifest(snapshot_file, run, system, commit, created, output):
 @cli.command()
 @click.option("--snapshot", "snapshot_file", type=click.Path(dir_okay=False),
               help="The snapshot manifest.  [default: from the config]")
-@click.option("--baseline", type=click.Path(dir_okay=False),
-              help="The approved baseline run (manifest beside it).  [default: from the config]")
-@click.option("--candidate", type=click.Path(dir_okay=False),
+@click.option("--baseline", type=click.Path(),
+              help="The approved baseline: a run (manifest beside it) or a baseline folder.  "
+                   "[default: from the config]")
+@click.option("--candidate", type=click.Path(),
               help="The candidate run (manifest beside it).  [default: from the config]")
 @click.option("--config", type=click.Path(dir_okay=False),
               help="gate.toml or pyproject.toml.  [default: ./gate.toml, else "
@@ -232,34 +233,67 @@ def run_manifest(snapshot_file, run, system, commit, created, output):
               help="Also write the JSON report here (atomically).")
 @click.option("--markdown", "markdown_out", type=click.Path(dir_okay=False),
               help="Also write the Markdown report here (atomically).")
+@click.option("--junit", "junit_out", type=click.Path(dir_okay=False),
+              help="Also write JUnit XML here, one test case per comparison.")
+@click.option("--github/--no-github", default=None,
+              help="Job summary, annotations and step outputs for GitHub Actions.  "
+                   "[default: on when GITHUB_ACTIONS=true]")
 @click.option("--output-format", type=click.Choice(["text", "json", "markdown"]),
               default="text", show_default=True, help="What to print on standard output.")
 @click.pass_context
 def check(ctx, snapshot_file, baseline, candidate, config, fail_on, json_out, markdown_out,
-          output_format):
+          junit_out, github, output_format):
     """Compare a candidate run with the approved baseline, query by query, and decide.
 
     Exit 0 pass, 1 material regression, 2 invalid input, 3 not comparable, 4 inconclusive
     (only with --fail-on inconclusive)."""
+    import os
+
     from retrieval_gate.check import check as run_check
     from retrieval_gate.config import gate_inputs
-    from retrieval_gate.formats.atomic import write_text_atomic
-    from retrieval_gate.report.json import report_json
-    from retrieval_gate.report.markdown import report_markdown
-    from retrieval_gate.report.text import report_text
+    from retrieval_gate.report.files import write_reports
 
-    inputs = gate_inputs(snapshot_file, baseline, candidate, config, fail_on)
-    report = run_check(inputs.snapshot, inputs.baseline, inputs.candidate, inputs.policy,
-                       inputs.config)
-    renderers = {"text": report_text, "json": report_json, "markdown": report_markdown}
-    rendered = {name: renderers[name](report) for name in
-                {output_format, *(["json"] if json_out else []),
-                 *(["markdown"] if markdown_out else [])}}
-    for path, name in ((json_out, "json"), (markdown_out, "markdown")):
-        if path:
-            write_text_atomic(path, rendered[name])
-    click.echo(rendered[output_format], nl=False)
+    if github is None:
+        github = os.environ.get("GITHUB_ACTIONS") == "true"
+    try:
+        inputs = gate_inputs(snapshot_file, baseline, candidate, config, fail_on)
+        report = run_check(inputs.snapshot, inputs.baseline, inputs.candidate, inputs.policy,
+                           inputs.config)
+    except Exception as exc:
+        if github:
+            from retrieval_gate.report.github import publish_failure
+
+            code = exc.exit_code if isinstance(exc, GateError) else EXIT_INTERNAL
+            for line in publish_failure(str(exc), code):
+                click.echo(line)
+        raise
+    click.echo(write_reports(report, output_format, json_out, markdown_out, junit_out, github),
+               nl=False)
     ctx.exit(report.exit_code)
+
+
+@cli.group()
+def baseline() -> None:
+    """Manage approved baselines."""
+
+
+@baseline.command()
+@click.option("--candidate", required=True, type=click.Path(dir_okay=False),
+              help="The run to approve (its manifest beside it).")
+@click.option("--to", "to", required=True, type=click.Path(file_okay=False),
+              help="The baseline folder, e.g. baselines/NAME (created if needed).")
+@click.option("--snapshot", "snapshot_file", type=click.Path(dir_okay=False),
+              help="The snapshot.  [default: from the config]")
+@click.option("--force", is_flag=True,
+              help="Replace a baseline made on another snapshot.")
+def approve(candidate, to, snapshot_file, force):
+    """Make a candidate run the approved baseline (run + manifest, written atomically)."""
+    from retrieval_gate.approve import approve_baseline
+    from retrieval_gate.config import snapshot_path
+
+    done = approve_baseline(candidate, to, snapshot_path(snapshot_file), force)
+    click.echo(f"approved {done.run} ({done.manifest})"
+               + "".join(f"; replaced {old}" for old in done.replaced))
 
 
 def main() -> None:

@@ -129,3 +129,14 @@ def gate_inputs(snapshot: str | None = None, baseline: str | None = None,
     if fail_on:
         policy = dataclasses.replace(policy, fail_on=fail_on)
     return GateInputs(**paths, policy=policy, config=found.source)
+
+
+def snapshot_path(snapshot: str | None, folder: str | os.PathLike[str] = ".") -> Path:
+    """``snapshot`` if given, else the one the configuration in ``folder`` names."""
+    if snapshot:
+        return Path(snapshot)
+    found = find_config(folder)
+    if found is None or found.snapshot is None:
+        raise InputError("--snapshot", "is required", "pass --snapshot PATH, or set snapshot = "
+                         "\"PATH\" in gate.toml or [tool.retrieval-gate] of pyproject.toml")
+    return found.snapshot

@@ -39,6 +39,21 @@ def manifest_path(run: str | os.PathLike[str]) -> Path:
     return Path(f"{run}{MANIFEST_SUFFIX}")
 
 
+def resolve_run(path: str | os.PathLike[str]) -> Path:
+    """A run file, or a baseline folder holding exactly one run with its manifest (what
+    ``gate baseline approve`` writes) → the run file."""
+    given = Path(path)
+    if not given.is_dir():
+        return given
+    runs = sorted(m.with_name(m.name[:-len(MANIFEST_SUFFIX)])
+                  for m in given.glob(f"*{MANIFEST_SUFFIX}"))
+    if len(runs) != 1:
+        fix = (f"approve one with gate baseline approve --candidate RUN --to {given}" if not runs
+               else "keep one run and its manifest in a baseline folder, or give the run file")
+        raise InputError(str(given), f"holds {len(runs)} run manifests, not one", fix)
+    return runs[0]
+
+
 @dataclass(frozen=True, eq=False)
 class RunManifest:
     """A loaded, schema-valid run manifest, checked against its run file."""
@@ -66,6 +81,8 @@ def load_run_manifest(run: str | os.PathLike[str],
     (every error at once, exit 2), its recorded fingerprint matches its recorded components
     (exit 2: edited by hand), and the run file has the recorded SHA-256 (exit 3)."""
     source = str(manifest or manifest_path(run))
+    if not Path(run).is_file():
+        raise InputError(str(run), "run file not found", "check the path")
     if not Path(source).is_file():
         raise InputError(str(run), f"has no run manifest ({source} not found)",
                          "write one with: gate run-manifest --snapshot SNAPSHOT --run "

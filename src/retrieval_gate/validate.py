@@ -17,6 +17,7 @@ from retrieval_gate.runmanifest import (
     make_run_manifest,
     manifest_path,
     require_made_on,
+    resolve_run,
     write_run_manifest,
 )
 from retrieval_gate.scoring import Scores, score_run
@@ -44,6 +45,7 @@ def check_run(snapshot: Snapshot, test_set: TestSet, run: str | os.PathLike[str]
     """Load ``run`` and its manifest, require that the manifest names ``snapshot`` (exit 3 with
     the differences), and score the run under the snapshot's policy (which checks its format,
     duplicates, and query coverage: missing and extra queries)."""
+    run = resolve_run(run)
     loaded = load_run_manifest(run, manifest)
     require_made_on(snapshot, (loaded, role))
     return CheckedRun(str(run), loaded, score_on(snapshot, test_set, run))

@@ -1,0 +1,49 @@
+"""Rendering a gate report to every requested destination: standard output, the ``--json``,
+``--markdown`` and ``--junit`` files (each written atomically), and GitHub Actions."""
+
+from __future__ import annotations
+
+import os
+from pathlib import Path
+
+from retrieval_gate.check import Report
+from retrieval_gate.formats.atomic import write_text_atomic
+from retrieval_gate.report.json import report_json
+from retrieval_gate.report.markdown import report_markdown
+from retrieval_gate.report.text import report_text
+
+__all__ = ["write_reports"]
+
+_RENDER = {"text": report_text, "json": report_json, "markdown": report_markdown}
+
+
+def write_reports(report: Report, output_format: str, json_out: str | None = None,
+                  markdown_out: str | None = None, junit_out: str | None = None,
+                  github: bool = False) -> str:
+    """Write the files asked for and return what goes to standard output (the report in
+    ``output_format``, then GitHub's annotation lines in GitHub mode). In GitHub mode the JSON
+    report is always written: to ``json_out``, else :func:`github.default_report_path`."""
+    rendered: dict[str, str] = {}
+
+    def text(kind: str) -> str:
+        if kind not in rendered:
+            rendered[kind] = _RENDER[kind](report)
+        return rendered[kind]
+
+    if github and not json_out:
+        from retrieval_gate.report.github import default_report_path
+
+        json_out = str(default_report_path(os.environ))
+    for path, kind in ((json_out, "json"), (markdown_out, "markdown")):
+        if path:
+            write_text_atomic(path, text(kind))
+    if junit_out:
+        from retrieval_gate.report.junit import report_junit
+
+        write_text_atomic(junit_out, report_junit(report))
+    out = text(output_format)
+    if github:
+        from retrieval_gate.report.github import publish
+
+        out += "".join(f"{line}\n" for line in publish(report, text("markdown"), Path(json_out)))
+    return out

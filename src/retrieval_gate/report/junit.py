@@ -1,0 +1,41 @@
+"""JUnit XML for CI systems other than GitHub: one test case per gated (measure, slice).
+
+A regression is a ``<failure>``; an inconclusive comparison is a ``<failure>`` too when the gate
+fails on inconclusive, else a passing case whose ``<system-out>`` says so; the statistics are in
+each case's ``<system-out>``. Deterministic (no timestamps)."""
+
+from __future__ import annotations
+
+from xml.etree import ElementTree
+
+from retrieval_gate.check import Report
+from retrieval_gate.report.text import p_value, signed
+
+__all__ = ["report_junit"]
+
+
+def report_junit(report: Report) -> str:
+    cases = report.comparisons
+    failing = [c for c in cases if c.decision == "regression" or (
+        c.decision == "inconclusive" and report.policy.fail_on == "inconclusive")]
+    attributes = {"name": "retrieval-gate", "tests": str(len(cases)),
+                  "failures": str(len(failing)), "errors": "0", "skipped": "0"}
+    suites = ElementTree.Element("testsuites", attributes)
+    suite = ElementTree.SubElement(suites, "testsuite",
+                                   {**attributes, "name": f"retrieval-gate {report.snapshot.name}"})
+    for c in cases:
+        case = ElementTree.SubElement(suite, "testcase", {
+            "classname": f"retrieval-gate.{report.snapshot.name}.{c.slice}",
+            "name": f"{c.measure} ({c.slice})"})
+        detail = (f"{c.decision}: Δ {signed(c.mean_diff)}, 95% CI [{signed(c.ci_low)}, "
+                  f"{signed(c.ci_high)}], margin {c.margin:g}, n = {c.n}, W/L/T "
+                  f"{c.wins}/{c.losses}/{c.ties}, sign p {p_value(c.sign_p)} (Holm "
+                  f"{p_value(c.sign_p_holm)})")
+        if c in failing:
+            failure = ElementTree.SubElement(case, "failure", {"type": c.decision,
+                                                               "message": detail})
+            failure.text = detail
+        ElementTree.SubElement(case, "system-out").text = detail
+    ElementTree.indent(suites)
+    return ('<?xml version="1.0" encoding="UTF-8"?>\n'
+            + ElementTree.tostring(suites, encoding="unicode") + "\n")

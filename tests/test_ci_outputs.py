@@ -1,0 +1,300 @@
+"""CI integration of `gate check`: GitHub mode (summary, annotations, outputs), JUnit XML,
+zero-config runs, and `gate baseline approve` (provenance, refusals, interrupted writes)."""
+
+from __future__ import annotations
+
+import json
+import os
+import shutil
+from pathlib import Path
+from xml.etree import ElementTree
+
+import pytest
+from click.testing import CliRunner
+
+from retrieval_gate import approve as approve_module
+from retrieval_gate.cli import cli
+from retrieval_gate.report.github import MAX_PER_KIND, escape_data, escape_property
+
+ROOT = Path(__file__).parent.parent
+RUNS = ROOT / "examples" / "cranfield" / "runs"
+
+
+def gate(*args: str | Path, env: dict[str, str] | None = None) -> tuple[int, str, str]:
+    result = CliRunner().invoke(cli, [str(a) for a in args], env=env)
+    assert "Traceback" not in result.output
+    return result.exit_code, result.stdout, result.stderr
+
+
+@pytest.fixture
+def actions(tmp_path: Path) -> dict[str, str]:
+    """A simulated GitHub Actions environment (files the runner would provide)."""
+    return {"GITHUB_ACTIONS": "true", "GITHUB_STEP_SUMMARY": str(tmp_path / "summary.md"),
+            "GITHUB_OUTPUT": str(tmp_path / "output"), "RUNNER_TEMP": str(tmp_path)}
+
+
+def outputs(path: str) -> dict[str, str]:
+    """Parse ``name<<DELIMITER`` blocks (and ``name=value`` lines) of $GITHUB_OUTPUT."""
+    lines, found = Path(path).read_text().splitlines(), {}
+    i = 0
+    while i < len(lines):
+        name, sep, delimiter = lines[i].partition("<<")
+        if sep:
+            end = lines.index(delimiter, i + 1)
+            found[name] = "\n".join(lines[i + 1:end])
+            i = end + 1
+        else:
+            key, _, value = lines[i].partition("=")
+            found[key] = value
+            i += 1
+    return found
+
+
+@pytest.fixture
+def repo(tmp_path: Path, monkeypatch) -> Path:
+    """A copy of this repository's example and zero-config table, as the current folder."""
+    root = tmp_path / "repo"
+    root.mkdir()
+    for name in ("examples", "baselines"):
+        shutil.copytree(ROOT / name, root / name)
+    shutil.copy(ROOT / "pyproject.toml", root / "pyproject.toml")
+    monkeypatch.chdir(root)
+    return root
+
+
+# -- escaping ---------------------------------------------------------------------------------
+
+def test_annotation_escaping():
+    assert escape_data("50% of\r\nqueries: a,b") == "50%25 of%0D%0Aqueries: a,b"
+    assert escape_property("50% of\r\nqueries: a,b") == "50%25 of%0D%0Aqueries%3A a%2Cb"
+    assert escape_data("%0A") == "%250A"  # an escape sequence in the data is not decoded
+
+
+# -- GitHub mode -------------------------------------------------------------------------------
+
+def test_github_mode_regression(actions, tmp_path):
+    code, out, _ = gate("check", "--candidate", RUNS / "bm25-titles.trec", env=actions)
+    assert code == 1
+    summary = Path(actions["GITHUB_STEP_SUMMARY"]).read_text()
+    assert summary.splitlines()[1] == "### REGRESSION ❌ retrieval-gate"
+    found = outputs(actions["GITHUB_OUTPUT"])
+    assert found["verdict"] == "regression" and found["exit-code"] == "1"
+    report = Path(found["report"])
+    assert report == tmp_path / "retrieval-gate-report.json"
+    assert json.loads(report.read_text())["verdict"] == "regression"
+    commands = [line for line in out.splitlines() if line.startswith("::")]
+    assert commands[0].startswith("::error title=retrieval regression%3A Recall@10::Recall@10")
+    assert any(c.startswith("::warning title=retrieval inconclusive%3A nDCG@10::") for c in
+               commands)
+    assert "95%25 CI" in commands[0]
+
+
+def test_github_mode_pass_is_explicit_and_json_goes_where_asked(actions, tmp_path, repo):
+    code, out, _ = gate("check", "--github", "--json", tmp_path / "r.json", env={
+        **actions, "GITHUB_ACTIONS": ""})
+    assert code == 0 and out.startswith("PASS")
+    assert outputs(actions["GITHUB_OUTPUT"]) == {"verdict": "pass", "exit-code": "0",
+                                                 "report": str(tmp_path / "r.json")}
+    assert not any(line.startswith("::error") for line in out.splitlines())
+
+
+def test_no_github_flag_writes_nothing_for_actions(actions):
+    code, out, _ = gate("check", "--no-github", "--snapshot",
+                        ROOT / "examples" / "cranfield" / "snapshot.json", "--baseline",
+                        ROOT / "baselines" / "cranfield", "--candidate", RUNS / "hybrid.trec",
+                        env=actions)
+    assert code == 0 and "::" not in out
+    assert not Path(actions["GITHUB_OUTPUT"]).exists()
+
+
+@pytest.mark.parametrize("candidate, code, verdict", [
+    ("missing.trec", 2, "invalid"),
+])
+def test_github_mode_invalid_input(actions, repo, candidate, code, verdict):
+    got, out, err = gate("check", "--candidate", candidate, env=actions)
+    assert got == code and err.startswith(f"error: {candidate}: run file not found")
+    assert outputs(actions["GITHUB_OUTPUT"])["verdict"] == verdict
+    assert out.startswith("::error title=retrieval-gate%3A invalid::missing.trec")
+    assert "### INVALID" in Path(actions["GITHUB_STEP_SUMMARY"]).read_text()
+
+
+def test_github_mode_not_comparable(actions, repo):
+    (repo / "examples" / "cranfield" / "qrels.tsv").write_text(
+        (repo / "examples" / "cranfield" / "qrels.tsv").read_text() + "1 0 2 1\n")
+    code, out, _ = gate("check", env=actions)
+    assert code == 3 and outputs(actions["GITHUB_OUTPUT"])["verdict"] == "not-comparable"
+    assert "qrels file 'qrels.tsv' has sha256" in out
+
+
+def test_annotations_are_capped_at_ten_per_kind(repo, actions):
+    """Eleven small tagged slices: eleven small-n warnings plus the report's others, so ten
+    ::warning lines and a summary line for the rest."""
+    queries = repo / "examples" / "cranfield" / "queries.jsonl"
+    rows = [json.loads(line) for line in queries.read_text().splitlines()]
+    for i, row in enumerate(rows):
+        row["tags"] = [f"t{i % 11}"]
+    queries.write_text("".join(json.dumps(r) + "\n" for r in rows))
+    assert gate("snapshot", "freeze", "--queries", queries, "--qrels",
+                queries.with_name("qrels.tsv"), "--corpus-version", "c", "--chunking-version",
+                "w", "--permissions-version", "p", "-o", queries.with_name("snapshot.json"))[0] == 0
+    for run in ("examples/cranfield/runs/bm25-titles.trec", "baselines/cranfield/bm25.trec"):
+        assert gate("run-manifest", "--snapshot", queries.with_name("snapshot.json"),
+                    "--run", run)[0] == 0
+    slices = ", ".join(f'"t{i}"' for i in range(11))
+    (repo / "gate.toml").write_text(
+        'snapshot = "examples/cranfield/snapshot.json"\nbaseline = "baselines/cranfield"\n'
+        'candidate = "examples/cranfield/runs/bm25-titles.trec"\nresamples = 1000\n'
+        f'slices = [{slices}]\n[[gate]]\nmeasure = "Recall@10"\nmargin = 0.02\n')
+    code, out, _ = gate("check", "--fail-on", "never", env=actions)
+    assert code == 0
+    report = json.loads(Path(outputs(actions["GITHUB_OUTPUT"])["report"]).read_text())
+    expected = len(report["warnings"]) + sum(c["decision"] == "inconclusive"
+                                             for c in report["comparisons"])
+    assert expected > MAX_PER_KIND
+    warnings = [line for line in out.splitlines() if line.startswith("::warning")]
+    assert len(warnings) == MAX_PER_KIND + 1
+    assert warnings[-1] == (f"::warning title=retrieval-gate::{expected - MAX_PER_KIND} more — "
+                            "see the job summary and the JSON report")
+
+
+# -- JUnit -------------------------------------------------------------------------------------
+
+def test_junit_has_one_case_per_comparison(tmp_path, repo):
+    code, _, _ = gate("check", "--candidate", "examples/cranfield/runs/bm25-titles.trec",
+                      "--junit", tmp_path / "junit.xml")
+    assert code == 1
+    suites = ElementTree.parse(tmp_path / "junit.xml").getroot()
+    cases = suites.findall("./testsuite/testcase")
+    assert [c.get("name") for c in cases] == ["Recall@10 (all)", "nDCG@10 (all)"]
+    assert suites.get("tests") == "2" and suites.get("failures") == "1"
+    assert cases[0].find("failure").get("type") == "regression"
+    assert cases[1].find("failure") is None  # inconclusive passes unless --fail-on inconclusive
+    gate("check", "--candidate", "examples/cranfield/runs/bm25-titles.trec", "--junit",
+         tmp_path / "strict.xml", "--fail-on", "inconclusive")
+    strict = ElementTree.parse(tmp_path / "strict.xml").getroot()
+    assert strict.get("failures") == "2"
+
+
+# -- zero-config -------------------------------------------------------------------------------
+
+def test_bare_gate_check_runs_the_embedded_example(repo):
+    code, out, _ = gate("check")
+    assert code == 0
+    assert out.startswith("PASS: no material regression; improved: Recall@10 (all), nDCG@10 "
+                          "(all)")
+    assert "candidate examples/cranfield/runs/hybrid.trec vs baseline " \
+           "baselines/cranfield/bm25.trec" in out
+
+
+def test_gate_toml_wins_over_pyproject_and_options_win_over_files(repo):
+    (repo / "gate.toml").write_text(
+        'snapshot = "examples/cranfield/snapshot.json"\nbaseline = "baselines/cranfield"\n'
+        'candidate = "examples/cranfield/runs/bm25-titles.trec"\nfail-on = "never"\n')
+    assert gate("check")[0] == 0  # the regression, but fail-on never
+    assert gate("check", "--fail-on", "regression")[0] == 1
+    assert gate("check", "--candidate", "examples/cranfield/runs/hybrid.trec",
+                "--fail-on", "regression")[0] == 0
+
+
+def test_pyproject_without_the_table_is_not_a_config(repo):
+    (repo / "pyproject.toml").write_text('[project]\nname = "x"\n')
+    code, _, err = gate("check")
+    assert code == 2 and "--snapshot: is required" in err
+    code, _, err = gate("check", "--config", "pyproject.toml")
+    assert code == 2 and "has no [tool.retrieval-gate] table" in err
+
+
+def test_config_paths_are_relative_to_the_config_file(repo, tmp_path, monkeypatch):
+    monkeypatch.chdir(tmp_path)
+    code, out, _ = gate("check", "--config", repo / "pyproject.toml")
+    assert code == 0 and f"candidate {repo / 'examples/cranfield/runs/hybrid.trec'}" in out
+
+
+# -- baseline approve --------------------------------------------------------------------------
+
+def test_approve_writes_run_manifest_and_provenance(repo, monkeypatch):
+    monkeypatch.setenv("GITHUB_ACTOR", "octocat")
+    monkeypatch.setenv("GITHUB_SHA", "f" * 40)
+    code, out, err = gate("baseline", "approve", "--candidate",
+                          "examples/cranfield/runs/hybrid.trec", "--to", "baselines/cranfield")
+    assert code == 0, err
+    assert "replaced baselines/cranfield/bm25.trec" in out
+    folder = repo / "baselines" / "cranfield"
+    assert sorted(p.name for p in folder.iterdir()) == ["hybrid.trec",
+                                                        "hybrid.trec.manifest.json"]
+    assert (folder / "hybrid.trec").read_bytes() == (RUNS / "hybrid.trec").read_bytes()
+    approved = json.loads((folder / "hybrid.trec.manifest.json").read_text())["approved"]
+    assert approved["by"] == "octocat" and approved["commit"] == "f" * 40
+    assert approved["scores"]["nDCG@10"] == pytest.approx(0.3898441261546252, abs=1e-15)
+    umask = os.umask(0)
+    os.umask(umask)
+    assert (folder / "hybrid.trec").stat().st_mode & 0o777 == 0o666 & ~umask
+    # the folder is the baseline: the zero-config check now compares against hybrid
+    code, out, _ = gate("check", "--candidate", "examples/cranfield/runs/hybrid.trec")
+    assert code == 0 and "baseline baselines/cranfield/hybrid.trec" in out
+
+
+def test_approve_refuses_another_snapshot_without_force(repo):
+    folder = repo / "baselines" / "cranfield"
+    manifest = folder / "bm25.trec.manifest.json"
+    document = json.loads(manifest.read_text())
+    document["snapshot"]["components"]["qrels"]["version"] = "old"
+    from retrieval_gate.snapshot import fingerprint
+
+    document["snapshot"]["fingerprint"] = fingerprint(document["snapshot"]["components"])
+    manifest.write_text(json.dumps(document))
+    before = {p.name: p.read_bytes() for p in folder.iterdir()}
+    code, _, err = gate("baseline", "approve", "--candidate",
+                        "examples/cranfield/runs/hybrid.trec", "--to", "baselines/cranfield")
+    assert code == 3 and "pass --force" in err
+    assert {p.name: p.read_bytes() for p in folder.iterdir()} == before
+    code, _, err = gate("baseline", "approve", "--candidate",
+                        "examples/cranfield/runs/hybrid.trec", "--to", "baselines/cranfield",
+                        "--force")
+    assert code == 0, err
+
+
+def test_approve_refuses_a_folder_of_several_runs(repo):
+    runs = repo / "examples" / "cranfield" / "runs"
+    before = sorted(p.name for p in runs.iterdir())
+    code, _, err = gate("baseline", "approve", "--candidate", runs / "hybrid.trec", "--to", runs)
+    assert code == 2 and "is not a baseline folder" in err
+    assert sorted(p.name for p in runs.iterdir()) == before
+
+
+def test_approve_refuses_a_candidate_of_another_snapshot(repo):
+    (repo / "examples" / "cranfield" / "runs" / "hybrid.trec.manifest.json").unlink()
+    code, _, err = gate("baseline", "approve", "--candidate",
+                        "examples/cranfield/runs/hybrid.trec", "--to", "baselines/new")
+    assert code == 2 and "has no run manifest" in err
+    assert not (repo / "baselines" / "new").exists()
+
+
+@pytest.mark.parametrize("failing_call", [1, 2])
+def test_interrupted_approval_leaves_the_old_baseline_byte_identical(repo, monkeypatch,
+                                                                     failing_call):
+    """An interruption while the files are renamed into place (the first or the second
+    rename) restores the old baseline; no temporary or backup file is left behind."""
+    folder = repo / "baselines" / "cranfield"
+    before = {p.name: p.read_bytes() for p in folder.iterdir()}
+    real_replace = os.replace
+    calls = []
+
+    def interrupted(src, dst):
+        if str(src).endswith(".tmp"):
+            calls.append(dst)
+            if len(calls) == failing_call:
+                raise KeyboardInterrupt
+        return real_replace(src, dst)
+
+    monkeypatch.setattr(approve_module.os, "replace", interrupted)
+    candidate = repo / "bm25.trec"  # same file name as the baseline: overwrites in place
+    shutil.copy(RUNS / "hybrid.trec", candidate)
+    shutil.copy(RUNS / "hybrid.trec.manifest.json", repo / "bm25.trec.manifest.json")
+    manifest = json.loads((repo / "bm25.trec.manifest.json").read_text())
+    manifest["run"]["file"] = "bm25.trec"
+    (repo / "bm25.trec.manifest.json").write_text(json.dumps(manifest))
+    with pytest.raises(KeyboardInterrupt):
+        approve_module.approve_baseline(candidate, folder,
+                                        repo / "examples" / "cranfield" / "snapshot.json")
+    assert {p.name: p.read_bytes() for p in folder.iterdir()} == before
