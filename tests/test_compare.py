@@ -10,7 +10,7 @@ from fractions import Fraction
 
 import numpy as np
 import pytest
-from hypothesis import given, settings
+from hypothesis import example, given, settings
 from hypothesis import strategies as st
 from scipy import stats
 
@@ -440,6 +440,7 @@ def test_fallback_is_per_row():
     method=st.sampled_from(["bca", "percentile"]),
     alpha=st.sampled_from([0.5, 0.1, 0.05, 0.001]),
 )
+@example(values=[-1.0, -0.5, -0.5], resamples=21, seed=4714312, method="bca", alpha=0.5)
 def test_never_nan_and_within_data_range(values, resamples, seed, method, alpha):
     d = np.array(values, dtype=float)
     (got,) = bootstrap_ci(d[None], resamples=resamples, rng=np.random.default_rng(seed),

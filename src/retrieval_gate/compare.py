@@ -421,7 +421,8 @@ def bootstrap_ci(
             else:
                 reasons[i] = _FALLBACK_ONE_SIDED if one_sided[i] else _FALLBACK_NONFINITE
 
-    ci = _linear_quantile(means, levels)
+    # Interpolating between equal neighbours can round the two ends one ulp across each other.
+    ci = np.sort(_linear_quantile(means, levels), axis=-1)
     for i, r in enumerate(varying):
         out[r] = BootstrapInterval(float(ci[i, 0]), float(ci[i, 1]), used[i], reasons[i])
     return tuple(out)  # type: ignore[arg-type]
