@@ -358,6 +358,10 @@ def test_run_manifest_option_and_bad_key_value(testset):
                         testset / "base.trec", "--system", "novalue")
     assert code == 2 and "'novalue' is not KEY=VALUE" in err
     code, _, err = gate("run-manifest", "--snapshot", testset / "snapshot.json", "--run",
+                        testset / "base.trec", "--created", "yesterday")
+    assert code == 2 and err.startswith("error: --created: 'yesterday' is not a UTC time")
+    assert not (testset / "base.trec.manifest.json").exists()
+    code, _, err = gate("run-manifest", "--snapshot", testset / "snapshot.json", "--run",
                         testset / "base.trec", "-o", testset / "elsewhere.json",
                         "--system", "k1=1.2", "--system", "stem=false")
     assert code == 0, err

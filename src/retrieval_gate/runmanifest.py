@@ -17,6 +17,7 @@ from __future__ import annotations
 import datetime as dt
 import json
 import os
+import re
 import subprocess
 from collections.abc import Mapping
 from dataclasses import dataclass
@@ -109,6 +110,10 @@ def make_run_manifest(snapshot: Snapshot, run: str | os.PathLike[str],
                       created: str | None = None) -> dict[str, Any]:
     """The manifest document of ``run`` made on ``snapshot``. ``created`` defaults to now (UTC,
     whole seconds); ``commit`` to :func:`current_commit`."""
+    if created is not None and not re.fullmatch(r"\d{4}-\d{2}-\d{2}T\d{2}:\d{2}:\d{2}Z", created):
+        raise InputError("--created", f"'{created}' is not a UTC time such as "
+                         "2026-11-30T12:00:00Z", "write YYYY-MM-DDTHH:MM:SSZ, or leave it out "
+                         "for now")
     return {
         "run": {"file": Path(run).name, "sha256": sha256_file(run)},
         "snapshot": {"name": snapshot.name, "fingerprint": snapshot.fingerprint,
