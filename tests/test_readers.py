@@ -68,3 +68,15 @@ def test_format_detection(tmp_path):
         assert run.items.tolist() == [b"a", b"b"] and run.scores.tolist() == [1.0, 2.0]
     forced = read_run(tmp_path / "r.txt", format="trec")
     assert forced.query_ids == ("q",)
+
+
+def test_judgments_found_whatever_the_id_widths(tmp_path):
+    """Run ids longer than eight bytes next to short ones must still find a short id's grade
+    (the id hash once depended on the width of the array holding the id)."""
+    from retrieval_gate import ScoringPolicy, parse_measures, score_run
+
+    (tmp_path / "qrels").write_text("q 0 00 1\n")
+    (tmp_path / "run").write_text("q Q0 00 1 0.0 t\nq Q0 0éééé 2 0.0 t\n", encoding="utf-8")
+    scores = score_run(read_qrels(tmp_path / "qrels"), read_run(tmp_path / "run"),
+                       parse_measures(["P@2"]), ScoringPolicy())
+    assert scores.per_query() == {"q": {"P@2": 0.5}}

@@ -21,9 +21,19 @@ _FNV_PRIME = np.uint64(0x100000001B3)
 _HASH_CHUNK = 1 << 20
 
 
+def _mix(h: np.ndarray, word: np.ndarray) -> np.ndarray:
+    """One step of the hash: fold an eight-byte word into ``h``; an all-zero word (padding
+    past the end of the id) leaves ``h`` unchanged, so the hash of an id does not depend on the
+    width of the array that holds it."""
+    mixed = (h ^ word) * _FNV_PRIME
+    mixed ^= mixed >> np.uint64(29)
+    return np.where(word != 0, mixed, h)
+
+
 def hash_ids(ids: np.ndarray, salt: np.ndarray | None = None) -> np.ndarray:
     """A 64-bit hash of each byte string of an ``S`` array, mixed with an optional integer
-    ``salt`` per row (the query), computed eight bytes at a time."""
+    ``salt`` per row (the query), computed eight bytes at a time. Equal ids hash equally
+    whatever the widths of their arrays (``S2`` or ``S9``)."""
     width = ids.dtype.itemsize
     words = -(-width // 8)
     out = np.empty(len(ids), dtype=np.uint64)
@@ -34,8 +44,7 @@ def hash_ids(ids: np.ndarray, salt: np.ndarray | None = None) -> np.ndarray:
         padded[:, :width] = block
         h = np.full(len(block), _FNV_OFFSET, dtype=np.uint64)
         for word in padded.view(np.uint64).T:
-            h = (h ^ word) * _FNV_PRIME
-            h ^= h >> np.uint64(29)
+            h = _mix(h, word)
         out[start : start + _HASH_CHUNK] = h
     if salt is not None:
         out ^= (salt.astype(np.uint64) + np.uint64(1)) * _MIX
