@@ -19,30 +19,68 @@ TREC = Path(__file__).parent / "data" / "trec_eval"
 def same_rows(a, b) -> None:
     assert a.query_ids == b.query_ids
     for field in ("qcodes", "items", "scores", "lines"):
-        assert np.array_equal(getattr(a, field), getattr(b, field)), field
+        assert np.array_equal(materialised(getattr(a, field)),
+                              materialised(getattr(b, field))), field
+
+
+def materialised(values):
+    """An array as is; lazily held item ids (ItemIds) as an ``S`` array, RowLines as lines."""
+    if isinstance(values, np.ndarray):
+        return values
+    rows = np.arange(len(values))
+    return values.take(rows) if hasattr(values, "take") else values[rows]
+
+
+@pytest.fixture
+def arrow(monkeypatch):
+    """The pyarrow reader, used for files of any size."""
+    module = pytest.importorskip("retrieval_gate.formats.arrow")
+    pytest.importorskip("pyarrow")
+    monkeypatch.setattr(module, "_MIN_BYTES", 0)
+    monkeypatch.delenv("RETRIEVAL_GATE_NO_ARROW", raising=False)
+    return module
 
 
 @pytest.mark.parametrize("run", ["bm25.trec", "dense.trec", "hybrid.trec"])
-def test_arrow_reader_matches_numpy_reader(monkeypatch, run):
-    arrow = pytest.importorskip("retrieval_gate.formats.arrow")
-    pytest.importorskip("pyarrow")
-    monkeypatch.setattr(arrow, "_MIN_BYTES", 0)
-    data = read_bytes(RUNS / run)
-    fast = arrow.read_trec_run(data, run)
+def test_arrow_reader_matches_numpy_reader(arrow, run):
+    fast = arrow.read_trec_run(RUNS / run, run, detect=True)
     assert fast is not None
-    same_rows(fast, trec.read_trec_run(data, run))
+    same_rows(fast, trec.read_trec_run(read_bytes(RUNS / run), run))
 
 
-def test_arrow_reader_leaves_irregular_files_to_the_numpy_reader(monkeypatch):
-    arrow = pytest.importorskip("retrieval_gate.formats.arrow")
-    pytest.importorskip("pyarrow")
-    monkeypatch.setattr(arrow, "_MIN_BYTES", 0)
+def test_arrow_ids_hash_as_the_numpy_ids(arrow, tmp_path):
+    """Hashes taken from Arrow's buffers equal hash_ids of the same ids in an S array, for
+    ids of every length around the eight-byte word size, ASCII or not."""
+    from retrieval_gate.ranking import hash_ids
+
+    ids = [("x" * n + "é" * (n % 3)) for n in range(1, 20)] + ["a", "Z9", "é"]
+    (tmp_path / "r").write_text("".join(f"q Q0 {d} 1 1.0 t\n" for d in ids), encoding="utf-8")
+    fast = arrow.read_trec_run(tmp_path / "r", "r", detect=True)
+    expected = np.array([d.encode() for d in ids], dtype="S")
+    assert np.array_equal(fast.items.take(np.arange(len(ids))), expected)
+    assert np.array_equal(fast.items.hashes(), hash_ids(expected))
+
+
+def test_arrow_reader_leaves_irregular_files_to_the_numpy_reader(arrow, tmp_path):
     for irregular in (b"q Q0 a 1 1.0 t\n# comment x y z w v\n",  # comment with six fields
                       b"q\tQ0\ta\t1\t1.0\tt\n",  # tabs
+                      b"q Q0 a\tb 1 1.0 t\n",  # a tab inside a field: two fields
+                      b"q Q0 a 1 1.0 t\r\n",  # carriage return
+                      b"q  a 1 1.0 t\n",  # an empty field: five fields, not six
+                      b" q Q0 a 1 1.0\n",  # leading space
+                      b"q Q0 a 1 1.0 t \n",  # trailing space
+                      b"q Q0 a 1 1.0 t\n\nq Q0 b 1 1.0 t\n",  # blank line
                       b"q Q0 a 1 1.0 t junk\n",  # extra field
                       b"q Q0 a 1 abc t\n",  # bad score: the numpy reader names the line
-                      b"q Q0 a 1 nan t\n"):
-        assert arrow.read_trec_run(irregular, "r") is None
+                      b"q Q0 a 1 nan t\n",
+                      b"q Q0 a 1 NA t\n",
+                      b"q Q0 a\xff 1 1.0 t\n",  # invalid UTF-8
+                      b"q Q0 a\x00 1 1.0 t\n"):
+        (tmp_path / "r").write_bytes(irregular)
+        assert arrow.read_trec_run(tmp_path / "r", "r", detect=True) is None, irregular
+    (tmp_path / "r").write_bytes(b'{"k": [1, 2, 3, 4.5 ]}\n')  # JSON, yet six fields
+    assert arrow.read_trec_run(tmp_path / "r", "r", detect=True) is None
+    assert arrow.read_trec_run(tmp_path / "r", "r", detect=False) is not None  # forced TREC
 
 
 def test_small_chunks_keep_line_numbers(monkeypatch):

@@ -52,12 +52,16 @@ def read_run(path: str | os.PathLike[str], format: str | None = None) -> RunRows
     "doc_id"?}]}``)."""
     _check_format(format, RUN_FORMATS, "--run-format")
     name = str(path)
+    if format in (None, "trec"):
+        from retrieval_gate.formats import arrow
+
+        fast = arrow.read_trec_run(path, name, detect=format is None)
+        if fast is not None:
+            return fast
     data = read_bytes(path)
     fmt = format or _detect(data)
     if fmt == "trec":
-        from retrieval_gate.formats import arrow
-
-        return arrow.read_trec_run(data, name) or trec.read_trec_run(data, name)
+        return trec.read_trec_run(data, name)
     text = read_text(path)
     if fmt == "jsonl":
         return jsonfmt.run_from_jsonl(text, name)

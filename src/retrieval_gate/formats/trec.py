@@ -12,6 +12,7 @@ The tokenizer is vectorised with numpy and works through the file in chunks of a
 
 from __future__ import annotations
 
+import mmap
 import re
 
 import numpy as np
@@ -28,7 +29,7 @@ _QRELS_FIX = "a TREC qrels line is 'qid iter docid grade'"
 _INTEGER = re.compile(rb"[+-]?[0-9]+")
 
 
-def _chunks(data: bytes, size: int = _CHUNK):
+def byte_ranges(data: bytes | mmap.mmap, size: int = _CHUNK):
     """(start, end) byte ranges of about ``size`` bytes that end at a line break."""
     start = 0
     while start < len(data):
@@ -68,7 +69,7 @@ def read_fields(data: bytes, name: str, fields: tuple[int, ...], needed: int, fi
     columns: list[list[np.ndarray]] = [[] for _ in fields]
     line_numbers: list[np.ndarray] = []
     first_line = 1
-    for start, end in _chunks(data):
+    for start, end in byte_ranges(data):
         buf = np.frombuffer(data, dtype=np.uint8, count=end - start, offset=start)
         newlines = buf == 10
         n_lines = int(newlines.sum()) + (0 if buf[-1] == 10 else 1)
