@@ -12,7 +12,7 @@ and the rows kept), so a reader may hand them over lazily (:class:`~retrieval_ga
 
 from __future__ import annotations
 
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
 from dataclasses import dataclass
 
 import numpy as np
@@ -67,15 +67,14 @@ def hash_ids(ids: np.ndarray, salt: np.ndarray | None = None) -> np.ndarray:
     return out if salt is None else salted(out, salt)
 
 
-def hash_spans(data: np.ndarray, offsets: np.ndarray) -> np.ndarray:
-    """:func:`hash_ids` of the byte strings ``data[offsets[i]:offsets[i + 1]]`` (the layout of
-    a pyarrow binary array), read eight bytes at a time straight from ``data``: no ``S`` array
-    is built. Word ``j`` of a string is its bytes ``8j`` to ``8j + 7``, zero past its end, and
-    a zero word leaves the hash as it is, as in :func:`hash_ids`."""
+def span_words(data: np.ndarray, offsets: np.ndarray) -> Iterator[np.ndarray]:
+    """Word ``j`` (bytes ``8j`` to ``8j + 7``, zero past the end) of every byte string
+    ``data[offsets[i]:offsets[i + 1]]`` (the layout of a pyarrow binary array), for ``j`` from 0
+    until the longest string ends: the words :func:`hash_ids` reads from an ``S`` array, read
+    straight from ``data``."""
     starts, lengths = offsets[:-1], np.diff(offsets)
-    h = np.full(len(starts), _FNV_OFFSET, dtype=np.uint64)
     if not len(starts):
-        return h
+        return
     longest, shortest = int(lengths.max()), int(lengths.min())
     padded = np.zeros(len(data) + longest + 8, dtype=np.uint8)  # every read stays in bounds
     padded[: len(data)] = data
@@ -85,8 +84,27 @@ def hash_spans(data: np.ndarray, offsets: np.ndarray) -> np.ndarray:
         word = words[starts + j]
         if j + 8 > shortest:  # keep each string's own bytes only
             word &= _BYTE_MASKS[np.clip(lengths - j, 0, 8)]
+        yield word
+
+
+def hash_spans(data: np.ndarray, offsets: np.ndarray) -> np.ndarray:
+    """:func:`hash_ids` of the byte strings ``data[offsets[i]:offsets[i + 1]]``, computed from
+    their :func:`span_words`: no ``S`` array is built."""
+    h = np.full(len(offsets) - 1, _FNV_OFFSET, dtype=np.uint64)
+    for word in span_words(data, offsets):
         h = _mix(h, word)
     return h
+
+
+def same_as_previous(data: np.ndarray, offsets: np.ndarray) -> np.ndarray:
+    """Per byte string of ``data``/``offsets`` (as :func:`span_words`): True when it equals the
+    string before it, byte for byte (False for the first)."""
+    lengths = np.diff(offsets)
+    same = np.zeros(len(lengths), dtype=bool)
+    same[1:] = lengths[1:] == lengths[:-1]
+    for word in span_words(data, offsets):
+        same[1:] &= word[1:] == word[:-1]
+    return same
 
 
 def item_hashes(items: np.ndarray | ItemIds) -> np.ndarray:

@@ -16,6 +16,7 @@ from __future__ import annotations
 
 import mmap
 import os
+from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass
 from typing import Any
 
@@ -98,24 +99,37 @@ def _read_table(region: Any) -> Any:
 
 
 def _read_columns(mapped: mmap.mmap, name: str) -> RunRows | None:
-    """Split a run with pyarrow's CSV reader, a region of whole lines at a time (whose pages
-    are released once read); None if a line does not have six non-empty fields (a blank line,
-    a leading, trailing or doubled space), a score is not a finite number, or a line is a
-    comment."""
+    """Split a run with pyarrow's CSV reader, a region of whole lines at a time; None if a line
+    does not have six non-empty fields (a blank line, a leading, trailing or doubled space), a
+    score is not a finite number, or a line is a comment.
+
+    While the rows of one region are stored, pyarrow already splits the next one (in a second
+    thread, as both release the GIL); a region's pages are released once it is split."""
     import pyarrow as pa
 
     from retrieval_gate.formats.trec import byte_ranges
 
+    whole = pa.py_buffer(mapped)
+
+    def split(region: tuple[int, int]) -> Any:
+        start, end = region
+        table = _read_table(whole.slice(start, end - start))
+        _release(mapped, start, end)
+        return table
+
     columns = _Columns(len(mapped))
+    regions = byte_ranges(mapped, _REGION)
     try:
-        whole = pa.py_buffer(mapped)
-        for start, end in byte_ranges(mapped, _REGION):
-            table = _read_table(whole.slice(start, end - start))
-            _release(mapped, start, end)
-            if any(column.null_count for column in table.columns):
-                return None
-            for batch in table.to_batches():
-                columns.add(batch)
+        with ThreadPoolExecutor(1) as ahead:
+            pending = ahead.submit(split, next(regions))  # the file is not empty
+            while pending is not None:
+                table = pending.result()
+                following = next(regions, None)
+                pending = None if following is None else ahead.submit(split, following)
+                if any(column.null_count for column in table.columns):
+                    return None
+                for batch in table.to_batches():
+                    columns.add(batch)
     except (pa.ArrowInvalid, pa.ArrowTypeError, pa.ArrowCapacityError,
             pa.ArrowNotImplementedError):
         return None
@@ -142,10 +156,7 @@ class _Columns:
         from retrieval_gate.ranking import hash_spans
 
         rows = slice(self.n, self.n + len(batch))
-        encoded = batch.column("qid").dictionary_encode()
-        local = [self.codes.setdefault(q, len(self.codes))
-                 for q in encoded.dictionary.to_pylist()]
-        self.qcodes[rows] = np.array(local, dtype=np.int32)[encoded.indices.to_numpy()]
+        self.qcodes[rows] = self._query_codes(*_buffers(batch.column("qid")))
         self.scores[rows] = batch.column("score").to_numpy()
         data, offsets = _buffers(batch.column("docid"))
         self.hashes[rows] = hash_spans(data, offsets)
@@ -153,6 +164,17 @@ class _Columns:
         self.id_bytes[first : first + len(data)] = data
         self.id_offsets[self.n + 1 : self.n + len(batch) + 1] = offsets[1:] + first
         self.n += len(batch)
+
+    def _query_codes(self, data: np.ndarray, offsets: np.ndarray) -> np.ndarray:
+        """The code of each row's query id: rows split into blocks of equal ids (compared byte
+        for byte; a run lists a query's lines together), each block's id looked up once."""
+        from retrieval_gate.ranking import same_as_previous
+
+        firsts = np.flatnonzero(~same_as_previous(data, offsets))
+        codes = [self.codes.setdefault(data[offsets[i] : offsets[i + 1]].tobytes(),
+                                       len(self.codes)) for i in firsts.tolist()]
+        return np.repeat(np.array(codes, dtype=np.int32),
+                         np.diff(np.append(firsts, len(offsets) - 1)))
 
     def run_rows(self, name: str) -> RunRows | None:
         """The rows read; None for no row, a non-finite score, or a comment line."""
