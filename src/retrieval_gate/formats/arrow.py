@@ -16,7 +16,6 @@ from __future__ import annotations
 
 import mmap
 import os
-from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass
 from typing import Any
 
@@ -105,6 +104,8 @@ def _read_columns(mapped: mmap.mmap, name: str) -> RunRows | None:
 
     While the rows of one region are stored, pyarrow already splits the next one (in a second
     thread, as both release the GIL); a region's pages are released once it is split."""
+    from concurrent.futures import ThreadPoolExecutor
+
     import pyarrow as pa
 
     from retrieval_gate.formats.trec import byte_ranges
