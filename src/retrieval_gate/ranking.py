@@ -127,7 +127,8 @@ def all_distinct(qcodes: np.ndarray, keys: np.ndarray) -> bool:
     the pad, all keys are sorted at once instead, salted with their query."""
     if len(keys) < 2:
         return True
-    counts = np.diff(np.searchsorted(qcodes, np.arange(int(qcodes[-1]) + 2)))
+    codes = np.arange(int(qcodes[-1]) + 2, dtype=qcodes.dtype)  # same dtype: no copy of qcodes
+    counts = np.diff(np.searchsorted(qcodes, codes))
     width = int(counts.max())
     if len(counts) * width > 2 * len(keys) or (keys == _PAD).any():
         ordered = np.sort(salted(keys, qcodes))
@@ -262,7 +263,7 @@ def _within_depth(qcodes: np.ndarray, kept: np.ndarray | None, depth: int, n_que
     """Positions of the first ``depth`` kept rows of each query (``kept``: the kept positions,
     None for all; ``qcodes`` non-decreasing)."""
     codes = qcodes if kept is None else qcodes[kept]
-    starts = np.searchsorted(codes, np.arange(n_queries + 1))
+    starts = np.searchsorted(codes, np.arange(n_queries + 1, dtype=codes.dtype))
     counts = np.minimum(np.diff(starts), depth)
     before = np.cumsum(counts) - counts
     first = np.repeat(starts[:-1] - before, counts) + np.arange(int(counts.sum()))
@@ -315,7 +316,8 @@ def rank_run(rows: RunRows, duplicates: str = "error",
         scores = None if order.scores is None else order.scores[kept]
         lines = None if rows.lines is None else rows.lines[order.rows(kept)]
         docs = fetch(kept) if docs is None else docs[kept]
-    offsets = np.searchsorted(kept_qcodes, np.arange(len(rows.query_ids) + 1))
+    offsets = np.searchsorted(kept_qcodes, np.arange(len(rows.query_ids) + 1,
+                                                     dtype=kept_qcodes.dtype))
     return RankedRun(rows.source, rows.query_ids, offsets, docs, scores, lines)
 
 
