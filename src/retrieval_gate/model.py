@@ -81,8 +81,9 @@ class Qrels:
 
 
 class ItemIds(Protocol):
-    """Item ids a reader keeps in its own layout (pyarrow's buffers), gathered into an ``S``
-    array only for the rows asked for. A plain ``S`` array serves the same purpose."""
+    """Item ids a reader keeps in its own layout (one byte buffer with offsets, for the pyarrow
+    reader), gathered into an ``S`` array only for the rows asked for. A plain ``S`` array
+    serves the same purpose."""
 
     def __len__(self) -> int: ...
 

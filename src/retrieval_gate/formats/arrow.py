@@ -4,12 +4,13 @@ The file is memory-mapped (not copied) and taken only if its layout is plain: va
 white space but spaces and ``\\n``, no NUL, not a JSON document (unless the format is forced),
 and, as pyarrow's CSV reader splits it, exactly six non-empty fields per line. Anything else
 (tabs, runs of spaces, blank lines, comments, extra fields, scores that are not finite
-numbers) returns None, and the numpy reader in
-:mod:`retrieval_gate.formats.trec`, which gives exact error messages, does the work. Both
-produce the same rows.
+numbers) returns None, and the numpy reader in :mod:`retrieval_gate.formats.trec`, which gives
+exact error messages, does the work. Both produce the same rows.
 
-Item ids are copied out of Arrow's buffers into one buffer and hashed there once, and gathered into numpy ``S``
-arrays only for the rows ranking asks for (:class:`ByteSpans`).
+Item ids are copied out of Arrow's buffers into one byte buffer with offsets, hashed from
+there once, and gathered into numpy ``S`` arrays only for the rows ranking asks for
+(:class:`ByteSpans`). Query ids become codes block by block (a run lists a query's lines
+together), without a Python object per line.
 """
 
 from __future__ import annotations
@@ -21,7 +22,9 @@ from typing import Any
 
 import numpy as np
 
+from retrieval_gate.formats.trec import byte_ranges, gather_bytes
 from retrieval_gate.model import RowLines, RunRows
+from retrieval_gate.ranking import hash_spans, same_as_previous
 
 _MIN_BYTES = 1 << 24  # below this, importing pyarrow costs more than it saves
 _BLOCK = 1 << 22  # bytes per CSV block (the unit of work of a thread)
@@ -126,8 +129,6 @@ def _read_columns(mapped: mmap.mmap, name: str) -> RunRows | None:
 
     import pyarrow as pa
 
-    from retrieval_gate.formats.trec import byte_ranges
-
     whole = pa.py_buffer(mapped)
 
     def split(region: tuple[int, int]) -> Any:
@@ -172,8 +173,6 @@ class _Columns:
 
     def add(self, batch: Any) -> None:
         """Append a record batch of the CSV reader (columns qid, docid, score, ...)."""
-        from retrieval_gate.ranking import hash_spans
-
         rows = slice(self.n, self.n + len(batch))
         self.qcodes[rows] = self._query_codes(*_buffers(batch.column("qid")))
         self.scores[rows] = batch.column("score").to_numpy()
@@ -187,8 +186,6 @@ class _Columns:
     def _query_codes(self, data: np.ndarray, offsets: np.ndarray) -> np.ndarray:
         """The code of each row's query id: rows split into blocks of equal ids (compared byte
         for byte; a run lists a query's lines together), each block's id looked up once."""
-        from retrieval_gate.ranking import same_as_previous
-
         firsts = np.flatnonzero(~same_as_previous(data, offsets))
         codes = [self.codes.setdefault(data[offsets[i] : offsets[i + 1]].tobytes(),
                                        len(self.codes)) for i in firsts.tolist()]
@@ -232,7 +229,6 @@ class ByteSpans:
 
     def take(self, rows: np.ndarray) -> np.ndarray:
         """The ids of ``rows`` as a numpy ``S`` array, without a Python object per value."""
-        from retrieval_gate.formats.trec import gather_bytes
 
         rows = np.asarray(rows)
         return gather_bytes(self.data, self.offsets[rows], self.offsets[rows + 1])
