@@ -24,6 +24,7 @@ from retrieval_gate.model import Qrels, RunRows
 _WHITESPACE = np.zeros(256, dtype=bool)
 _WHITESPACE[list(b" \t\n\r\x0b\x0c")] = True
 _CHUNK = 1 << 23
+_PARSE_CHUNK = 1 << 20  # scores parsed at a time
 _RUN_FIX = "a TREC run line is 'qid Q0 docid rank score tag'"
 _QRELS_FIX = "a TREC qrels line is 'qid iter docid grade'"
 _INTEGER = re.compile(rb"[+-]?[0-9]+")
@@ -139,8 +140,13 @@ def _parse_plain_decimals(texts: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
 
 def parse_scores(texts: np.ndarray, lines: np.ndarray, name: str) -> np.ndarray:
     """Scores as float64 (correctly rounded, as strtod); a non-numeric, NaN or infinite score
-    is an InputError."""
-    scores, parsed = _parse_plain_decimals(texts)
+    is an InputError. Plain decimals are parsed a million at a time, which bounds the memory
+    of the parser's per-digit temporaries."""
+    scores = np.empty(len(texts), dtype=np.float64)
+    parsed = np.empty(len(texts), dtype=bool)
+    for start in range(0, len(texts), _PARSE_CHUNK):
+        part = slice(start, start + _PARSE_CHUNK)
+        scores[part], parsed[part] = _parse_plain_decimals(texts[part])
     rest = np.flatnonzero(~parsed)
     try:
         scores[rest] = texts[rest].astype(np.float64)
