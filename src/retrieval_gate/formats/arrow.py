@@ -56,7 +56,6 @@ def read_trec_run(path: str | os.PathLike[str], name: str, detect: bool) -> RunR
         return None  # JSON (a run the fast path takes never starts with white space)
     if not plain_bytes(mapped):
         return None
-    _release(mapped, 0, len(mapped))
     _keep_freed_memory()
     return _read_columns(mapped, name)
 
