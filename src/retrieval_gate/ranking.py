@@ -286,16 +286,7 @@ def rank_run(rows: RunRows, duplicates: str = "error",
     def line(position: int) -> int | None:
         return None if rows.lines is None else int(rows.lines[order.rows(np.array([position]))[0]])
 
-    hashes = item_hashes(items)
-    keep = None  # None: every row is kept
-    if not all_distinct(qcodes, hashes if order.local else order.arranged(hashes)):
-        keep = first_occurrences(qcodes, order.arranged(hashes), fetch)
-        if duplicates == "error":
-            first = int(np.flatnonzero(~keep)[0])
-            raise InputError(rows.source, f"item '{fetch(np.array([first]))[0].decode()}' "
-                             f"appears twice in the ranking of query "
-                             f"'{rows.query_ids[qcodes[first]]}'", "remove the repeat, or "
-                             "pass --duplicates first to keep its best rank", line(first))
+    keep = _first_items(rows, order, fetch, line, duplicates)  # None: every row is kept
     docs = None  # ordered document ids, when they differ from the item ids
     if doc_map is not None or rows.doc_ids is not None:
         docs = (order.arranged(rows.doc_ids) if rows.doc_ids is not None
@@ -319,6 +310,24 @@ def rank_run(rows: RunRows, duplicates: str = "error",
     offsets = np.searchsorted(kept_qcodes, np.arange(len(rows.query_ids) + 1,
                                                      dtype=kept_qcodes.dtype))
     return RankedRun(rows.source, rows.query_ids, offsets, docs, scores, lines)
+
+
+def _first_items(rows: RunRows, order: TrecOrder, fetch: Fetch,
+                 line: Callable[[int], int | None], duplicates: str) -> np.ndarray | None:
+    """The duplicates policy on the ordered rows: None when no item repeats within a query,
+    else the mask of first occurrences (policy ``first``); a repeat under policy ``error`` is
+    an InputError naming the later occurrence. ``fetch`` and ``line`` take ordered positions."""
+    hashes = item_hashes(rows.items)
+    if all_distinct(order.qcodes, hashes if order.local else order.arranged(hashes)):
+        return None
+    keep = first_occurrences(order.qcodes, order.arranged(hashes), fetch)
+    if duplicates == "error":
+        first = int(np.flatnonzero(~keep)[0])
+        raise InputError(rows.source, f"item '{fetch(np.array([first]))[0].decode()}' appears "
+                         f"twice in the ranking of query '{rows.query_ids[order.qcodes[first]]}'",
+                         "remove the repeat, or pass --duplicates first to keep its best rank",
+                         line(first))
+    return keep
 
 
 def _map_documents(items: np.ndarray, doc_map: dict[str, str], source: str,
