@@ -8,7 +8,7 @@ trec_eval uses to break score ties.
 from __future__ import annotations
 
 from dataclasses import dataclass, field
-from typing import Literal
+from typing import Literal, Protocol
 
 import numpy as np
 
@@ -80,25 +80,56 @@ class Qrels:
         return self.lines.get(query_id)
 
 
+class ItemIds(Protocol):
+    """Item ids a reader keeps in its own layout (one byte buffer with offsets, for the pyarrow
+    reader), gathered into an ``S`` array only for the rows asked for. A plain ``S`` array
+    serves the same purpose."""
+
+    def __len__(self) -> int: ...
+
+    def take(self, rows: np.ndarray) -> np.ndarray:
+        """The ids of ``rows`` as an ``S`` array."""
+        ...
+
+    def hashes(self) -> np.ndarray:
+        """``retrieval_gate.ranking.hash_ids`` of every id (unsalted), in row order."""
+        ...
+
+
+class RowLines:
+    """The line numbers of a file with one data line per line (no comment, no blank line): row
+    ``r`` is on line ``r + 1``, with no array held. Indexed like a numpy array."""
+
+    def __init__(self, n: int):
+        self.n = n
+
+    def __len__(self) -> int:
+        return self.n
+
+    def __getitem__(self, rows: np.ndarray | int) -> np.ndarray:
+        return np.asarray(rows, dtype=np.int64) + 1
+
+
 @dataclass(frozen=True, eq=False)
 class RunRows:
     """A run as read, before ranking: one row per (query, item) in file order.
 
     - ``query_ids``: distinct query ids in order of first appearance (a query given with an
       empty ranking, possible in JSON formats, is listed and has no rows);
-    - ``qcodes``: int64 index into ``query_ids`` per row;
-    - ``items``: the item ids (UTF-8, numpy ``S``);
+    - ``qcodes``: integer index into ``query_ids`` per row;
+    - ``items``: the item ids (UTF-8, numpy ``S``, or :class:`ItemIds`);
     - ``scores``: float64 per row, or None when the order is explicit (file order);
-    - ``lines``: 1-based source line per row, or None for whole-file JSON documents;
+    - ``lines``: 1-based source line per row (an array, or :class:`RowLines`), or None for
+      whole-file JSON documents;
     - ``doc_ids``: the document id each item belongs to (JSONL ``doc_id``), or None.
     """
 
     source: str
     query_ids: tuple[str, ...]
     qcodes: np.ndarray
-    items: np.ndarray
+    items: np.ndarray | ItemIds
     scores: np.ndarray | None
-    lines: np.ndarray | None = None
+    lines: np.ndarray | RowLines | None = None
     doc_ids: np.ndarray | None = None
 
 

@@ -211,7 +211,7 @@ def _lookup(qidx: np.ndarray, docs: np.ndarray, j_qidx: np.ndarray, j_docs: np.n
     exact = (j_qidx[match] == qidx[candidate]) & (j_docs[match] == docs[candidate])
     grade[candidate[exact]] = j_grade[match[exact]]
     found[candidate[exact]] = True
-    if not exact.all() or len(np.unique(j_keys)) < len(j_keys):  # a hash collision
+    if not exact.all() or (sorted_keys[1:] == sorted_keys[:-1]).any():  # a hash collision
         table = {(int(q), d): g for q, d, g in zip(j_qidx.tolist(), j_docs.tolist(),
                                                    j_grade.tolist())}
         for row, (q, d) in enumerate(zip(qidx.tolist(), docs.tolist())):

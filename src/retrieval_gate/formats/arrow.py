@@ -1,81 +1,233 @@
-"""Optional fast path for TREC runs with pyarrow (the ``fast`` extra).
+"""Optional fast path for large TREC runs with pyarrow (the ``fast`` extra).
 
-pyarrow's multi-threaded CSV reader splits a run whose fields are separated by single spaces
-into columns; anything less regular (tabs, runs of spaces, comments, blank or extra fields)
-returns None and the numpy reader in :mod:`retrieval_gate.formats.trec`, which gives exact
-error messages, does the work. Both produce the same RunRows.
+The file is memory-mapped (not copied) and taken only if its layout is plain: valid UTF-8, no
+white space but spaces and ``\\n``, no NUL, not a JSON document (unless the format is forced),
+and, as pyarrow's CSV reader splits it, exactly six non-empty fields per line. Anything else
+(tabs, runs of spaces, blank lines, comments, extra fields, scores that are not finite
+numbers) returns None, and the numpy reader in :mod:`retrieval_gate.formats.trec`, which gives
+exact error messages, does the work. Both produce the same rows.
+
+Item ids are copied out of Arrow's buffers into one byte buffer with offsets, hashed from
+there once, and gathered into numpy ``S`` arrays only for the rows ranking asks for
+(:class:`ByteSpans`). Query ids become codes block by block (a run lists a query's lines
+together), without a Python object per line.
 """
 
 from __future__ import annotations
 
+import mmap
 import os
+from dataclasses import dataclass
+from typing import Any
 
 import numpy as np
 
-from retrieval_gate.model import RunRows
+from retrieval_gate.formats.trec import byte_ranges, gather_bytes
+from retrieval_gate.model import RowLines, RunRows
+from retrieval_gate.ranking import hash_spans, same_as_previous
 
 _MIN_BYTES = 1 << 24  # below this, importing pyarrow costs more than it saves
+_BLOCK = 1 << 22  # bytes per CSV block (the unit of work of a thread)
+_REGION = 1 << 25  # bytes of whole lines parsed at a time
+_COLUMNS = ["qid", "q0", "docid", "rank", "score", "tag"]
+_M_TRIM_THRESHOLD, _M_MMAP_THRESHOLD = -1, -3  # mallopt parameters (glibc's malloc.h)
 
 
-def read_trec_run(data: bytes, name: str) -> RunRows | None:
-    """The run, or None when the file is small, pyarrow is missing (or hidden with the
-    environment variable ``RETRIEVAL_GATE_NO_ARROW=1``), or the file needs the general reader
-    (which also gives the exact error message for a bad line)."""
-    if len(data) < _MIN_BYTES or os.environ.get("RETRIEVAL_GATE_NO_ARROW") == "1":
+def read_trec_run(path: str | os.PathLike[str], name: str, detect: bool) -> RunRows | None:
+    """The run, or None when the file is small, unreadable, pyarrow is missing (or hidden with
+    the environment variable ``RETRIEVAL_GATE_NO_ARROW=1``), the file looks like JSON while
+    ``detect`` is set, or it needs the general reader (which also gives the exact error message
+    for a bad line)."""
+    if os.environ.get("RETRIEVAL_GATE_NO_ARROW") == "1":
         return None
     try:
-        import pyarrow as pa
-        import pyarrow.compute as pc
-        from pyarrow import csv
-    except ImportError:
+        if os.stat(path).st_size < _MIN_BYTES:
+            return None
+        import pyarrow  # noqa: F401 — only to learn whether the fast path is available
+    except (OSError, ImportError):
         return None
-    from retrieval_gate.formats.source import check_utf8
-    from retrieval_gate.formats.trec import query_codes
-
-    check_utf8(data, name)
-    if b"\x00" in data:
-        return None
-    columns = ["qid", "q0", "docid", "rank", "score", "tag"]
-    parts: list[tuple[np.ndarray, np.ndarray, np.ndarray]] = []
     try:
-        reader = csv.open_csv(
-            pa.py_buffer(data),
-            read_options=csv.ReadOptions(column_names=columns, block_size=1 << 23),
-            parse_options=csv.ParseOptions(delimiter=" ", quote_char=False,
-                                           ignore_empty_lines=False),
-            convert_options=csv.ConvertOptions(
-                column_types={"qid": pa.binary(), "docid": pa.binary(), "score": pa.string()},
-                include_columns=["qid", "docid", "score"],
-            ),
-        )
-        for batch in reader:
-            qids, items, score_texts = (batch.column(i) for i in range(3))
-            for column in (qids, items, score_texts):
-                if column.null_count or pc.any(pc.equal(pc.binary_length(column), 0)).as_py():
+        with open(path, "rb") as handle:
+            mapped = mmap.mmap(handle.fileno(), 0, access=mmap.ACCESS_READ)
+    except (OSError, ValueError):
+        return None
+    # The map is closed when the last reference to it goes (pyarrow may hold one).
+    if detect and mapped[:1] in (b"{", b"["):
+        return None  # JSON (a run the fast path takes never starts with white space)
+    if not plain_bytes(mapped):
+        return None
+    _keep_freed_memory()
+    return _read_columns(mapped, name)
+
+
+def _keep_freed_memory() -> None:
+    """Ask glibc's malloc to serve blocks under 32 MiB from its heap and to keep up to 64 MiB
+    of freed memory there, instead of returning it to the system at once: the reader's
+    per-batch numpy temporaries then reuse their pages rather than fault in new ones (on a
+    7M-line run, about 5 thousand page faults instead of 150 thousand). The setting lasts for
+    the process; other C libraries (no ``mallopt``) are left alone."""
+    import ctypes
+
+    try:
+        mallopt = ctypes.CDLL(None).mallopt
+    except (OSError, AttributeError, TypeError):
+        return
+    mallopt(_M_TRIM_THRESHOLD, 64 << 20)
+    mallopt(_M_MMAP_THRESHOLD, 32 << 20)
+
+
+def _release(mapped: mmap.mmap, start: int, end: int) -> None:
+    """Drop the pages of ``mapped[start:end]`` from resident memory (they stay in the page
+    cache, and are mapped again if read again); nothing where ``madvise`` is missing."""
+    if hasattr(mapped, "madvise") and hasattr(mmap, "MADV_DONTNEED"):
+        first = start - start % mmap.PAGESIZE
+        mapped.madvise(mmap.MADV_DONTNEED, first, end - first)
+
+
+def plain_bytes(mapped: mmap.mmap) -> bool:
+    """True when the only white space is spaces and ``\\n`` (no tab, carriage return,
+    vertical tab or form feed, which pyarrow would not split on as trec_eval does), there is no
+    NUL byte, and the bytes are valid UTF-8."""
+    if any(mapped.find(byte) >= 0 for byte in (b"\x00", b"\t", b"\r", b"\x0b", b"\x0c")):
+        return False
+    if int(np.frombuffer(mapped, dtype=np.uint8).max()) >= 128:
+        try:
+            str(mapped, "utf-8")
+        except UnicodeDecodeError:
+            return False
+    return True
+
+
+def _read_table(region: Any) -> Any:
+    """A pyarrow buffer of whole lines as a pyarrow table, split by pyarrow's CSV reader on all
+    cores: six columns split on single spaces, ids as bytes (copied out of ``region``), scores
+    as float64 (parsed with correct rounding, as strtod does); an empty field is a null, "nan"
+    is NaN and "NA" an error."""
+    import pyarrow as pa
+    from pyarrow import csv
+
+    return csv.read_csv(
+        region,
+        read_options=csv.ReadOptions(column_names=_COLUMNS, block_size=_BLOCK),
+        parse_options=csv.ParseOptions(delimiter=" ", quote_char=False, ignore_empty_lines=False),
+        convert_options=csv.ConvertOptions(
+            column_types={**dict.fromkeys(_COLUMNS, pa.binary()), "score": pa.float64()},
+            strings_can_be_null=True, null_values=[""],
+        ),
+    )
+
+
+def _read_columns(mapped: mmap.mmap, name: str) -> RunRows | None:
+    """Split a run with pyarrow's CSV reader, a region of whole lines at a time; None if a line
+    does not have six non-empty fields (a blank line, a leading, trailing or doubled space), a
+    score is not a finite number, or a line is a comment.
+
+    While the rows of one region are stored, pyarrow already splits the next one (in a second
+    thread, as both release the GIL); a region's pages are released once it is split."""
+    from concurrent.futures import ThreadPoolExecutor
+
+    import pyarrow as pa
+
+    whole = pa.py_buffer(mapped)
+
+    def split(region: tuple[int, int]) -> Any:
+        start, end = region
+        table = _read_table(whole.slice(start, end - start))
+        _release(mapped, start, end)
+        return table
+
+    columns = _Columns(len(mapped))
+    regions = byte_ranges(mapped, _REGION)
+    try:
+        with ThreadPoolExecutor(1) as ahead:
+            pending = ahead.submit(split, next(regions))  # the file is not empty
+            while pending is not None:
+                table = pending.result()
+                following = next(regions, None)
+                pending = None if following is None else ahead.submit(split, following)
+                if any(column.null_count for column in table.columns):
                     return None
-            # Arrow's parser rounds correctly, as strtod does.
-            scores = pc.cast(score_texts, pa.float64()).to_numpy()
-            if not np.isfinite(scores).all():
-                return None
-            parts.append((_to_numpy_bytes(qids), _to_numpy_bytes(items), scores))
+                for batch in table.to_batches():
+                    columns.add(batch)
     except (pa.ArrowInvalid, pa.ArrowTypeError, pa.ArrowCapacityError,
             pa.ArrowNotImplementedError):
         return None
-    if not parts:
-        return None
-    qids, items, scores = (np.concatenate(column) for column in zip(*parts))
-    query_ids, qcodes = query_codes(qids)
-    if any(q.startswith("#") for q in query_ids):
-        return None  # a comment line
-    return RunRows(name, query_ids, qcodes, items, scores,
-                   np.arange(1, len(qids) + 1, dtype=np.int64))
+    return columns.run_rows(name)
 
 
-def _to_numpy_bytes(column) -> np.ndarray:
-    """A pyarrow binary array as a numpy ``S`` array, without a Python object per value."""
-    from retrieval_gate.formats.trec import gather_bytes
+class _Columns:
+    """The per-row arrays of a run being read, allocated once for the most lines the file can
+    hold (a line has at least 12 bytes; ids take fewer bytes than the file) and filled batch by
+    batch: pages never written never become resident."""
 
+    def __init__(self, size: int):
+        capacity = size // 12 + 1
+        self.qcodes = np.empty(capacity, dtype=np.int32)
+        self.scores = np.empty(capacity, dtype=np.float64)
+        self.hashes = np.empty(capacity, dtype=np.uint64)
+        self.id_bytes = np.empty(size, dtype=np.uint8)
+        self.id_offsets = np.zeros(capacity + 1, dtype=np.int32 if size < 2**31 else np.int64)
+        self.codes: dict[bytes, int] = {}  # query id -> code, in order of first appearance
+        self.n = 0  # rows filled
+
+    def add(self, batch: Any) -> None:
+        """Append a record batch of the CSV reader (columns qid, docid, score, ...)."""
+        rows = slice(self.n, self.n + len(batch))
+        self.qcodes[rows] = self._query_codes(*_buffers(batch.column("qid")))
+        self.scores[rows] = batch.column("score").to_numpy()
+        data, offsets = _buffers(batch.column("docid"))
+        self.hashes[rows] = hash_spans(data, offsets)
+        first = self.id_offsets[self.n]
+        self.id_bytes[first : first + len(data)] = data
+        self.id_offsets[self.n + 1 : self.n + len(batch) + 1] = offsets[1:] + first
+        self.n += len(batch)
+
+    def _query_codes(self, data: np.ndarray, offsets: np.ndarray) -> np.ndarray:
+        """The code of each row's query id: rows split into blocks of equal ids (compared byte
+        for byte; a run lists a query's lines together), each block's id looked up once."""
+        firsts = np.flatnonzero(~same_as_previous(data, offsets))
+        codes = [self.codes.setdefault(data[offsets[i] : offsets[i + 1]].tobytes(),
+                                       len(self.codes)) for i in firsts.tolist()]
+        return np.repeat(np.array(codes, dtype=np.int32),
+                         np.diff(np.append(firsts, len(offsets) - 1)))
+
+    def run_rows(self, name: str) -> RunRows | None:
+        """The rows read; None for no row, a non-finite score, or a comment line."""
+        n = self.n
+        query_ids = tuple(q.decode() for q in self.codes)
+        if not n or not np.isfinite(self.scores[:n]).all() or any(
+                q.startswith("#") for q in query_ids):
+            return None
+        items = ByteSpans(self.id_bytes, self.id_offsets[: n + 1], self.hashes[:n])
+        return RunRows(name, query_ids, self.qcodes[:n], items, self.scores[:n], RowLines(n))
+
+
+def _buffers(column: Any) -> tuple[np.ndarray, np.ndarray]:
+    """(data, offsets) of a pyarrow binary array, as numpy views, with offsets starting at 0
+    and data starting at the array's first value."""
     offsets = np.frombuffer(column.buffers()[1], dtype=np.int32)[
-        column.offset : column.offset + len(column) + 1].astype(np.int64)
-    values = np.frombuffer(column.buffers()[2], dtype=np.uint8)
-    return gather_bytes(values, offsets[:-1], offsets[1:])
+        column.offset : column.offset + len(column) + 1]
+    values = np.frombuffer(column.buffers()[2], dtype=np.uint8)[offsets[0] : offsets[-1]]
+    return values, offsets - offsets[0]
+
+
+@dataclass(frozen=True, eq=False)
+class ByteSpans:
+    """Item ids as one byte buffer: id ``i`` is ``data[offsets[i]:offsets[i + 1]]``, with its
+    hash computed when read (:class:`~retrieval_gate.model.ItemIds`)."""
+
+    data: np.ndarray
+    offsets: np.ndarray
+    row_hashes: np.ndarray
+
+    def __len__(self) -> int:
+        return len(self.row_hashes)
+
+    def hashes(self) -> np.ndarray:
+        return self.row_hashes
+
+    def take(self, rows: np.ndarray) -> np.ndarray:
+        """The ids of ``rows`` as a numpy ``S`` array, without a Python object per value."""
+
+        rows = np.asarray(rows)
+        return gather_bytes(self.data, self.offsets[rows], self.offsets[rows + 1])

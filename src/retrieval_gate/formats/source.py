@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import os
-from pathlib import Path
 
 from retrieval_gate.errors import InputError
 
@@ -12,7 +11,8 @@ def read_bytes(path: str | os.PathLike[str]) -> bytes:
     """The file's content; InputError if it cannot be read or holds nothing but white space."""
     name = str(path)
     try:
-        data = Path(path).read_bytes()
+        with open(path, "rb") as handle:
+            data = handle.read()
     except FileNotFoundError:
         raise InputError(name, "file not found", "check the path") from None
     except IsADirectoryError:

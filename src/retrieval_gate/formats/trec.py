@@ -12,6 +12,7 @@ The tokenizer is vectorised with numpy and works through the file in chunks of a
 
 from __future__ import annotations
 
+import mmap
 import re
 
 import numpy as np
@@ -23,12 +24,13 @@ from retrieval_gate.model import Qrels, RunRows
 _WHITESPACE = np.zeros(256, dtype=bool)
 _WHITESPACE[list(b" \t\n\r\x0b\x0c")] = True
 _CHUNK = 1 << 23
+_PARSE_CHUNK = 1 << 20  # scores parsed at a time
 _RUN_FIX = "a TREC run line is 'qid Q0 docid rank score tag'"
 _QRELS_FIX = "a TREC qrels line is 'qid iter docid grade'"
 _INTEGER = re.compile(rb"[+-]?[0-9]+")
 
 
-def _chunks(data: bytes, size: int = _CHUNK):
+def byte_ranges(data: bytes | mmap.mmap, size: int = _CHUNK):
     """(start, end) byte ranges of about ``size`` bytes that end at a line break."""
     start = 0
     while start < len(data):
@@ -68,7 +70,7 @@ def read_fields(data: bytes, name: str, fields: tuple[int, ...], needed: int, fi
     columns: list[list[np.ndarray]] = [[] for _ in fields]
     line_numbers: list[np.ndarray] = []
     first_line = 1
-    for start, end in _chunks(data):
+    for start, end in byte_ranges(data):
         buf = np.frombuffer(data, dtype=np.uint8, count=end - start, offset=start)
         newlines = buf == 10
         n_lines = int(newlines.sum()) + (0 if buf[-1] == 10 else 1)
@@ -138,8 +140,13 @@ def _parse_plain_decimals(texts: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
 
 def parse_scores(texts: np.ndarray, lines: np.ndarray, name: str) -> np.ndarray:
     """Scores as float64 (correctly rounded, as strtod); a non-numeric, NaN or infinite score
-    is an InputError."""
-    scores, parsed = _parse_plain_decimals(texts)
+    is an InputError. Plain decimals are parsed a million at a time, which bounds the memory
+    of the parser's per-digit temporaries."""
+    scores = np.empty(len(texts), dtype=np.float64)
+    parsed = np.empty(len(texts), dtype=bool)
+    for start in range(0, len(texts), _PARSE_CHUNK):
+        part = slice(start, start + _PARSE_CHUNK)
+        scores[part], parsed[part] = _parse_plain_decimals(texts[part])
     rest = np.flatnonzero(~parsed)
     try:
         scores[rest] = texts[rest].astype(np.float64)
