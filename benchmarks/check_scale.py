@@ -13,7 +13,8 @@ a frozen snapshot (queries, qrels) with a baseline and a candidate run and their
 The baseline is generated like ``score_scale.py``'s runs; the candidate is the baseline with the
 rankings of a random half of the queries rotated down by one position (the top item moves to
 the bottom), a small realistic regression. Timed as whole processes (wall clock, best of
---repeat), in the same run:
+--repeat after one untimed warm-up; bytecode caching on, as in an installed package), in the
+same run:
 
 * ``gate check`` with the default policy (10,000 BCa resamples) writing its JSON report;
 * ``gate score`` on the baseline and on the candidate (two processes, times added);
@@ -46,6 +47,7 @@ from score_scale import (
     _decimal,
     _distinct_rows,
     _lines,
+    child_env,
     mib,
     target,
 )
@@ -124,7 +126,8 @@ def run_once(argv: list[str], cwd: Path) -> tuple[float, int | None]:
     measured = TIME.exists()
     full = [str(TIME), "-f", "%M", *argv] if measured else argv
     start = time.perf_counter()
-    done = subprocess.run(full, cwd=cwd, capture_output=True, text=True, check=False)
+    done = subprocess.run(full, cwd=cwd, env=child_env(), capture_output=True, text=True,
+                          check=False)
     seconds = time.perf_counter() - start
     if done.returncode != 0:
         raise SystemExit(f"{' '.join(argv[:2])} failed ({done.returncode}):\n{done.stderr}")
@@ -152,6 +155,8 @@ def timed(argv_list: list[list[str]], repeat: int, cwd: Path) -> tuple[float, in
     """Best total wall clock of running the commands one after another, and the largest peak
     resident KiB of any of them."""
     best, peak = float("inf"), None
+    for argv in argv_list:  # one untimed warm-up run (.pyc files, the page cache)
+        run_once(argv, cwd)
     for _ in range(repeat):
         total = 0.0
         for argv in argv_list:

@@ -258,3 +258,18 @@ def test_library_call_matches_the_cli():
                    GatePolicy(gates=(GatedMeasure("nDCG@10", 0.01),), resamples=1000))
     assert report.verdict == "pass" and len(report.comparisons) == 1
     assert report.comparisons[0].margin == 0.01
+
+
+@pytest.mark.parametrize("extra_line", ["1 Q0 999 101 0.001 rrf60\n", "1 Q0 broken\n"])
+def test_a_run_changed_after_its_manifest_is_not_comparable(tmp_path, extra_line):
+    """Scored and hashed at the same time; a changed run is reported as changed (exit 3) even
+    when it no longer parses."""
+    run = tmp_path / "hybrid.trec"
+    shutil.copy(RUNS / "hybrid.trec", run)
+    shutil.copy(RUNS / "hybrid.trec.manifest.json", tmp_path / "hybrid.trec.manifest.json")
+    assert gate_check(run)[0] == 0
+    with open(run, "a") as handle:
+        handle.write(extra_line)
+    code, out, err = gate_check(run)
+    assert code == 3 and out == ""
+    assert "the run changed after its manifest was written" in err

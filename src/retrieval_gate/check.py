@@ -17,23 +17,26 @@ from __future__ import annotations
 
 import math
 import os
+from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass
+from pathlib import Path
 from typing import Any
 
 import numpy as np
 
 from retrieval_gate.compare import bootstrap_ci, holm, minimum_detectable_drop, sign_test
-from retrieval_gate.errors import InputError
+from retrieval_gate.errors import GateError, InputError
 from retrieval_gate.measures import Measure, parse_measure
 from retrieval_gate.policy import GatePolicy, decide, exit_code, verdict
 from retrieval_gate.runmanifest import (
     RunManifest,
-    load_run_manifest,
+    read_run_manifest,
     require_made_on,
     resolve_run,
+    verify_run_hash,
 )
 from retrieval_gate.scoring import Scores
-from retrieval_gate.snapshot import Snapshot, TestSet, load_snapshot, load_test_set
+from retrieval_gate.snapshot import Snapshot, TestSet, load_snapshot, load_test_set, sha256_file
 from retrieval_gate.validate import score_on
 
 ALL = "all"
@@ -123,15 +126,15 @@ def check(snapshot: str | os.PathLike[str], baseline: str | os.PathLike[str],
     snap = load_snapshot(snapshot)
     test_set = load_test_set(snap)
     baseline, candidate = resolve_run(baseline), resolve_run(candidate)
-    manifests = (load_run_manifest(baseline, baseline_manifest),
-                 load_run_manifest(candidate, candidate_manifest))
+    manifests = (read_run_manifest(baseline, baseline_manifest),
+                 read_run_manifest(candidate, candidate_manifest))
     require_made_on(snap, (manifests[0], "baseline"), (manifests[1], "candidate"))
     gated = _gated_measures(snap, policy, config)
     slices = _slices(test_set, policy, config)
     cutoff = max((m.k for m in gated if m.k is not None), default=None)
     hit, judged = Measure("Hit", cutoff), Measure("Judged", cutoff)
     measures = tuple(dict.fromkeys((*snap.measures, hit, judged)))
-    base, cand = (score_on(snap, test_set, run, measures) for run in (baseline, candidate))
+    base, cand = _score_verified(snap, test_set, (baseline, candidate), manifests, measures)
 
     comparisons = _compare(base, cand, gated, slices, policy)
     texts = {q.id: q.text for q in test_set.queries}
@@ -143,6 +146,24 @@ def check(snapshot: str | os.PathLike[str], baseline: str | os.PathLike[str],
                   _summary(candidate, manifests[1], cand, snap, judged), policy, config,
                   comparisons, str(hit), newly_failing,
                   _top_regressions(base, cand, gated, texts), tuple(warnings))
+
+
+def _score_verified(snap: Snapshot, test_set: TestSet, runs: tuple[Path, Path],
+                    manifests: tuple[RunManifest, RunManifest], measures: tuple[Measure, ...]
+                    ) -> tuple[Scores, Scores]:
+    """Score both runs while a second thread hashes them. A run that differs from its manifest
+    is reported as such (exit 3) even when scoring it failed too: the hash answers first."""
+    with ThreadPoolExecutor(max_workers=1) as pool:  # hashlib releases the GIL
+        digests = pool.submit(lambda: [sha256_file(run) for run in runs])
+        try:
+            scores = tuple(score_on(snap, test_set, run, measures) for run in runs)
+        except GateError:
+            for manifest, digest in zip(manifests, digests.result()):
+                verify_run_hash(manifest, digest)
+            raise
+        for manifest, digest in zip(manifests, digests.result()):
+            verify_run_hash(manifest, digest)
+    return scores[0], scores[1]
 
 
 def _gated_measures(snap: Snapshot, policy: GatePolicy, config: str | None

@@ -95,7 +95,7 @@ def score(files, measures, k, threshold, unjudged, duplicates, missing, extra, u
     named = results[0].name is not None
     if output_format == "json":
         documents = {r.name: scores_document(r.scores, r.inputs) for r in results}
-        text = to_json({"runs": documents} if named else documents[None])
+        text = to_json({"runs": documents}, 4) if named else to_json(documents[None])
     else:
         text = "\n".join(scores_text(r.scores, r.inputs, r.name) for r in results)
     if output:

@@ -78,9 +78,18 @@ class RunManifest:
 
 def load_run_manifest(run: str | os.PathLike[str],
                       manifest: str | os.PathLike[str] | None = None) -> RunManifest:
-    """Read the manifest of ``run`` (beside it unless ``manifest`` is given) and check it: schema
-    (every error at once, exit 2), its recorded fingerprint matches its recorded components
-    (exit 2: edited by hand), and the run file has the recorded SHA-256 (exit 3)."""
+    """Read the manifest of ``run`` (beside it unless ``manifest`` is given) and check it: see
+    :func:`read_run_manifest`, then the run file must have the recorded SHA-256 (exit 3)."""
+    loaded = read_run_manifest(run, manifest)
+    verify_run_hash(loaded, sha256_file(run))
+    return loaded
+
+
+def read_run_manifest(run: str | os.PathLike[str],
+                      manifest: str | os.PathLike[str] | None = None) -> RunManifest:
+    """Read and check a run's manifest without hashing the run: schema (every error at once,
+    exit 2), and its recorded fingerprint matches its recorded components (exit 2: edited by
+    hand). Pair it with :func:`verify_run_hash`."""
     source = str(manifest or manifest_path(run))
     if not Path(run).is_file():
         raise InputError(str(run), "run file not found", "check the path")
@@ -95,14 +104,18 @@ def load_run_manifest(run: str | os.PathLike[str],
         raise InputError(source, "the recorded fingerprint does not match the recorded "
                          "snapshot components (the manifest was edited)",
                          "rewrite it with gate run-manifest", json_path("snapshot"))
-    actual = sha256_file(run)
-    if actual != document["run"]["sha256"]:
-        raise NotComparableError(
-            f"{source}:{json_path('run', 'sha256')}: run file {run} has sha256 {actual}, its "
-            f"manifest pins {document['run']['sha256']} — the run changed after its manifest "
-            "was written: rewrite the manifest with gate run-manifest (and re-approve it if it "
-            "is the baseline)")
     return RunManifest(source, str(run), document)
+
+
+def verify_run_hash(manifest: RunManifest, actual: str) -> None:
+    """NotComparableError (exit 3) unless the run file's SHA-256 ``actual`` is the one pinned."""
+    pinned = manifest.document["run"]["sha256"]
+    if actual != pinned:
+        raise NotComparableError(
+            f"{manifest.source}:{json_path('run', 'sha256')}: run file {manifest.run} has sha256 "
+            f"{actual}, its manifest pins {pinned} — the run changed after its manifest was "
+            "written: rewrite the manifest with gate run-manifest (and re-approve it if it is "
+            "the baseline)")
 
 
 def make_run_manifest(snapshot: Snapshot, run: str | os.PathLike[str],

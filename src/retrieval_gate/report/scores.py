@@ -37,9 +37,24 @@ def scores_document(scores: Scores, inputs: Mapping[str, Any]) -> dict[str, Any]
     }
 
 
-def to_json(document: Mapping[str, Any]) -> str:
-    """Deterministic JSON text: sorted keys, two-space indent, UTF-8 kept, final newline."""
-    return json.dumps(document, sort_keys=True, indent=2, ensure_ascii=False) + "\n"
+def to_json(document: Mapping[str, Any], open_levels: int = 2) -> str:
+    """Deterministic JSON text: keys sorted, UTF-8 kept, floats in their shortest round-trip
+    form, final newline. The first ``open_levels`` levels of objects and arrays are indented by
+    two spaces; anything deeper is written on one line (one query's scores, one comparison),
+    which keeps big reports short and uses the standard library's C encoder for the bulk."""
+    return _encode(document, open_levels, "") + "\n"
+
+
+def _encode(value: Any, open_levels: int, indent: str) -> str:
+    if open_levels <= 0 or not isinstance(value, (dict, list)) or not value:
+        return json.dumps(value, sort_keys=True, ensure_ascii=False, allow_nan=False)
+    inner = indent + "  "
+    if isinstance(value, dict):
+        items = [f"{inner}{json.dumps(str(k), ensure_ascii=False)}: "
+                 f"{_encode(value[k], open_levels - 1, inner)}" for k in sorted(value)]
+        return "{\n" + ",\n".join(items) + f"\n{indent}}}"
+    items = [f"{inner}{_encode(v, open_levels - 1, inner)}" for v in value]
+    return "[\n" + ",\n".join(items) + f"\n{indent}]"
 
 
 def _cell(value: float | None) -> str:
