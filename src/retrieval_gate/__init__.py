@@ -1,8 +1,10 @@
 """retrieval-gate: a CI regression gate for the retrieval stage of RAG systems.
 
 The library API mirrors the command line: read inputs with :mod:`retrieval_gate.formats`,
-parse measures with :func:`parse_measure`, and score a run with :func:`score_run`. The names
-below are imported lazily, so that ``gate --help`` loads neither numpy nor scipy.
+parse measures with :func:`parse_measure`, score a run with :func:`score_run`, load a snapshot
+with :func:`load_snapshot`, and run the whole gate with :func:`retrieval_gate.check.check` (a
+:class:`GatePolicy` in, a :class:`Report` out). The names below are imported lazily, so that ``gate --help`` loads
+neither numpy nor scipy.
 """
 
 from __future__ import annotations
@@ -13,6 +15,10 @@ from typing import Any
 __version__ = "0.1.0"
 
 _EXPORTS = {
+    "GatePolicy": "retrieval_gate.policy",
+    "GatedMeasure": "retrieval_gate.policy",
+    "Report": "retrieval_gate.check",
+    "load_snapshot": "retrieval_gate.snapshot",
     "GateError": "retrieval_gate.errors",
     "InputError": "retrieval_gate.errors",
     "Measure": "retrieval_gate.measures",
@@ -27,13 +33,17 @@ _EXPORTS = {
 
 __all__ = [
     "GateError",
+    "GatePolicy",
+    "GatedMeasure",
     "InputError",
     "Measure",
     "Qrels",
     "Query",
+    "Report",
     "Scores",
     "ScoringPolicy",
     "__version__",
+    "load_snapshot",
     "parse_measure",
     "parse_measures",
     "score_run",
