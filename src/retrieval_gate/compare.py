@@ -221,7 +221,7 @@ def _linear_quantile(y_sorted: np.ndarray, p: np.ndarray) -> np.ndarray:
     """``scipy.stats.quantile(y, p, method='linear', axis=-1)`` for pre-sorted rows.
 
     Same arithmetic as SciPy 1.17's ``_quantile_hf`` (Hyndman & Fan type 7, written as
-    ``jg = p·B + (1 − p)``), so the result is bit-identical to SciPy's. ``y_sorted`` has shape
+    ``jg = p·B + (1 − p)``), so the result is bit-identical to SciPy 1.17's. ``y_sorted`` has shape
     ``(m, B)`` and ``p`` shape ``(m, k)`` with entries in [0, 1].
     """
     b = float(y_sorted.shape[-1])
