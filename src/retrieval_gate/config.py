@@ -120,10 +120,7 @@ def gate_inputs(snapshot: str | None = None, baseline: str | None = None,
                         ("candidate", candidate)):
         value = Path(option) if option else getattr(found, key)
         if value is None:
-            where = f"in {found.source}" if found.source else ("in gate.toml or "
-                                                              "[tool.retrieval-gate] of pyproject.toml")
-            raise InputError(f"--{key}", "is required", f"pass --{key} PATH, or set {key} = "
-                             f"\"PATH\" {where}")
+            raise _required(key, found.source)
         paths[key] = value
     policy = found.policy
     if fail_on:
@@ -137,6 +134,12 @@ def snapshot_path(snapshot: str | None, folder: str | os.PathLike[str] = ".") ->
         return Path(snapshot)
     found = find_config(folder)
     if found is None or found.snapshot is None:
-        raise InputError("--snapshot", "is required", "pass --snapshot PATH, or set snapshot = "
-                         "\"PATH\" in gate.toml or [tool.retrieval-gate] of pyproject.toml")
+        raise _required("snapshot", found.source if found else None)
     return found.snapshot
+
+
+def _required(key: str, source: str | None) -> InputError:
+    """The usage error for a path given neither as an option nor in the configuration."""
+    where = source or f"gate.toml or [tool.{_TABLE}] of pyproject.toml"
+    return InputError(f"--{key}", "is required",
+                      f"pass --{key} PATH, or set {key} = \"PATH\" in {where}")
