@@ -31,6 +31,7 @@ from retrieval_gate.runmanifest import (
     current_commit,
     load_run_manifest,
     manifest_path,
+    read_run_manifest,
     require_made_on,
     utc_now,
 )
@@ -74,7 +75,8 @@ def approve_baseline(candidate: str | os.PathLike[str], to: str | os.PathLike[st
                          "baseline folder (one run and its manifest)",
                          "approve into a folder of its own, such as baselines/NAME")
     for previous in old:
-        made_on = json.loads(previous.read_text("utf-8")).get("snapshot", {}).get("fingerprint")
+        made_on = read_run_manifest(previous.with_name(previous.name[:-len(MANIFEST_SUFFIX)]),
+                                    previous).fingerprint
         if made_on != snap.fingerprint and not force:
             raise NotComparableError(
                 f"{previous}: the baseline there was made on snapshot {made_on}, the candidate "
