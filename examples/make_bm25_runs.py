@@ -23,14 +23,21 @@ Run from any directory:
 
 from __future__ import annotations
 
-import argparse
 import sys
 from collections.abc import Callable
 from pathlib import Path
 
 import bm25s
 import numpy as np
-from runfiles import BASELINES, DATA, full_text, read_jsonl, trec_lines, write_or_check
+from runfiles import (
+    BASELINES,
+    DATA,
+    full_text,
+    read_jsonl,
+    trec_lines,
+    wants_check,
+    write_or_check,
+)
 
 
 def title_only(doc: dict[str, str]) -> str:
@@ -69,18 +76,12 @@ def bm25_run(
 
 def main(argv: list[str] | None = None) -> int:
     """Command-line entry point; returns the exit code."""
-    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    parser.add_argument(
-        "--check",
-        action="store_true",
-        help="rebuild into a temp dir and compare with the shipped files",
-    )
-    args = parser.parse_args(argv)
+    check = wants_check(__doc__.splitlines()[0], argv)
     docs = read_jsonl(DATA / "corpus.jsonl")
     queries = read_jsonl(DATA / "queries.jsonl")
     status = 0
     for shipped, (tag, field) in RUNS.items():
-        status |= not write_or_check(shipped, bm25_run(docs, queries, field, tag), args.check)
+        status |= not write_or_check(shipped, bm25_run(docs, queries, field, tag), check)
     return status
 
 

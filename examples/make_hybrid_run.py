@@ -17,12 +17,11 @@ the shipped files, so dense float noise does not enter here).
 
 from __future__ import annotations
 
-import argparse
 import sys
 from collections import defaultdict
 from pathlib import Path
 
-from runfiles import BASELINES, DATA, trec_lines, write_or_check
+from runfiles import BASELINES, DATA, trec_lines, wants_check, write_or_check
 
 INPUTS = (BASELINES / "bm25.trec", DATA / "runs" / "dense.trec")
 OUTPUT = "hybrid.trec"
@@ -55,15 +54,10 @@ def fuse(runs: list[dict[str, dict[str, int]]]) -> list[str]:
 
 def main(argv: list[str] | None = None) -> int:
     """Command-line entry point; returns the exit code."""
-    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    parser.add_argument(
-        "--check",
-        action="store_true",
-        help="rebuild into a temp dir and compare with the shipped file",
-    )
-    args = parser.parse_args(argv)
+    check = wants_check(__doc__.splitlines()[0], argv)
     lines = fuse([read_ranks(path) for path in INPUTS])
-    return 0 if write_or_check(DATA / "runs" / OUTPUT, lines, args.check) else 1
+    return 0 if write_or_check(DATA / "runs" / OUTPUT, lines, check) else 1
+
 
 if __name__ == "__main__":
     sys.exit(main())

@@ -3,6 +3,7 @@ scores the way trec_eval orders them, and writing or checking run files."""
 
 from __future__ import annotations
 
+import argparse
 import filecmp
 import json
 import os
@@ -63,3 +64,12 @@ def write_or_check(shipped: Path, lines: list[str], check: bool) -> bool:
         same = filecmp.cmp(fresh, shipped, shallow=False)
     print(f"{shipped.name}: {'identical' if same else 'DIFFERS'}")
     return same
+
+
+def wants_check(description: str, argv: list[str] | None) -> bool:
+    """Parse a script's only option, ``--check``: rebuild into a temporary folder and compare
+    with the shipped files instead of writing them."""
+    parser = argparse.ArgumentParser(description=description)
+    parser.add_argument("--check", action="store_true",
+                        help="rebuild into a temp dir and compare with the shipped files")
+    return parser.parse_args(argv).check

@@ -29,14 +29,13 @@ from retrieval_gate.errors import InputError, NotComparableError
 from retrieval_gate.runmanifest import (
     MANIFEST_SUFFIX,
     current_commit,
-    load_run_manifest,
     manifest_path,
     read_run_manifest,
-    require_made_on,
+    run_of,
     utc_now,
 )
 from retrieval_gate.snapshot import load_snapshot, load_test_set
-from retrieval_gate.validate import score_on
+from retrieval_gate.validate import check_run
 
 
 @dataclass(frozen=True)
@@ -62,9 +61,8 @@ def approve_baseline(candidate: str | os.PathLike[str], to: str | os.PathLike[st
     snap = load_snapshot(snapshot)
     test_set = load_test_set(snap)
     candidate = Path(candidate)
-    manifest = load_run_manifest(candidate)
-    require_made_on(snap, (manifest, "candidate"))
-    means = score_on(snap, test_set, candidate).means()
+    checked = check_run(snap, test_set, candidate, "candidate")
+    means = checked.scores.means()
     folder = Path(to)
     if folder.exists() and not folder.is_dir():
         raise InputError(str(folder), "is a file, not a baseline folder",
@@ -75,14 +73,13 @@ def approve_baseline(candidate: str | os.PathLike[str], to: str | os.PathLike[st
                          "baseline folder (one run and its manifest)",
                          "approve into a folder of its own, such as baselines/NAME")
     for previous in old:
-        made_on = read_run_manifest(previous.with_name(previous.name[:-len(MANIFEST_SUFFIX)]),
-                                    previous).fingerprint
+        made_on = read_run_manifest(run_of(previous), previous).fingerprint
         if made_on != snap.fingerprint and not force:
             raise NotComparableError(
                 f"{previous}: the baseline there was made on snapshot {made_on}, the candidate "
                 f"on {snap.fingerprint} — pass --force to replace a baseline of another "
                 "snapshot")
-    document = dict(manifest.document)
+    document = dict(checked.manifest.document)
     document["approved"] = {"at": utc_now(), "by": approver(), "commit": current_commit(),
                             "scores": means}
     schema.validate(document, "run-manifest", str(manifest_path(folder / candidate.name)))
@@ -91,8 +88,7 @@ def approve_baseline(candidate: str | os.PathLike[str], to: str | os.PathLike[st
     targets = {run_target: None, manifest_path(run_target):
                json.dumps(document, indent=2, ensure_ascii=False) + "\n"}
     _swap_in(targets, candidate)
-    stale = [p for m in old for p in (m, m.with_name(m.name[:-len(MANIFEST_SUFFIX)]))
-             if p not in targets]
+    stale = [p for m in old for p in (m, run_of(m)) if p not in targets]
     for path in stale:
         path.unlink(missing_ok=True)
     return Approval(run_target, manifest_path(run_target),

@@ -25,7 +25,7 @@ from typing import Any
 import numpy as np
 
 from retrieval_gate.compare import bootstrap_ci, holm, minimum_detectable_drop, sign_test
-from retrieval_gate.errors import GateError, InputError
+from retrieval_gate.errors import InputError
 from retrieval_gate.measures import Measure, parse_measure
 from retrieval_gate.policy import GatePolicy, decide, exit_code, verdict
 from retrieval_gate.runmanifest import (
@@ -157,12 +157,9 @@ def _score_verified(snap: Snapshot, test_set: TestSet, runs: tuple[Path, Path],
         digests = pool.submit(lambda: [sha256_file(run) for run in runs])
         try:
             scores = tuple(score_on(snap, test_set, run, measures) for run in runs)
-        except GateError:
+        finally:
             for manifest, digest in zip(manifests, digests.result()):
                 verify_run_hash(manifest, digest)
-            raise
-        for manifest, digest in zip(manifests, digests.result()):
-            verify_run_hash(manifest, digest)
     return scores[0], scores[1]
 
 

@@ -40,14 +40,18 @@ def manifest_path(run: str | os.PathLike[str]) -> Path:
     return Path(f"{run}{MANIFEST_SUFFIX}")
 
 
+def run_of(manifest: Path) -> Path:
+    """The run a ``<run file>.manifest.json`` beside it describes."""
+    return manifest.with_name(manifest.name.removesuffix(MANIFEST_SUFFIX))
+
+
 def resolve_run(path: str | os.PathLike[str]) -> Path:
     """A run file, or a baseline folder holding exactly one run with its manifest (what
     ``gate baseline approve`` writes) → the run file."""
     given = Path(path)
     if not given.is_dir():
         return given
-    runs = sorted(m.with_name(m.name[:-len(MANIFEST_SUFFIX)])
-                  for m in given.glob(f"*{MANIFEST_SUFFIX}"))
+    runs = sorted(run_of(m) for m in given.glob(f"*{MANIFEST_SUFFIX}"))
     if len(runs) != 1:
         fix = (f"approve one with gate baseline approve --candidate RUN --to {given}" if not runs
                else "keep one run and its manifest in a baseline folder, or give the run file")

@@ -6,7 +6,7 @@ below GitHub's 1 MiB summary limit."""
 from __future__ import annotations
 
 from retrieval_gate.check import Report
-from retrieval_gate.report.text import headline, p_value, signed
+from retrieval_gate.report.text import headline, mean_cell, p_value, signed
 
 __all__ = ["MARKER", "report_markdown"]
 
@@ -45,8 +45,7 @@ def report_markdown(report: Report) -> str:
         decision = f"**{c.decision}**" if c.decision != "pass" else "pass"
         lines.append(
             f"| {c.measure} | {_escape(c.slice)} | {c.n} | "
-            f"{'-' if c.baseline_mean is None else f'{c.baseline_mean:.4f}'} | "
-            f"{'-' if c.candidate_mean is None else f'{c.candidate_mean:.4f}'} | "
+            f"{mean_cell(c.baseline_mean)} | {mean_cell(c.candidate_mean)} | "
             f"{signed(c.mean_diff)} | [{signed(c.ci_low)}, {signed(c.ci_high)}] | "
             f"{c.wins}/{c.losses}/{c.ties} | {p_value(c.sign_p)} ({p_value(c.sign_p_holm)}) | "
             f"{decision}{' ↑' if c.improvement else ''} |")

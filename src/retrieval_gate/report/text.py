@@ -6,7 +6,7 @@ from __future__ import annotations
 
 from retrieval_gate.check import Comparison, QueryChange, Report
 
-__all__ = ["headline", "p_value", "report_text", "signed"]
+__all__ = ["headline", "mean_cell", "p_value", "report_text", "signed"]
 
 _SHOWN = 10  # queries listed per section
 
@@ -38,7 +38,8 @@ def p_value(p: float) -> str:
     return "<0.001" if p < 0.001 else f"{p:.3g}"
 
 
-def _mean(value: float | None) -> str:
+def mean_cell(value: float | None) -> str:
+    """Four decimals, ``-`` for None (no query)."""
     return "-" if value is None else f"{value:.4f}"
 
 
@@ -49,7 +50,7 @@ def _decision(c: Comparison) -> str:
 def _table(comparisons: tuple[Comparison, ...]) -> list[str]:
     header = ["measure", "slice", "n", "baseline", "candidate", "Δ", "95% CI", "W/L/T",
               "sign p (Holm)", "margin", "decision"]
-    rows = [[c.measure, c.slice, str(c.n), _mean(c.baseline_mean), _mean(c.candidate_mean),
+    rows = [[c.measure, c.slice, str(c.n), mean_cell(c.baseline_mean), mean_cell(c.candidate_mean),
              signed(c.mean_diff), f"[{signed(c.ci_low)}, {signed(c.ci_high)}]",
              f"{c.wins}/{c.losses}/{c.ties}", f"{p_value(c.sign_p)} ({p_value(c.sign_p_holm)})",
              f"{c.margin:g}", _decision(c)] for c in comparisons]
