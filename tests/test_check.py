@@ -8,26 +8,13 @@ import shutil
 from pathlib import Path
 
 import pytest
-from click.testing import CliRunner
+from conftest import BASELINE, CRANFIELD, RUNS, SNAPSHOT, gate
 from jsonschema import Draft202012Validator
 
 from retrieval_gate.check import check
-from retrieval_gate.cli import cli
 from retrieval_gate.policy import GatedMeasure, GatePolicy, decide, exit_code, verdict
 from retrieval_gate.report.markdown import MARKER
 from retrieval_gate.schema import schema
-
-ROOT = Path(__file__).parent.parent
-CRANFIELD = ROOT / "examples" / "cranfield"
-SNAPSHOT = CRANFIELD / "snapshot.json"
-BASELINE = ROOT / "baselines" / "cranfield" / "bm25.trec"
-RUNS = CRANFIELD / "runs"
-
-
-def gate(*args: str | Path) -> tuple[int, str, str]:
-    result = CliRunner().invoke(cli, [str(a) for a in args])
-    assert "Traceback" not in result.output
-    return result.exit_code, result.stdout, result.stderr
 
 
 def gate_check(candidate: Path, *extra: str | Path, baseline: Path = BASELINE,

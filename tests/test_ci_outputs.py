@@ -10,20 +10,10 @@ from pathlib import Path
 from xml.etree import ElementTree
 
 import pytest
-from click.testing import CliRunner
+from conftest import ROOT, RUNS, gate
 
 from retrieval_gate import approve as approve_module
-from retrieval_gate.cli import cli
 from retrieval_gate.report.github import MAX_PER_KIND, escape_data, escape_property
-
-ROOT = Path(__file__).parent.parent
-RUNS = ROOT / "examples" / "cranfield" / "runs"
-
-
-def gate(*args: str | Path, env: dict[str, str] | None = None) -> tuple[int, str, str]:
-    result = CliRunner().invoke(cli, [str(a) for a in args], env=env)
-    assert "Traceback" not in result.output
-    return result.exit_code, result.stdout, result.stderr
 
 
 @pytest.fixture
@@ -50,16 +40,6 @@ def outputs(path: str) -> dict[str, str]:
     return found
 
 
-@pytest.fixture
-def repo(tmp_path: Path, monkeypatch) -> Path:
-    """A copy of this repository's example and zero-config table, as the current folder."""
-    root = tmp_path / "repo"
-    root.mkdir()
-    for name in ("examples", "baselines"):
-        shutil.copytree(ROOT / name, root / name)
-    shutil.copy(ROOT / "pyproject.toml", root / "pyproject.toml")
-    monkeypatch.chdir(root)
-    return root
 
 
 # -- escaping ---------------------------------------------------------------------------------

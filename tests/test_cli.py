@@ -7,24 +7,15 @@ import json
 from pathlib import Path
 
 import pytest
-from click.testing import CliRunner
-
-from retrieval_gate.cli import cli
-
-DATA = Path(__file__).parent / "data"
-SEEDS = DATA / "seeds"
-TREC = DATA / "trec_eval"
-CRANFIELD = Path(__file__).parent.parent / "examples" / "cranfield"
-BASELINE = Path(__file__).parent.parent / "baselines" / "cranfield" / "bm25.trec"
+from conftest import BASELINE, CRANFIELD, SEEDS, gate
 
 
-def gate(*args: str | Path) -> tuple[int, str, str]:
-    result = CliRunner().invoke(cli, ["score", *map(str, args)])
-    return result.exit_code, result.stdout, result.stderr
+def score(*args: str | Path) -> tuple[int, str, str]:
+    return gate("score", *args)
 
 
 def score_json(*args: str | Path) -> dict:
-    code, out, err = gate(*args, "--output-format", "json")
+    code, out, err = score(*args, "--output-format", "json")
     assert code == 0, err
     return json.loads(out)
 
@@ -84,12 +75,12 @@ def test_json_document_keys_defaults_and_determinism(tmp_path):
     assert doc["counts"]["answerable"] == 225
     first, second = tmp_path / "a.json", tmp_path / "b.json"
     for out in (first, second):
-        assert gate(*args, "--output-format", "json", "-o", out)[0] == 0
+        assert score(*args, "--output-format", "json", "-o", out)[0] == 0
     assert first.read_bytes() == second.read_bytes()
 
 
 def test_text_report_states_gain_threshold_and_mean():
-    code, out, _ = gate(SEEDS / "000_fixture.json", "-m", "nDCG@3", "-m", "RR@3", "--threshold",
+    code, out, _ = score(SEEDS / "000_fixture.json", "-m", "nDCG@3", "-m", "RR@3", "--threshold",
                         "2")
     assert code == 0
     assert "gain 2^g − 1" in out and "relevant = grade ≥ 2" in out
@@ -107,7 +98,7 @@ def test_linear_gain_matches_collection_readme():
 
 def test_k_sets_the_default_cutoff_and_conflicts_with_measures():
     assert score_json(SEEDS / "001_fixture.json", "-k", "3")["measures"][0] == "Recall@3"
-    code, _, err = gate(SEEDS / "001_fixture.json", "-k", "3", "-m", "P@3")
+    code, _, err = score(SEEDS / "001_fixture.json", "-k", "3", "-m", "P@3")
     assert code == 2 and "-k" in err
 
 
@@ -121,7 +112,7 @@ def write(path: Path, text: str) -> Path:
 def test_duplicates_first_keeps_the_best_rank(tmp_path):
     qrels = write(tmp_path / "q.txt", "q 0 b 1\n")
     run = write(tmp_path / "r.txt", "q Q0 a 1 3.0 t\nq Q0 b 2 2.0 t\nq Q0 a 3 1.0 t\n")
-    assert gate(qrels, run)[0] == 2
+    assert score(qrels, run)[0] == 2
     doc = score_json(qrels, run, "--duplicates", "first", "-m", "RR@10", "-m", "P")
     assert doc["per_query"]["q"] == {"RR@10": 0.5, "P": 0.5}  # a kept once, at rank 1
 
@@ -137,7 +128,7 @@ def test_doc_map_and_item_doc_ids_collapse_to_first_rank(tmp_path):
                   '{"query_id": "z", "items": []}\n')
     doc = score_json(qrels, items, "-m", "P@2", "--extra", "ignore")
     assert doc["per_query"]["q"] == {"P@2": 1.0}
-    code, _, err = gate(qrels, run, "--doc-map", write(tmp_path / "m2.tsv", "c1 D1\n"))
+    code, _, err = score(qrels, run, "--doc-map", write(tmp_path / "m2.tsv", "c1 D1\n"))
     assert code == 2 and "'c2' is not in the doc map" in err
 
 
@@ -146,14 +137,14 @@ def test_unjudged_error_and_judged_measure(tmp_path):
     run = write(tmp_path / "r.txt", "q Q0 a 1 3 t\nq Q0 x 2 2 t\nq Q0 b 3 1 t\n")
     doc = score_json(qrels, run, "-m", "Judged@2", "-m", "Judged@10", "-m", "Judged")
     assert doc["per_query"]["q"] == {"Judged@2": 0.5, "Judged@10": 2 / 3, "Judged": 2 / 3}
-    code, _, err = gate(qrels, run, "--unjudged", "error")
+    code, _, err = score(qrels, run, "--unjudged", "error")
     assert code == 2 and f"{run}:2:" in err and "'x'" in err
 
 
 def test_missing_zero_and_unlabeled_zero_warn(tmp_path):
     qrels = write(tmp_path / "q.txt", "q1 0 a 1\nq2 0 b 1\nq3 0 c 0\n")
     run = write(tmp_path / "r.txt", "q1 Q0 a 1 1 t\nq3 Q0 c 1 1 t\n")
-    code, _, err = gate(qrels, run, "--missing", "zero")
+    code, _, err = score(qrels, run, "--missing", "zero")
     assert code == 2 and "'q3' has no judgment at grade ≥ 1" in err
     doc = score_json(qrels, run, "--missing", "zero", "--unlabeled", "zero", "-m", "P@1")
     assert doc["per_query"] == {"q1": {"P@1": 1.0}, "q2": {"P@1": 0.0}, "q3": {"P@1": 0.0}}
@@ -213,7 +204,7 @@ def test_error_cases(tmp_path, case):
     qrels = write(tmp_path / "qrels.txt", qrels_text)
     run = write(tmp_path / "run.txt", run_text)
     out_file = tmp_path / "out.json"
-    code, out, err = gate(qrels, run, *args, "-o", out_file)
+    code, out, err = score(qrels, run, *args, "-o", out_file)
     assert code == 2
     assert out == "" and not out_file.exists()
     assert err.startswith("error: ") and err.count("\n") == 1 and "Traceback" not in err
@@ -229,24 +220,24 @@ def test_invalid_utf8_unreadable_and_directory(tmp_path):
     qrels = write(tmp_path / "q.txt", QRELS_OK)
     bad = tmp_path / "bad.txt"
     bad.write_bytes(b"q Q0 a 1 1 t\nq Q0 \xff 2 0.5 t\n")
-    code, _, err = gate(qrels, bad)
+    code, _, err = score(qrels, bad)
     assert code == 2 and f"{bad}:2: invalid UTF-8" in err
-    code, _, err = gate(qrels, tmp_path / "absent.txt")
+    code, _, err = score(qrels, tmp_path / "absent.txt")
     assert code == 2 and "file not found" in err
-    code, _, err = gate(qrels, tmp_path)
+    code, _, err = score(qrels, tmp_path)
     assert code == 2 and "is a directory" in err
 
 
 def test_json_errors_name_the_place(tmp_path):
     qrels = write(tmp_path / "q.json", '{"q": {"a": 1.5}}')
-    code, _, err = gate(qrels, write(tmp_path / "r.json", '{"q": ["a"]}'))
+    code, _, err = score(qrels, write(tmp_path / "r.json", '{"q": ["a"]}'))
     assert code == 2 and '$["q"]["a"]: grade 1.5 is not an integer' in err
-    code, _, err = gate(write(tmp_path / "q2.json", '{"q": ["a"]}'),
+    code, _, err = score(write(tmp_path / "q2.json", '{"q": ["a"]}'),
                         write(tmp_path / "r2.json", '{"q": {"a": 1, "a": 2}}'))
     assert code == 2 and "key 'a' appears twice" in err
-    code, _, err = gate(tmp_path / "q2.json", write(tmp_path / "r3.json", '{"q": ["a", ]}'))
+    code, _, err = score(tmp_path / "q2.json", write(tmp_path / "r3.json", '{"q": ["a", ]}'))
     assert code == 2 and "r3.json:1: invalid JSON" in err
-    code, _, err = gate(write(tmp_path / "q3.jsonl", '{"query_id": "q", "doc_id": "a", '
+    code, _, err = score(write(tmp_path / "q3.jsonl", '{"query_id": "q", "doc_id": "a", '
                               '"grade": 1}\n{"query_id": "q", "doc_id": "", "grade": 1}\n'),
                         tmp_path / "r2.json")
     assert code == 2 and "q3.jsonl:2: doc_id" in err
@@ -259,7 +250,7 @@ def test_internal_error_exits_70_without_traceback(monkeypatch):
         raise ZeroDivisionError("division by zero")
 
     monkeypatch.setattr(retrieval_gate.evaluate, "score_files", broken)
-    code, _, err = gate(SEEDS / "001_fixture.json")
+    code, _, err = score(SEEDS / "001_fixture.json")
     assert code == 70 and "bug" in err and "Traceback" not in err
 
 

@@ -570,7 +570,7 @@ def test_mdd_hand_computed():
     assert minimum_detectable_drop(d, 0.05, power=0.5) == pytest.approx(Z_975 * s / 2, rel=1e-12)
 
 
-# notes §4.5 (noncentral t, two-sided α = 0.05, power 0.8), σ_d = 0.10 and 0.20
+# Exact paired-t detectable drops (noncentral t, two-sided α = 0.05, power 0.8), σ_d = 0.10 and 0.20
 TABLE = {25: (0.058, 0.117), 50: (0.040, 0.081), 100: (0.028, 0.057), 200: (0.020, 0.040),
          500: (0.013, 0.025), 1000: (0.009, 0.018)}
 

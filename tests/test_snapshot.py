@@ -9,24 +9,17 @@ import shutil
 from pathlib import Path
 
 import pytest
-from click.testing import CliRunner
+from conftest import CRANFIELD, ROOT, gate
 from jsonschema import Draft202012Validator
 
-from retrieval_gate.cli import cli
 from retrieval_gate.runmanifest import comparability, load_run_manifest
 from retrieval_gate.schema import SCHEMA_NAMES, schema, schema_text
 from retrieval_gate.snapshot import fingerprint, load_snapshot
 
-ROOT = Path(__file__).parent.parent
-CRANFIELD = ROOT / "examples" / "cranfield"
 FREEZE = ["--queries-version", "q-v1", "--qrels-version", "j-v1", "--corpus-version", "c-v1",
           "--chunking-version", "whole", "--permissions-version", "public"]
 
 
-def gate(*args: str | Path) -> tuple[int, str, str]:
-    result = CliRunner().invoke(cli, [str(a) for a in args])
-    assert "Traceback" not in result.output
-    return result.exit_code, result.stdout, result.stderr
 
 
 @pytest.fixture

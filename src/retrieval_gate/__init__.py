@@ -17,7 +17,7 @@ __version__ = "0.1.0"
 _EXPORTS = {
     "GatePolicy": "retrieval_gate.policy",
     "GatedMeasure": "retrieval_gate.policy",
-    "Report": "retrieval_gate.check",
+    "Report": "retrieval_gate.report.model",
     "load_snapshot": "retrieval_gate.snapshot",
     "GateError": "retrieval_gate.errors",
     "InputError": "retrieval_gate.errors",

@@ -4,30 +4,25 @@ Steps: load the snapshot (schema, paths, file hashes) and its test set; load bot
 and require that both name the snapshot's fingerprint; score both runs per query under the
 snapshot's scoring policy; for every gated (measure, slice) compare the paired per-query
 differences (sign test, bootstrap interval, Holm across the family, minimum detectable drop);
-decide (:mod:`retrieval_gate.policy`); collect what a reviewer needs next (newly failing
-queries, largest per-query drops, warnings).
+decide (:func:`retrieval_gate.policy.compare`); collect what a reviewer needs next (newly
+failing queries, largest per-query drops, warnings) into a
+:class:`~retrieval_gate.report.model.Report`.
 
 Slices: ``all`` is every answerable query of the snapshot; any other slice name is a query tag.
-Each slice's bootstrap uses its own ``numpy.random.default_rng(seed)``, with one resample index
-set shared by all gated measures of the slice, so a slice's interval does not depend on which
-other slices are gated.
 """
 
 from __future__ import annotations
 
-import math
 import os
 from concurrent.futures import ThreadPoolExecutor
-from dataclasses import dataclass
 from pathlib import Path
-from typing import Any
 
 import numpy as np
 
-from retrieval_gate.compare import bootstrap_ci, holm, minimum_detectable_drop, sign_test
 from retrieval_gate.errors import InputError
 from retrieval_gate.measures import Measure, parse_measure
-from retrieval_gate.policy import GatePolicy, decide, exit_code, verdict
+from retrieval_gate.policy import Comparison, GatePolicy, compare, exit_code, verdict
+from retrieval_gate.report.model import QueryChange, Report, RunSummary
 from retrieval_gate.runmanifest import (
     RunManifest,
     read_run_manifest,
@@ -44,76 +39,6 @@ SMALL_N = 25  # below this many queries a slice gets a warning
 TOP_REGRESSIONS = 5  # per gated measure
 _LISTED = 10  # newly failing queries named in a warning
 _DEFAULT_POLICY = GatePolicy()
-
-
-@dataclass(frozen=True)
-class Comparison:
-    """One gated (measure, slice): the paired statistics and the decision. ``ci_note`` says why
-    the interval is not a plain bootstrap interval (no query, no spread, BCa undefined)."""
-
-    measure: str
-    slice: str
-    n: int
-    baseline_mean: float | None
-    candidate_mean: float | None
-    mean_diff: float
-    ci_low: float
-    ci_high: float
-    ci_method: str
-    ci_note: str | None
-    wins: int
-    losses: int
-    ties: int
-    sign_p: float
-    sign_p_two_sided: float
-    sign_p_holm: float
-    mde: float | None
-    margin: float
-    decision: str
-    improvement: bool
-
-
-@dataclass(frozen=True)
-class RunSummary:
-    """One side of the comparison: the run file, its manifest's system, its mean scores, and
-    the share of unjudged items in its top ``k``."""
-
-    path: str
-    sha256: str
-    system: dict[str, Any]
-    means: dict[str, float | None]
-    unjudged_share: float | None
-
-
-@dataclass(frozen=True)
-class QueryChange:
-    """A per-query value of one measure in both runs."""
-
-    measure: str
-    query: str
-    text: str
-    baseline: float
-    candidate: float
-
-    @property
-    def diff(self) -> float:
-        return self.candidate - self.baseline
-
-
-@dataclass(frozen=True)
-class Report:
-    verdict: str
-    exit_code: int
-    snapshot: Snapshot
-    baseline: RunSummary
-    candidate: RunSummary
-    policy: GatePolicy
-    config: str | None
-    comparisons: tuple[Comparison, ...]
-    hit_measure: str
-    newly_failing: tuple[QueryChange, ...]
-    top_regressions: tuple[QueryChange, ...]
-    warnings: tuple[str, ...]
 
 
 def check(snapshot: str | os.PathLike[str], baseline: str | os.PathLike[str],
@@ -136,7 +61,9 @@ def check(snapshot: str | os.PathLike[str], baseline: str | os.PathLike[str],
     measures = tuple(dict.fromkeys((*snap.measures, hit, judged)))
     base, cand = _score_verified(snap, test_set, (baseline, candidate), manifests, measures)
 
-    comparisons = _compare(base, cand, gated, slices, policy)
+    columns = [base.measures.index(m) for m in gated]
+    comparisons = compare(base.values[:, columns], cand.values[:, columns],
+                          [str(m) for m in gated], slices, policy)
     texts = {q.id: q.text for q in test_set.queries}
     newly_failing = _newly_failing(base, cand, hit, texts)
     warnings = _warnings(base, cand, comparisons, newly_failing, judged, cutoff)
@@ -203,51 +130,6 @@ def _slices(test_set: TestSet, policy: GatePolicy, config: str | None
                              '$["slices"]')
         slices[name] = np.asarray(members)
     return slices
-
-
-def _compare(base: Scores, cand: Scores, gated: tuple[Measure, ...],
-             slices: dict[str, np.ndarray], policy: GatePolicy) -> tuple[Comparison, ...]:
-    columns = [base.measures.index(m) for m in gated]
-    rows: list[dict[str, Any]] = []
-    for name, members in slices.items():
-        b = base.values[np.ix_(members, columns)].T
-        c = cand.values[np.ix_(members, columns)].T
-        d = c - b
-        intervals = bootstrap_ci(d, rng=np.random.default_rng(policy.seed),
-                                 resamples=policy.resamples, alpha=policy.alpha,
-                                 method=policy.bootstrap)
-        for j, (measure, interval) in enumerate(zip(gated, intervals)):
-            n = len(members)
-            signs = sign_test(d[j], policy.tie_band)
-            rows.append({
-                "measure": str(measure), "slice": name, "n": n,
-                "baseline_mean": _mean(b[j]), "candidate_mean": _mean(c[j]),
-                "mean_diff": _mean(d[j]) or 0.0,
-                "ci_low": interval.low, "ci_high": interval.high, "ci_method": interval.method,
-                "ci_note": interval.fallback or _interval_note(interval.method),
-                "wins": signs.wins, "losses": signs.losses, "ties": signs.ties,
-                "sign_p": signs.p_regression, "sign_p_two_sided": signs.p_two_sided,
-                "mde": minimum_detectable_drop(d[j], policy.alpha, policy.power),
-                "margin": policy.gates[j].margin,
-            })
-    adjusted = holm([r["sign_p"] for r in rows])
-    comparisons = []
-    for row, p_holm in zip(rows, adjusted.tolist()):
-        decision = decide(row["n"], row["mean_diff"], row["ci_low"], row["ci_high"], p_holm,
-                          row["margin"], policy.alpha)
-        comparisons.append(Comparison(**row, sign_p_holm=p_holm, decision=decision,
-                                      improvement=row["n"] > 0 and row["ci_low"] > 0))
-    return tuple(comparisons)
-
-
-def _mean(values: np.ndarray) -> float | None:
-    """Exact macro mean (``math.fsum``), None for no value."""
-    return math.fsum(values.tolist()) / len(values) if len(values) else None
-
-
-def _interval_note(method: str) -> str | None:
-    return {"constant": "every query has the same difference: the interval is that value",
-            "empty": "no query in this slice"}.get(method)
 
 
 def _newly_failing(base: Scores, cand: Scores, hit: Measure, texts: dict[str, str]

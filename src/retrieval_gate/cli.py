@@ -1,5 +1,5 @@
 """The ``gate`` command. Click commands only: parse options, call the library, render, and map
-errors to exit codes (DESIGN §6). Heavy modules are imported inside the commands, so that
+errors to exit codes. Heavy modules are imported inside the commands, so that
 ``gate --help`` stays instant."""
 
 from __future__ import annotations

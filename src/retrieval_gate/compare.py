@@ -1,4 +1,4 @@
-"""Paired statistics on per-query differences (DESIGN §5).
+"""Paired statistics on per-query differences.
 
 Everything here works on plain numpy arrays of per-query differences ``d_q = candidate_q −
 baseline_q`` over one slice's answerable queries; the module knows no files, measures or
@@ -466,7 +466,7 @@ def minimum_detectable_drop(
     ``MDD = (z_{1−α/2} + z_{power}) · s_d / √n`` with ``s_d`` the sample standard deviation of
     ``d`` (ddof = 1) and ``z_q = Φ⁻¹(q)``: the two-sided level-α test, matching the two-sided
     ``1 − α`` interval the decision uses. This is the normal (known-variance) approximation; the
-    exact paired-t answer (noncentral t, as in notes §4.5) is slightly larger for small n
+    exact paired-t answer (from the noncentral t distribution) is slightly larger for small n
     (about 4% at n = 25, under 0.5% at n = 1000 — e.g. σ_d = 0.10, α = 0.05, power 0.8:
     0.0560 vs 0.058 at n = 25). It is a property of n and the observed spread, not a
     statement about the observed mean.

@@ -21,7 +21,7 @@ UnlabeledPolicy = Literal["error", "zero"]
 
 @dataclass(frozen=True)
 class ScoringPolicy:
-    """How scoring treats the inputs' edge cases (DESIGN §3–4).
+    """How scoring treats the inputs' edge cases.
 
     - ``threshold``: an item is relevant for binary measures iff its grade ≥ threshold (never
       applied to nDCG gains); negative grades are never relevant.

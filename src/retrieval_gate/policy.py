@@ -1,4 +1,4 @@
-"""The gate's policy and its decision rule (DESIGN §5–6).
+"""The gate's policy, its decision rule, and the paired comparison of two runs' per-query values.
 
 For one gated (measure, slice) with margin δ (the largest mean drop that is not material), the
 mean per-query difference d̄ = mean(candidate − baseline), the two-sided 1 − α bootstrap interval
@@ -16,9 +16,14 @@ The overall verdict is ``regression`` if any comparison is, else ``inconclusive`
 
 from __future__ import annotations
 
+import math
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
-from typing import Literal
+from typing import Any, Literal
 
+import numpy as np
+
+from retrieval_gate.compare import bootstrap_ci, holm, minimum_detectable_drop, sign_test
 from retrieval_gate.errors import EXIT_INCONCLUSIVE, EXIT_PASS, EXIT_REGRESSION
 
 Decision = Literal["pass", "regression", "inconclusive"]
@@ -93,3 +98,83 @@ def exit_code(overall: Decision, fail_on: FailOn) -> int:
     if overall == "regression":
         return EXIT_REGRESSION
     return EXIT_INCONCLUSIVE if fail_on == "inconclusive" else EXIT_PASS
+
+
+@dataclass(frozen=True)
+class Comparison:
+    """One gated (measure, slice): the paired statistics and the decision. ``ci_note`` says why
+    the interval is not a plain bootstrap interval (no query, no spread, BCa undefined)."""
+
+    measure: str
+    slice: str
+    n: int
+    baseline_mean: float | None
+    candidate_mean: float | None
+    mean_diff: float
+    ci_low: float
+    ci_high: float
+    ci_method: str
+    ci_note: str | None
+    wins: int
+    losses: int
+    ties: int
+    sign_p: float
+    sign_p_two_sided: float
+    sign_p_holm: float
+    mde: float | None
+    margin: float
+    decision: Decision
+    improvement: bool
+
+
+def compare(baseline: np.ndarray, candidate: np.ndarray, measures: Sequence[str],
+            slices: Mapping[str, np.ndarray], policy: GatePolicy) -> tuple[Comparison, ...]:
+    """Every gated (measure, slice) comparison, decided: a pure function of per-query values.
+
+    ``baseline`` and ``candidate`` have shape (queries, measures): column j holds the values of
+    ``measures[j]``, gated with the margin of ``policy.gates[j]``, and row i the same query in
+    both. ``slices`` maps a slice name to the row positions of its queries. Per slice, one
+    bootstrap with ``numpy.random.default_rng(policy.seed)`` resamples the slice's queries for
+    all measures at once (so a slice's interval does not depend on which other slices are
+    gated); the sign tests of every (measure, slice) form one Holm family. Comparisons come
+    slice by slice, measures in order."""
+    rows: list[dict[str, Any]] = []
+    for name, members in slices.items():
+        b = baseline[members].T
+        c = candidate[members].T
+        d = c - b
+        intervals = bootstrap_ci(d, rng=np.random.default_rng(policy.seed),
+                                 resamples=policy.resamples, alpha=policy.alpha,
+                                 method=policy.bootstrap)
+        for j, (measure, interval) in enumerate(zip(measures, intervals)):
+            n = len(members)
+            signs = sign_test(d[j], policy.tie_band)
+            rows.append({
+                "measure": measure, "slice": name, "n": n,
+                "baseline_mean": _mean(b[j]), "candidate_mean": _mean(c[j]),
+                "mean_diff": _mean(d[j]) or 0.0,
+                "ci_low": interval.low, "ci_high": interval.high, "ci_method": interval.method,
+                "ci_note": interval.fallback or _interval_note(interval.method),
+                "wins": signs.wins, "losses": signs.losses, "ties": signs.ties,
+                "sign_p": signs.p_regression, "sign_p_two_sided": signs.p_two_sided,
+                "mde": minimum_detectable_drop(d[j], policy.alpha, policy.power),
+                "margin": policy.gates[j].margin,
+            })
+    adjusted = holm([r["sign_p"] for r in rows])
+    comparisons = []
+    for row, p_holm in zip(rows, adjusted.tolist()):
+        decision = decide(row["n"], row["mean_diff"], row["ci_low"], row["ci_high"], p_holm,
+                          row["margin"], policy.alpha)
+        comparisons.append(Comparison(**row, sign_p_holm=p_holm, decision=decision,
+                                      improvement=row["n"] > 0 and row["ci_low"] > 0))
+    return tuple(comparisons)
+
+
+def _mean(values: np.ndarray) -> float | None:
+    """Exact macro mean (``math.fsum``), None for no value."""
+    return math.fsum(values.tolist()) / len(values) if len(values) else None
+
+
+def _interval_note(method: str) -> str | None:
+    return {"constant": "every query has the same difference: the interval is that value",
+            "empty": "no query in this slice"}.get(method)

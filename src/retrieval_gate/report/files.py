@@ -6,10 +6,10 @@ from __future__ import annotations
 import os
 from pathlib import Path
 
-from retrieval_gate.check import Report
 from retrieval_gate.formats.atomic import write_text_atomic
 from retrieval_gate.report.json import report_json
 from retrieval_gate.report.markdown import report_markdown
+from retrieval_gate.report.model import Report
 from retrieval_gate.report.text import report_text
 
 __all__ = ["write_reports"]

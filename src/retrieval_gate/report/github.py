@@ -19,9 +19,9 @@ import uuid
 from collections.abc import Mapping
 from pathlib import Path
 
-from retrieval_gate.check import Report
 from retrieval_gate.errors import EXIT_INVALID, EXIT_NOT_COMPARABLE
 from retrieval_gate.report.markdown import MARKER
+from retrieval_gate.report.model import Report
 from retrieval_gate.report.text import signed
 
 __all__ = ["annotations", "error_verdict", "escape_data", "escape_property", "publish",

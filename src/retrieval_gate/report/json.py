@@ -9,7 +9,7 @@ from __future__ import annotations
 import dataclasses
 from typing import Any
 
-from retrieval_gate.check import Report, RunSummary
+from retrieval_gate.report.model import Report, RunSummary
 from retrieval_gate.report.scores import to_json
 
 __all__ = ["report_document", "report_json"]

@@ -8,7 +8,7 @@ from __future__ import annotations
 
 from xml.etree import ElementTree
 
-from retrieval_gate.check import Report
+from retrieval_gate.report.model import Report
 from retrieval_gate.report.text import p_value, signed
 
 __all__ = ["report_junit"]

@@ -5,7 +5,7 @@ below GitHub's 1 MiB summary limit."""
 
 from __future__ import annotations
 
-from retrieval_gate.check import Report
+from retrieval_gate.report.model import Report
 from retrieval_gate.report.text import headline, mean_cell, p_value, signed
 
 __all__ = ["MARKER", "report_markdown"]

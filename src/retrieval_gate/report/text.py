@@ -4,7 +4,7 @@ largest per-query drops, warnings, definitions."""
 
 from __future__ import annotations
 
-from retrieval_gate.check import Comparison, QueryChange, Report
+from retrieval_gate.report.model import Comparison, QueryChange, Report
 
 __all__ = ["headline", "mean_cell", "p_value", "report_text", "signed"]
 

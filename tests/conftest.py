@@ -1,0 +1,43 @@
+"""Shared test helpers: the repository's paths and ``gate(...)``, which runs the command line
+through click's CliRunner and checks that nothing escaped as a traceback."""
+
+from __future__ import annotations
+
+import shutil
+from pathlib import Path
+
+import pytest
+from click.testing import CliRunner
+
+from retrieval_gate.cli import cli
+
+ROOT = Path(__file__).resolve().parent.parent
+DATA = ROOT / "tests" / "data"
+SEEDS = DATA / "seeds"
+TREC = DATA / "trec_eval"
+CRANFIELD = ROOT / "examples" / "cranfield"
+SNAPSHOT = CRANFIELD / "snapshot.json"
+RUNS = CRANFIELD / "runs"
+BASELINE = ROOT / "baselines" / "cranfield" / "bm25.trec"
+
+
+def gate(*args: str | Path, env: dict[str, str] | None = None) -> tuple[int, str, str]:
+    """Run ``gate ARGS...``; return (exit code, stdout, stderr). Fails the test if an exception
+    escaped the command or a traceback was printed."""
+    result = CliRunner().invoke(cli, [str(a) for a in args], env=env)
+    assert "Traceback" not in result.output
+    if result.exception is not None and not isinstance(result.exception, SystemExit):
+        raise result.exception
+    return result.exit_code, result.stdout, result.stderr
+
+
+@pytest.fixture
+def repo(tmp_path: Path, monkeypatch) -> Path:
+    """A copy of this repository's example and zero-config table, as the current folder."""
+    root = tmp_path / "repo"
+    root.mkdir()
+    for name in ("examples", "baselines"):
+        shutil.copytree(ROOT / name, root / name)
+    shutil.copy(ROOT / "pyproject.toml", root / "pyproject.toml")
+    monkeypatch.chdir(root)
+    return root
