@@ -14,6 +14,8 @@ EXIT_INVALID = 2
 EXIT_NOT_COMPARABLE = 3
 EXIT_INCONCLUSIVE = 4
 EXIT_INTERNAL = 70
+EXIT_ENVIRONMENT = 74  # sysexits EX_IOERR: the machine refused (disk full, no permission, ...)
+EXIT_INTERRUPTED = 130  # 128 + SIGINT, the shell's code for a Ctrl-C
 
 
 class GateError(Exception):
@@ -54,3 +56,11 @@ class ManyErrors(GateError):
         self.errors = list(errors)
         self.exit_code = self.errors[0].exit_code
         super().__init__("\n".join(str(e) for e in self.errors))
+
+
+class EnvironmentFault(GateError):
+    """The machine refused an operation on valid input: a disk full, an output folder that
+    cannot be created or written, standard output closed (exit 74). Nothing is left
+    half-written; running again once the fault is fixed gives the result."""
+
+    exit_code = EXIT_ENVIRONMENT

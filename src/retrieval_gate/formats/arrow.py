@@ -30,7 +30,6 @@ _MIN_BYTES = 1 << 24  # below this, importing pyarrow costs more than it saves
 _BLOCK = 1 << 22  # bytes per CSV block (the unit of work of a thread)
 _REGION = 1 << 25  # bytes of whole lines parsed at a time
 _COLUMNS = ["qid", "q0", "docid", "rank", "score", "tag"]
-_M_TRIM_THRESHOLD, _M_MMAP_THRESHOLD = -1, -3  # mallopt parameters (glibc's malloc.h)
 
 
 def read_trec_run(path: str | os.PathLike[str], name: str, detect: bool) -> RunRows | None:
@@ -56,24 +55,7 @@ def read_trec_run(path: str | os.PathLike[str], name: str, detect: bool) -> RunR
         return None  # JSON (a run the fast path takes never starts with white space)
     if not plain_bytes(mapped):
         return None
-    _keep_freed_memory()
     return _read_columns(mapped, name)
-
-
-def _keep_freed_memory() -> None:
-    """Ask glibc's malloc to serve blocks under 32 MiB from its heap and to keep up to 64 MiB
-    of freed memory there, instead of returning it to the system at once: the reader's
-    per-batch numpy temporaries then reuse their pages rather than fault in new ones (on a
-    7M-line run, about 5 thousand page faults instead of 150 thousand). The setting lasts for
-    the process; other C libraries (no ``mallopt``) are left alone."""
-    import ctypes
-
-    try:
-        mallopt = ctypes.CDLL(None).mallopt
-    except (OSError, AttributeError, TypeError):
-        return
-    mallopt(_M_TRIM_THRESHOLD, 64 << 20)
-    mallopt(_M_MMAP_THRESHOLD, 32 << 20)
 
 
 def _release(mapped: mmap.mmap, start: int, end: int) -> None:
