@@ -40,8 +40,6 @@ def outputs(path: str) -> dict[str, str]:
     return found
 
 
-
-
 # -- escaping ---------------------------------------------------------------------------------
 
 def test_annotation_escaping():

@@ -150,7 +150,7 @@ def test_missing_zero_and_unlabeled_zero_warn(tmp_path):
     assert doc["per_query"] == {"q1": {"P@1": 1.0}, "q2": {"P@1": 0.0}, "q3": {"P@1": 0.0}}
     assert doc["means"]["P@1"] == 1 / 3
     assert any("'q2'" in w and "missing" in w for w in doc["warnings"])
-    assert any("'q3'" in w and "--unlabeled zero" in w for w in doc["warnings"])
+    assert any("'q3'" in w and "unlabeled: zero" in w for w in doc["warnings"])
 
 
 def test_per_measure_threshold(tmp_path):

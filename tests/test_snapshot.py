@@ -20,8 +20,6 @@ FREEZE = ["--queries-version", "q-v1", "--qrels-version", "j-v1", "--corpus-vers
           "--chunking-version", "whole", "--permissions-version", "public"]
 
 
-
-
 @pytest.fixture
 def testset(tmp_path: Path) -> Path:
     """A small test set: four queries (one unanswerable), graded qrels, two runs."""
@@ -377,3 +375,47 @@ def test_shipped_cranfield_example_validates():
     snap = load_snapshot(CRANFIELD / "snapshot.json")
     assert snap.document["corpus"]["path"] == "corpus.jsonl"
     assert snap.name == "cranfield"
+
+
+# -- one vocabulary for the scoring policy ---------------------------------------------------
+
+def test_policy_vocabulary_is_the_schemas_and_the_options():
+    from retrieval_gate.scoring_policy import POLICY_NAMES, ScoringPolicy, policy_choices
+
+    scoring = schema("snapshot")["properties"]["scoring"]["properties"]
+    for name in POLICY_NAMES:
+        assert tuple(scoring[name]["enum"]) == policy_choices(name)
+        assert scoring[name]["default"] == getattr(ScoringPolicy(), name) == policy_choices(name)[0]
+    code, out, _ = gate("score", "--help")
+    assert code == 0 and all(f"--{name}" in out for name in POLICY_NAMES)
+    with pytest.raises(ValueError, match="duplicates must be one of error, first"):
+        ScoringPolicy(duplicates="last")
+
+
+def test_errors_say_how_to_change_the_policy_where_it_was_set(testset):
+    """`gate score` takes the policy from options; `gate run-manifest` from the snapshot,
+    which has no --duplicates option: its advice names the snapshot instead."""
+    assert freeze(testset)[0] == 0
+    (testset / "dup.trec").write_text("q1 Q0 d1 1 3 b\nq1 Q0 d1 2 2 b\nq2 Q0 d5 1 1 b\n"
+                                      "q3 Q0 d4 1 1 b\n")
+    code, _, err = gate("run-manifest", "--snapshot", testset / "snapshot.json", "--run",
+                        testset / "dup.trec")
+    assert code == 2 and "appears twice" in err
+    assert "pass --duplicates" not in err and '"duplicates": "first" in the snapshot' in err
+    code, _, err = gate("score", testset / "qrels.tsv", testset / "dup.trec", "--unlabeled",
+                        "zero")
+    assert code == 2 and "pass --duplicates first" in err
+
+
+def test_unlabeled_zero_warning_says_what_ndcg_still_counts(tmp_path):
+    """A query whose only judgments are below the threshold: binary measures 0, nDCG not."""
+    (tmp_path / "q.tsv").write_text("q1 0 a 1\nq1 0 b 2\nq2 0 c 2\n")
+    (tmp_path / "r.trec").write_text("q1 Q0 a 1 2 t\nq2 Q0 c 1 1 t\n")
+    code, out, err = gate("score", tmp_path / "q.tsv", tmp_path / "r.trec", "--threshold", "3",
+                          "--unlabeled", "zero", "-m", "nDCG@10", "-m", "Recall@10",
+                          "--output-format", "json")
+    assert code == 0, err
+    doc = json.loads(out)
+    assert doc["per_query"]["q1"]["Recall@10"] == 0.0
+    assert doc["per_query"]["q2"]["nDCG@10"] == 1.0 and doc["per_query"]["q1"]["nDCG@10"] > 0
+    assert any("binary measures are 0" in w and "nDCG counts" in w for w in doc["warnings"])

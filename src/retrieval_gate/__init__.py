@@ -26,7 +26,7 @@ _EXPORTS = {
     "parse_measures": "retrieval_gate.measures",
     "Qrels": "retrieval_gate.model",
     "Query": "retrieval_gate.model",
-    "ScoringPolicy": "retrieval_gate.model",
+    "ScoringPolicy": "retrieval_gate.scoring_policy",
     "Scores": "retrieval_gate.scoring",
     "score_run": "retrieval_gate.scoring",
 }

@@ -17,15 +17,6 @@ from retrieval_gate.errors import (
     GateError,
 )
 
-_POLICY_HELP = {
-    "unjudged": "An unjudged item is non-relevant (default) or an error.",
-    "duplicates": "An item repeated in one ranking is an error (default) or keeps its first rank.",
-    "missing": "A query absent from the run is an error (default) or scores 0 (trec_eval -c).",
-    "extra": "A run query outside the qrels / query set is an error (default) or ignored.",
-    "unlabeled": "An answerable query without a relevant judgment is an error (default) or "
-                 "scores 0 with a warning.",
-}
-
 
 class _Gate(click.Group):
     """Turns GateError into ``error: message`` and its exit code; an OSError that no reader
@@ -99,12 +90,13 @@ def _keep_freed_memory() -> None:
 
 
 def _policy_options(command):
-    for name in reversed(list(_POLICY_HELP)):
-        choices = {"unjudged": ("nonrelevant", "error"), "duplicates": ("error", "first"),
-                   "missing": ("error", "zero"), "extra": ("error", "ignore"),
-                   "unlabeled": ("error", "zero")}[name]
+    """The ``--threshold`` option and one option per scoring policy (model.POLICY_HELP)."""
+    from retrieval_gate.scoring_policy import POLICY_HELP, POLICY_NAMES, policy_choices
+
+    for name in reversed(POLICY_NAMES):
+        choices = policy_choices(name)
         command = click.option(f"--{name}", type=click.Choice(choices), default=choices[0],
-                               show_default=True, help=_POLICY_HELP[name])(command)
+                               show_default=True, help=POLICY_HELP[name])(command)
     return click.option("--threshold", type=int, default=1, show_default=True,
                         help="Relevant = grade ≥ N, for binary measures (never nDCG gains).")(
         command)
@@ -133,8 +125,8 @@ def score(files, measures, k, threshold, unjudged, duplicates, missing, extra, u
     """Score a run per query: gate score QRELS RUN, or gate score FIXTURE.json."""
     from retrieval_gate.evaluate import choose_measures, score_files
     from retrieval_gate.formats.atomic import write_text_atomic
-    from retrieval_gate.model import ScoringPolicy
     from retrieval_gate.report.scores import scores_document, scores_text, to_json
+    from retrieval_gate.scoring_policy import ScoringPolicy
 
     policy = ScoringPolicy(threshold, unjudged, duplicates, missing, extra, unlabeled)
     chosen = choose_measures(measures, k)
@@ -214,7 +206,7 @@ def freeze(queries, queries_version, qrels, qrels_version, corpus_version, corpu
            chunking_version, chunking_params, permissions_version, permissions_file, name,
            measures, gain, threshold, unjudged, duplicates, missing, extra, unlabeled, output):
     """Pin queries, qrels, corpus, chunking, permissions and the scoring policy."""
-    from retrieval_gate.model import ScoringPolicy
+    from retrieval_gate.scoring_policy import ScoringPolicy
     from retrieval_gate.snapshot import freeze as freeze_snapshot
 
     frozen = freeze_snapshot(

@@ -9,8 +9,8 @@ from typing import Any
 from retrieval_gate.errors import InputError
 from retrieval_gate.formats import read_doc_map, read_fixture, read_qrels, read_queries, read_run
 from retrieval_gate.measures import Measure, default_measures, parse_measures
-from retrieval_gate.model import ScoringPolicy
 from retrieval_gate.scoring import Scores, score_run
+from retrieval_gate.scoring_policy import ScoringPolicy
 
 DEFAULT_K = 10
 

@@ -1,4 +1,4 @@
-"""The data the gate works on: queries, judgments, runs, and the scoring policy.
+"""The data the gate works on: queries, judgments and runs.
 
 Runs are columnar (numpy arrays, one row per retrieved item) so that scoring can be vectorised
 over queries; item ids are UTF-8 byte strings (numpy ``S`` dtype), whose order is the byte order
@@ -8,50 +8,9 @@ trec_eval uses to break score ties.
 from __future__ import annotations
 
 from dataclasses import dataclass, field
-from typing import Literal, Protocol
+from typing import Protocol
 
 import numpy as np
-
-UnjudgedPolicy = Literal["nonrelevant", "error"]
-DuplicatesPolicy = Literal["error", "first"]
-MissingPolicy = Literal["error", "zero"]
-ExtraPolicy = Literal["error", "ignore"]
-UnlabeledPolicy = Literal["error", "zero"]
-
-
-@dataclass(frozen=True)
-class ScoringPolicy:
-    """How scoring treats the inputs' edge cases.
-
-    - ``threshold``: an item is relevant for binary measures iff its grade ≥ threshold (never
-      applied to nDCG gains); negative grades are never relevant.
-    - ``unjudged``: an item absent from the query's judgments (or judged with a negative grade,
-      trec_eval's "in pool, unjudged") is non-relevant, or an error.
-    - ``duplicates``: an item id repeated in one ranking is an error, or only its first
-      (best-ranked) occurrence is kept.
-    - ``missing``: a query of the query set absent from the run is an error, or scores 0 on every
-      measure (trec_eval ``-c``).
-    - ``extra``: a run query outside the query set is an error, or ignored (trec_eval's default).
-    - ``unlabeled``: an answerable query with no judgment at or above the threshold is an error
-      (missing labels are not a zero), or scores 0 as trec_eval does, with a warning.
-    """
-
-    threshold: int = 1
-    unjudged: UnjudgedPolicy = "nonrelevant"
-    duplicates: DuplicatesPolicy = "error"
-    missing: MissingPolicy = "error"
-    extra: ExtraPolicy = "error"
-    unlabeled: UnlabeledPolicy = "error"
-
-    def as_dict(self) -> dict[str, object]:
-        return {
-            "threshold": self.threshold,
-            "unjudged": self.unjudged,
-            "duplicates": self.duplicates,
-            "missing": self.missing,
-            "extra": self.extra,
-            "unlabeled": self.unlabeled,
-        }
 
 
 @dataclass(frozen=True)

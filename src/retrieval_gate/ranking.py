@@ -271,11 +271,14 @@ def _within_depth(qcodes: np.ndarray, kept: np.ndarray | None, depth: int, n_que
 
 
 def rank_run(rows: RunRows, duplicates: str = "error",
-             doc_map: dict[str, str] | None = None, depth: int | None = None) -> RankedRun:
+             doc_map: dict[str, str] | None = None, depth: int | None = None,
+             repeat_fix: str = "remove the repeat") -> RankedRun:
     """Order each query's items (trec_eval's rule), apply the duplicates policy, then collapse
     items to documents (``doc_map`` or the items' own ``doc_id``), keeping each document's
     first (best) rank. An item missing from ``doc_map`` is an error. With ``depth``, only the
-    first ``depth`` items of each query are kept (after all checks, which see every item)."""
+    first ``depth`` items of each query are kept (after all checks, which see every item).
+    ``repeat_fix`` is the advice of the error for a repeated item under ``duplicates="error"``
+    (it depends on where the policy was set)."""
     items = rows.items
     order = trec_order(rows.qcodes, rows.scores, lambda r: take_items(items, r))
     qcodes = order.qcodes
@@ -286,7 +289,7 @@ def rank_run(rows: RunRows, duplicates: str = "error",
     def line(position: int) -> int | None:
         return None if rows.lines is None else int(rows.lines[order.rows(np.array([position]))[0]])
 
-    keep = _first_items(rows, order, fetch, line, duplicates)  # None: every row is kept
+    keep = _first_items(rows, order, fetch, line, duplicates, repeat_fix)  # None: all kept
     docs = None  # ordered document ids, when they differ from the item ids
     if doc_map is not None or rows.doc_ids is not None:
         docs = (order.arranged(rows.doc_ids) if rows.doc_ids is not None
@@ -313,7 +316,8 @@ def rank_run(rows: RunRows, duplicates: str = "error",
 
 
 def _first_items(rows: RunRows, order: TrecOrder, fetch: Fetch,
-                 line: Callable[[int], int | None], duplicates: str) -> np.ndarray | None:
+                 line: Callable[[int], int | None], duplicates: str, repeat_fix: str
+                 ) -> np.ndarray | None:
     """The duplicates policy on the ordered rows: None when no item repeats within a query,
     else the mask of first occurrences (policy ``first``); a repeat under policy ``error`` is
     an InputError naming the later occurrence. ``fetch`` and ``line`` take ordered positions."""
@@ -325,7 +329,7 @@ def _first_items(rows: RunRows, order: TrecOrder, fetch: Fetch,
         first = int(np.flatnonzero(~keep)[0])
         raise InputError(rows.source, f"item '{fetch(np.array([first]))[0].decode()}' appears "
                          f"twice in the ranking of query '{rows.query_ids[order.qcodes[first]]}'",
-                         "remove the repeat, or pass --duplicates first to keep its best rank",
+                         repeat_fix,
                          line(first))
     return keep
 

@@ -3,7 +3,7 @@ queries.
 
 Which queries are scored: the answerable queries of the query set (``queries``), or, without
 one, every query of the qrels. Unanswerable queries are listed apart and never averaged. The
-policies of :class:`~retrieval_gate.model.ScoringPolicy` decide what happens to queries missing
+policies of :class:`~retrieval_gate.scoring_policy.ScoringPolicy` decide what happens to queries missing
 from the run, run queries outside the set, answerable queries without a relevant judgment,
 repeated items and unjudged items. Means are macro averages (each query weighs the same),
 summed exactly (``math.fsum``).
@@ -19,8 +19,9 @@ import numpy as np
 
 from retrieval_gate.errors import InputError
 from retrieval_gate.measures import Measure
-from retrieval_gate.model import JudgedRows, Qrels, Query, RankedRun, RunRows, ScoringPolicy
+from retrieval_gate.model import JudgedRows, Qrels, Query, RankedRun, RunRows
 from retrieval_gate.ranking import hash_ids, rank_run
+from retrieval_gate.scoring_policy import ScoringPolicy
 
 _LISTED = 10  # how many query ids a warning names before "and N more"
 _DEFAULT_POLICY = ScoringPolicy()
@@ -93,10 +94,11 @@ def query_set(qrels: Qrels, queries: Sequence[Query] | None,
             raise InputError(qrels.source, f"query '{unlabeled[0]}' has no judgment at grade ≥ "
                              f"{threshold} ({_queries(len(unlabeled))} without one: "
                              f"{_listing(unlabeled)})", "judge it, mark it answerable: false in "
-                             "the queries file, or pass --unlabeled zero to score it 0 as "
-                             "trec_eval does", qrels.where(unlabeled[0]))
-        warnings.append(f"{_queries(len(unlabeled))} without a judgment at grade ≥ "
-                        f"{threshold} and score 0 (--unlabeled zero): {_listing(unlabeled)}")
+                             "the queries file, or score it as trec_eval does: "
+                             + policy.fix("unlabeled", "zero"), qrels.where(unlabeled[0]))
+        warnings.append(f"{_queries(len(unlabeled))} without a judgment at grade ≥ {threshold} "
+                        "(unlabeled: zero): their binary measures are 0, and nDCG counts only "
+                        f"their grades below the threshold: {_listing(unlabeled)}")
     return answerable, unanswerable, warnings
 
 
@@ -111,7 +113,8 @@ def score_run(qrels: Qrels, run: RunRows, measures: Sequence[Measure],
     cutoffs = [m.k for m in measures]
     # Items below the deepest cutoff (+1, to see ties at it) cannot change a score.
     depth = None if None in cutoffs or policy.unjudged == "error" else max(cutoffs) + 1
-    ranked = rank_run(run, policy.duplicates, doc_map, depth)
+    ranked = rank_run(run, policy.duplicates, doc_map, depth,
+                      "remove the repeat, or keep its best rank: " + policy.fix("duplicates", "first"))
     index = {q: i for i, q in enumerate(answerable)}
     skipped = set(unanswerable)
     extra = [q for q in ranked.query_ids if q not in index and q not in skipped]
@@ -122,10 +125,11 @@ def score_run(qrels: Qrels, run: RunRows, measures: Sequence[Measure],
             raise InputError(run.source, f"query '{extra[0]}' is not in the "
                              f"{'query set' if queries is not None else 'qrels'} "
                              f"({_queries(len(extra))} outside it: {_listing(extra)})",
-                             "remove it from the run, or pass --extra ignore",
+                             "remove it from the run, or ignore such queries: "
+                             + policy.fix("extra", "ignore"),
                              ranked.where(row) if row < len(ranked.docs) else None)
         warnings.append(f"ignored {_queries(len(extra))} of the run outside the "
-                        f"{'query set' if queries is not None else 'qrels'} (--extra ignore): "
+                        f"{'query set' if queries is not None else 'qrels'} (extra: ignore): "
                         f"{_listing(extra)}")
     present = set(ranked.query_ids)
     missing = [q for q in answerable if q not in present]
@@ -133,10 +137,10 @@ def score_run(qrels: Qrels, run: RunRows, measures: Sequence[Measure],
         if policy.missing == "error":
             raise InputError(run.source, f"query '{missing[0]}' has no ranking "
                              f"({_queries(len(missing))} missing: {_listing(missing)})",
-                             "add its results (an empty ranking is a result), or pass "
-                             "--missing zero to score it 0 (trec_eval -c)")
+                             "add its results (an empty ranking is a result), or score it 0 "
+                             "as trec_eval -c does: " + policy.fix("missing", "zero"))
         warnings.append(f"{_queries(len(missing))} missing from the run, scored 0 "
-                        f"(--missing zero): {_listing(missing)}")
+                        f"(missing: zero): {_listing(missing)}")
 
     rows = _judge(ranked, qrels, answerable, index, policy)
     values = np.column_stack([m.compute(rows, policy.threshold) for m in measures]) \
@@ -177,8 +181,8 @@ def _judge(ranked: RankedRun, qrels: Qrels, answerable: list[str], index: dict[s
     if policy.unjudged == "error" and not judged.all():
         row = int(np.flatnonzero(~judged)[0])
         raise InputError(ranked.source, f"item '{docs[row].decode()}' of query "
-                         f"'{answerable[qidx[row]]}' has no judgment", "judge it, or pass "
-                         "--unjudged nonrelevant to count unjudged items as non-relevant",
+                         f"'{answerable[qidx[row]]}' has no judgment", "judge it, or count "
+                         "unjudged items as non-relevant: " + policy.fix("unjudged", "nonrelevant"),
                          ranked.where(int(selected[row])))
 
     positive = np.flatnonzero(judgment_grade > 0)

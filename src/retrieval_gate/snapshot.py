@@ -3,7 +3,7 @@
 A snapshot pins the query set and the judgments (path, SHA-256, version), the corpus and the
 permissions (version, optionally a file and its SHA-256), the chunking (version, parameters) and
 the scoring policy (measures, threshold, nDCG gain and the policies of
-:class:`~retrieval_gate.model.ScoringPolicy`). Paths are relative to the manifest's folder and
+:class:`~retrieval_gate.scoring_policy.ScoringPolicy`). Paths are relative to the manifest's folder and
 may not leave it.
 
 The **identity** of a snapshot is everything that decides what a score means: for each file
@@ -33,14 +33,15 @@ from retrieval_gate.formats.jsonfmt import loads
 from retrieval_gate.formats.jsonfmt import path as json_path
 from retrieval_gate.formats.source import read_text
 from retrieval_gate.measures import EXPONENTIAL, Measure, default_measures, parse_measures
-from retrieval_gate.model import Qrels, Query, ScoringPolicy
+from retrieval_gate.model import Qrels, Query
 from retrieval_gate.scoring import query_set
+from retrieval_gate.scoring_policy import POLICY_NAMES, ScoringPolicy
 
 COMPONENTS = ("queries", "qrels", "corpus", "chunking", "permissions")
 FILE_COMPONENTS = ("queries", "qrels", "corpus", "permissions")
 DEFAULT_CUTOFF = 10
 _DEFAULT_POLICY = ScoringPolicy()
-_POLICY_FIELDS = ("threshold", "unjudged", "duplicates", "missing", "extra", "unlabeled")
+_POLICY_FIELDS = ("threshold", *POLICY_NAMES)
 
 
 def sha256_file(path: str | os.PathLike[str]) -> str:
@@ -121,7 +122,8 @@ def _resolve(document: Any, source: str) -> Snapshot:
         measures = _parse_listed(scoring["measures"], gain, source)
     else:
         measures = default_measures(DEFAULT_CUTOFF)
-    policy = ScoringPolicy(**{f: scoring[f] for f in _POLICY_FIELDS if f in scoring})
+    policy = ScoringPolicy(**{f: scoring[f] for f in _POLICY_FIELDS if f in scoring},
+                           origin="snapshot")
     identity = _identity(document, measures, policy, gain)
     return Snapshot(source, Path(source).parent, document["name"], document, measures, policy,
                     gain, identity, fingerprint(identity))
