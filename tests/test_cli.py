@@ -264,3 +264,20 @@ def test_help_imports_neither_numpy_nor_scipy():
     result = subprocess.run([sys.executable, "-c", probe], capture_output=True, text=True,
                             check=True)
     assert result.stdout.strip().endswith("[]")
+
+
+def test_scores_equal_only_at_float32_precision_warn_at_the_cutoff(tmp_path):
+    """Distinct as float64 (the gate's order, trec_eval 10's), equal as float32 (trec_eval
+    9.x and pytrec_eval): the gate ranks 'a' first and says the peers may not."""
+    qrels = write(tmp_path / "q.txt", "q 0 a 1\n")
+    run = write(tmp_path / "r.txt", "q Q0 b 1 0.30000001 t\nq Q0 a 2 0.30000002 t\n")
+    doc = score_json(qrels, run, "-m", "RR@1")
+    assert doc["per_query"]["q"]["RR@1"] == 1.0
+    assert any("float32" in w and "cutoff 1" in w and "'q'" in w for w in doc["warnings"])
+    plain = write(tmp_path / "p.txt", "q Q0 b 1 0.3 t\nq Q0 a 2 0.4 t\n")
+    assert not any("float32" in w for w in score_json(qrels, plain, "-m", "RR@1")["warnings"])
+    import pytrec_eval
+
+    evaluator = pytrec_eval.RelevanceEvaluator({"q": {"a": 1}}, {"recip_rank"})
+    peer = evaluator.evaluate({"q": {"b": 0.30000001, "a": 0.30000002}})
+    assert peer["q"]["recip_rank"] == 0.5  # float32: a tie, broken by id descending ('b' first)

@@ -241,7 +241,10 @@ def _threshold_warnings(rows: JudgedRows, measures: Sequence[Measure], default: 
 def _tie_warnings(ranked: RankedRun, measures: Sequence[Measure], index: dict[str, int]
                   ) -> list[str]:
     """Queries whose items at ranks k and k + 1 have equal scores: the cutoff splits a tie,
-    and only the item-id tie-break (trec_eval's rule) decides which one counts."""
+    and only the item-id tie-break (trec_eval's rule) decides which one counts. Also the
+    queries whose two scores differ as float64 but are equal once rounded to float32, the
+    precision of trec_eval 9.x and pytrec_eval: those tools break that "tie" by item id and
+    may order the two items the other way round."""
     if ranked.scores is None:
         return []
     out = []
@@ -250,9 +253,19 @@ def _tie_warnings(ranked: RankedRun, measures: Sequence[Measure], index: dict[st
         at_k = ranked.offsets[:-1] + k - 1
         has_next = evaluated & (at_k + 1 < ranked.offsets[1:])
         rows = at_k[has_next]
-        tied = ranked.scores[rows] == ranked.scores[rows + 1]
+        above, below = ranked.scores[rows], ranked.scores[rows + 1]
+        tied = above == below
+        with np.errstate(over="ignore"):  # beyond float32's range both become inf
+            tied32 = ~tied & (above.astype(np.float32) == below.astype(np.float32))
+        queries = np.flatnonzero(has_next)
         if tied.any():
-            ids = [ranked.query_ids[i] for i in np.flatnonzero(has_next)[tied]]
+            ids = [ranked.query_ids[i] for i in queries[tied]]
             out.append(f"score ties straddle cutoff {k} in {_queries(len(ids))} (order decided "
                        f"by item id, trec_eval's rule): {_listing(ids)}")
+        if tied32.any():
+            ids = [ranked.query_ids[i] for i in queries[tied32]]
+            out.append(f"scores at cutoff {k} differ only beyond float32 precision in "
+                       f"{_queries(len(ids))}: ordered by the float64 scores, as trec_eval 10 "
+                       "does; trec_eval 9.x and pytrec_eval round to float32, see a tie and "
+                       f"may rank the two items the other way round: {_listing(ids)}")
     return out
