@@ -315,6 +315,7 @@ def _writes(run: Run) -> list[dict]:
     return [c for c in run.gh_calls if c["args"][0] != "api" or "--method" in c["args"]]
 
 
+@pytest.mark.install
 def test_pass_zero_config_updates_the_existing_sticky_comment(tmp_path, runner_temp):
     pages = (json.dumps([{"id": 5, "body": "LGTM"}]) + "\n"
              + json.dumps([{"id": 777, "body": f"{MARKER}\n### REGRESSION ❌ old"},
@@ -336,6 +337,7 @@ def test_pass_zero_config_updates_the_existing_sticky_comment(tmp_path, runner_t
     assert "/actions/runs/4242" in body
 
 
+@pytest.mark.install
 def test_regression_creates_one_comment_and_fails_with_exit_1(tmp_path, runner_temp):
     run = run_action(tmp_path, runner_temp, {"candidate": TITLES_RUN})
     _check_common(run, "regression", 1)
@@ -349,6 +351,7 @@ def test_regression_creates_one_comment_and_fails_with_exit_1(tmp_path, runner_t
     assert write["body"].startswith(MARKER) and "REGRESSION" in write["body"].splitlines()[1]
 
 
+@pytest.mark.install
 def test_invalid_input_from_a_fork_fails_with_exit_2_and_no_comment(tmp_path, runner_temp):
     run = run_action(tmp_path, runner_temp, {"candidate": "runs/does-not-exist.trec"},
                      head_repo="someone/retriever")
@@ -363,6 +366,7 @@ def test_invalid_input_from_a_fork_fails_with_exit_2_and_no_comment(tmp_path, ru
                  r"\(someone/retriever\).*read-only", comment.stdout)
 
 
+@pytest.mark.install
 def test_a_gate_that_stops_before_its_outputs_still_gives_them(tmp_path, runner_temp):
     """A usage error (click refuses the option before the command runs) writes no outputs and
     no summary: the action fills them in."""
@@ -374,6 +378,7 @@ def test_a_gate_that_stops_before_its_outputs_still_gives_them(tmp_path, runner_
     assert "Invalid value for '--fail-on'" in run.step("Run the gate").stderr
 
 
+@pytest.mark.install
 def test_on_failure_mode_posts_nothing_for_a_pass(tmp_path, runner_temp):
     run = run_action(tmp_path, runner_temp, {"comment": "on-failure", "fail-on": "regression"})
     _check_common(run, "pass", 0)
@@ -381,6 +386,7 @@ def test_on_failure_mode_posts_nothing_for_a_pass(tmp_path, runner_temp):
     assert _writes(run) == []
 
 
+@pytest.mark.install
 def test_comment_off_and_fail_on_never(tmp_path, runner_temp):
     run = run_action(tmp_path, runner_temp, {"candidate": TITLES_RUN, "fail-on": "never",
                                              "comment": "off"})
@@ -388,6 +394,7 @@ def test_comment_off_and_fail_on_never(tmp_path, runner_temp):
     assert run.gh_calls == []
 
 
+@pytest.mark.install
 def test_a_read_only_token_is_a_warning_not_a_failure(tmp_path, runner_temp):
     run = run_action(tmp_path, runner_temp, {"candidate": TITLES_RUN}, gh_write="403")
     _check_common(run, "regression", 1)
@@ -398,6 +405,7 @@ def test_a_read_only_token_is_a_warning_not_a_failure(tmp_path, runner_temp):
                  comment.stdout)
 
 
+@pytest.mark.install
 def test_a_second_use_in_the_job_reuses_the_install(tmp_path, runner_temp):
     first = run_action(tmp_path / "first", runner_temp, {"comment": "off"})
     second = run_action(tmp_path / "second", runner_temp, {"comment": "off"})
@@ -407,6 +415,7 @@ def test_a_second_use_in_the_job_reuses_the_install(tmp_path, runner_temp):
     assert first.outputs["report"] != second.outputs["report"]  # a folder of its own per use
 
 
+@pytest.mark.install
 def test_without_python3_the_install_step_says_so(tmp_path):
     empty = tmp_path / "empty-path"
     empty.mkdir()
