@@ -1,0 +1,55 @@
+"""Faults of the machine rather than of the input, on the real ``gate`` process: a full
+standard output is exit 74 with one clear line, Ctrl-C is exit 130, never a traceback."""
+
+from __future__ import annotations
+
+import os
+import shutil
+import signal
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+import pytest
+
+from conftest import TREC
+
+GATE = [sys.executable, "-c", "from retrieval_gate.cli import main; main()"]
+linux = pytest.mark.skipif(not Path("/dev/full").exists() or not Path("/proc/self").exists(),
+                           reason="needs Linux's /dev/full and /proc")
+
+
+@linux
+def test_a_full_standard_output_is_an_environment_fault():
+    with open("/dev/full", "w") as full:
+        done = subprocess.run([*GATE, "score", TREC / "qrels.test", TREC / "results.test"],
+                              stdout=full, stderr=subprocess.PIPE, text=True, check=False,
+                              timeout=120)
+    assert done.returncode == 74, done.stderr
+    assert done.stderr.startswith("error: standard output: No space left on device — ")
+    assert len(done.stderr.splitlines()) == 1 and "Traceback" not in done.stderr
+
+
+def _wait_for(pid: int, wchan: str, timeout: float = 60.0) -> None:
+    """Until the process sleeps in kernel function ``wchan`` (e.g. opening a FIFO)."""
+    deadline = time.monotonic() + timeout
+    while Path(f"/proc/{pid}/wchan").read_text() != wchan:
+        assert time.monotonic() < deadline, "the process never reached " + wchan
+        time.sleep(0.02)
+
+
+@linux
+def test_ctrl_c_exits_130_with_one_line(tmp_path):
+    """The run is a FIFO nobody writes to: the gate blocks opening it, and is interrupted."""
+    fifo = tmp_path / "run.trec"
+    os.mkfifo(fifo)
+    shutil.copy(TREC / "qrels.test", tmp_path / "qrels.test")
+    process = subprocess.Popen([*GATE, "score", tmp_path / "qrels.test", fifo],
+                               stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+    _wait_for(process.pid, "wait_for_partner")
+    process.send_signal(signal.SIGINT)
+    out, err = process.communicate(timeout=60)
+    assert process.returncode == 130
+    assert err == "error: interrupted — nothing was left half-written; run the command again\n"
+    assert out == ""
