@@ -1,0 +1,343 @@
+"""Fuzzing every reader and command through the real command line: mutations of valid files,
+hostile tokens (deep nesting, huge numbers, lone surrogates, line separators, NUL, BOM, CR,
+workflow commands, long ids), random bytes and random text.
+
+Every example must end with a documented exit code (never 70), no traceback, one ``error:``
+line per problem on standard error when the input is refused, no output file (and no
+temporary debris) after a failure, and within the example deadline (a stall is a failure).
+
+A few hundred examples run with the test suite. For a long campaign set
+``GATE_FUZZ_EXAMPLES`` (examples per target; 13 targets):
+
+    GATE_FUZZ_EXAMPLES=800 python -m pytest -q tests/test_fuzz.py    # ≈ 10,400 examples
+"""
+
+from __future__ import annotations
+
+import itertools
+import json
+import os
+import shutil
+from datetime import timedelta
+from pathlib import Path
+
+import pytest
+from hypothesis import HealthCheck, given, settings
+from hypothesis import strategies as st
+
+from conftest import SEEDS, TREC, gate
+
+EXAMPLES = int(os.environ.get("GATE_FUZZ_EXAMPLES", "25"))
+FUZZ = settings(max_examples=EXAMPLES, deadline=timedelta(seconds=60),
+                derandomize="GATE_FUZZ_EXAMPLES" not in os.environ,
+                suppress_health_check=[HealthCheck.too_slow, HealthCheck.data_too_large,
+                                       HealthCheck.function_scoped_fixture])
+REFUSED = (2, 3)  # invalid input, not what it claims
+ACCEPTED = (0, 1, 4)  # pass, regression, inconclusive
+_names = itertools.count()
+
+HOSTILE = [
+    b"\x00", b"\r", b"\r\n", b"\n\n", b"\t", b"  ", "\u2028".encode(), "\u2029".encode(),
+    "\u0085".encode(), b"\xef\xbb\xbf", b"\xff\xfe", b"\xed\xa0\x80", b'"\\ud800"', b"\\ud800",
+    b"1_000", b"nan", b"-inf", b"1e400", b"-0", b"9" * 400, b"9" * 4400, b"-" + b"9" * 30,
+    b"[" * 3000, b"{\"a\":" * 2000, b"]", b"}", b"#", b"\n#", b"\n::warning::x\n",
+    b"\n::stop-commands::t\n", b"`x`", b"<b>", b"@org/team", b"x" * 20000, b"\xc3\xa9",
+    b"\"", b",", b":", b"null", b"true", b"[]", b"{}", b"0.1", b"1e-320", b"Q0",
+]
+
+
+def _mutate(data: st.DataObject, seed: bytes) -> bytes:
+    """``seed`` after one to four random edits: insert / overwrite with a hostile token,
+    delete a slice, duplicate or drop a line, truncate."""
+    out = bytearray(seed)
+    for _ in range(data.draw(st.integers(1, 4), label="edits")):
+        kind = data.draw(st.sampled_from(["insert", "overwrite", "delete", "duplicate-line",
+                                          "drop-line", "truncate", "random-bytes"]))
+        at = data.draw(st.integers(0, len(out)), label="at")
+        token = data.draw(st.sampled_from(HOSTILE), label="token")
+        if kind == "insert":
+            out[at:at] = token
+        elif kind == "overwrite":
+            out[at:at + len(token)] = token
+        elif kind == "delete":
+            out[at:at + data.draw(st.integers(1, 40))] = b""
+        elif kind == "random-bytes":
+            out[at:at] = data.draw(st.binary(min_size=1, max_size=20))
+        elif kind == "truncate":
+            del out[at:]
+        else:
+            lines = bytes(out).split(b"\n")
+            i = at % max(len(lines), 1)
+            if kind == "duplicate-line":
+                lines.insert(i, lines[i] if lines else b"")
+            elif lines:
+                lines.pop(i)
+            out = bytearray(b"\n".join(lines))
+    return bytes(out)
+
+
+def _fresh(folder: Path, suffix: str, content: bytes) -> Path:
+    path = folder / f"fuzz-{next(_names)}{suffix}"
+    path.write_bytes(content)
+    return path
+
+
+def _expect_clean(code: int, err: str, allowed: tuple[int, ...] = REFUSED + ACCEPTED) -> None:
+    """A documented outcome: an allowed exit code, and for a refusal, every line of standard
+    error an ``error:`` line."""
+    assert code in allowed, f"exit {code}: {err}"
+    if code in REFUSED:
+        lines = err.splitlines()
+        assert lines and all(line.startswith("error: ") for line in lines), err
+
+
+def _no_debris(folder: Path, before: set[str]) -> None:
+    """No temporary or backup file left behind in ``folder``."""
+    left = {p.name for p in folder.iterdir()} - before
+    assert not [n for n in left if n.startswith(".")], left
+
+
+# -- a small real test set, built once through the command line ---------------------------
+
+@pytest.fixture(scope="module")
+def testset(tmp_path_factory) -> Path:
+    folder = tmp_path_factory.mktemp("fuzz") / "set"
+    folder.mkdir()
+    (folder / "queries.jsonl").write_text(
+        "".join(json.dumps({"id": f"q{i}", "text": f"question {i}", "tags": ["t"]}) + "\n"
+                for i in range(1, 7))
+        + json.dumps({"id": "q7", "text": "no answer", "answerable": False}) + "\n")
+    (folder / "qrels.tsv").write_text(
+        "".join(f"q{i} 0 d{i} {1 + i % 3}\nq{i} 0 d{i + 10} 0\n" for i in range(1, 7)))
+    (folder / "corpus.jsonl").write_text(
+        "".join(json.dumps({"id": f"d{i}", "text": f"doc {i}"}) + "\n" for i in range(1, 20)))
+    for name, shift in (("base", 0), ("cand", 1)):
+        (folder / f"{name}.trec").write_text("".join(
+            f"q{i} Q0 d{(i + shift + j) % 19 + 1} {j + 1} {10 - j}.5 {name}\n"
+            for i in range(1, 8) for j in range(5)))
+    code, _, err = gate("snapshot", "freeze", "--queries", folder / "queries.jsonl",
+                        "--qrels", folder / "qrels.tsv", "--corpus-version", "c1",
+                        "--corpus-file", folder / "corpus.jsonl", "--chunking-version", "doc",
+                        "--permissions-version", "public", "-m", "Recall@3", "-m", "nDCG@3",
+                        "-m", "Hit@3", "-m", "Judged@3", "--extra", "ignore",
+                        "-o", folder / "snapshot.json")
+    assert code == 0, err
+    for name in ("base", "cand"):
+        code, _, err = gate("run-manifest", "--snapshot", folder / "snapshot.json", "--run",
+                            folder / f"{name}.trec", "--commit", "c", "--created",
+                            "2026-12-01T00:00:00Z", "--system", f"name={name}")
+        assert code == 0, err
+    (folder / "gate.toml").write_text(
+        'snapshot = "snapshot.json"\nbaseline = "base.trec"\ncandidate = "cand.trec"\n'
+        'resamples = 1000\n[[gate]]\nmeasure = "Recall@3"\nmargin = 0.05\n')
+    return folder
+
+
+SMALL_RUN = b"".join((TREC / "results.test").read_bytes().splitlines(keepends=True)[:60])
+SMALL_QRELS = b"".join((TREC / "qrels.test").read_bytes().splitlines(keepends=True)[:200])
+
+
+# -- gate score ------------------------------------------------------------------------------
+
+@FUZZ
+@given(data=st.data())
+def test_score_survives_mutated_trec_runs(tmp_path, data):
+    qrels = _fresh(tmp_path, ".qrels", SMALL_QRELS)
+    run = _fresh(tmp_path, ".trec", _mutate(data, SMALL_RUN))
+    before = {p.name for p in tmp_path.iterdir()}
+    out = tmp_path / f"out-{next(_names)}.json"
+    code, _, err = gate("score", qrels, run, "--missing", "zero", "--extra", "ignore",
+                        "--unlabeled", "zero", "-o", out, "--output-format", "json")
+    _expect_clean(code, err, REFUSED + (0,))
+    assert out.exists() == (code == 0)
+    _no_debris(tmp_path, before | {out.name})
+
+
+@FUZZ
+@given(data=st.data())
+def test_score_survives_mutated_trec_qrels(tmp_path, data):
+    qrels = _fresh(tmp_path, ".qrels", _mutate(data, SMALL_QRELS))
+    run = _fresh(tmp_path, ".trec", SMALL_RUN)
+    code, _, err = gate("score", qrels, run, "--missing", "zero", "--extra", "ignore",
+                        "--unlabeled", "zero")
+    _expect_clean(code, err, REFUSED + (0,))
+
+
+def _json_seed(kind: str) -> bytes:
+    run = {"q1": {"d1": 1.5, "d2": 0.5}, "q2": {"d3": 2}}
+    qrels = {"q1": {"d1": 1, "d2": 0}, "q2": ["d3"]}
+    if kind == "jsonl-run":
+        return b"".join(json.dumps({"query_id": q, "items": [
+            {"id": d, "score": s, "doc_id": d} for d, s in items.items()]}).encode() + b"\n"
+            for q, items in run.items())
+    if kind == "jsonl-qrels":
+        return b"".join(json.dumps({"query_id": q, "doc_id": d, "grade": g}).encode() + b"\n"
+                        for q, labels in qrels.items() if isinstance(labels, dict)
+                        for d, g in labels.items())
+    return json.dumps(run if kind == "json-run" else qrels).encode()
+
+
+@FUZZ
+@given(data=st.data(), kind=st.sampled_from(["json-run", "json-qrels", "jsonl-run",
+                                             "jsonl-qrels"]))
+def test_score_survives_mutated_json_inputs(tmp_path, data, kind):
+    run_seed = _json_seed("jsonl-run" if kind == "jsonl-run" else "json-run")
+    qrels_seed = _json_seed("jsonl-qrels" if kind == "jsonl-qrels" else "json-qrels")
+    mutated = _mutate(data, run_seed if kind.endswith("run") else qrels_seed)
+    run = _fresh(tmp_path, ".json", mutated if kind.endswith("run") else run_seed)
+    qrels = _fresh(tmp_path, ".json", mutated if kind.endswith("qrels") else qrels_seed)
+    code, _, err = gate("score", qrels, run, "--missing", "zero", "--extra", "ignore",
+                        "--unlabeled", "zero", "--duplicates", "first")
+    _expect_clean(code, err, REFUSED + (0,))
+
+
+@FUZZ
+@given(data=st.data())
+def test_score_survives_mutated_fixtures_and_doc_maps(tmp_path, data):
+    fixture = _fresh(tmp_path, ".json", _mutate(data, (SEEDS / "000_fixture.json").read_bytes()))
+    code, _, err = gate("score", fixture, "-k", "3")
+    _expect_clean(code, err, REFUSED + (0,))
+    doc_map = _fresh(tmp_path, ".map", _mutate(data, b"c1 d1\nc2 d1\nc3 d2\n"))
+    run = _fresh(tmp_path, ".trec", b"q1 Q0 c1 1 3 t\nq1 Q0 c2 2 2 t\nq1 Q0 c3 3 1 t\n")
+    qrels = _fresh(tmp_path, ".qrels", b"q1 0 d1 1\n")
+    code, _, err = gate("score", qrels, run, "--doc-map", doc_map)
+    _expect_clean(code, err, REFUSED + (0,))
+
+
+@FUZZ
+@given(raw=st.binary(max_size=300), forced=st.sampled_from([None, "trec", "json", "jsonl"]))
+def test_score_survives_random_bytes(tmp_path, raw, forced):
+    qrels = _fresh(tmp_path, ".qrels", SMALL_QRELS)
+    run = _fresh(tmp_path, ".run", raw)
+    args = ["--run-format", forced] if forced else []
+    code, _, err = gate("score", qrels, run, *args, "--missing", "zero", "--extra", "ignore")
+    _expect_clean(code, err, REFUSED + (0,))
+    code, _, err = gate("score", run, run)
+    _expect_clean(code, err, REFUSED + (0,))
+
+
+@FUZZ
+@given(measure=st.one_of(st.text(max_size=30), st.from_regex(
+    r"(nDCG|Recall|RR|P|AP|Hit|CP|Judged)(\((rel|gain)=[-a-z0-9]{0,25}\))?@[-0-9]{0,30}",
+    fullmatch=True)), k=st.integers(-2, 10**30))
+def test_score_survives_hostile_measure_names_and_cutoffs(measure, k):
+    code, _, err = gate("score", SEEDS / "001_fixture.json", "-m", measure)
+    _expect_clean(code, err, REFUSED + (0,))
+    code, _, err = gate("score", SEEDS / "001_fixture.json", "-k", str(k))
+    _expect_clean(code, err, REFUSED + (0,))
+
+
+# -- snapshots and manifests -----------------------------------------------------------------
+
+@FUZZ
+@given(data=st.data(), which=st.sampled_from(["queries.jsonl", "qrels.tsv"]))
+def test_freeze_survives_mutated_queries_and_qrels(testset, data, which):
+    folder = testset
+    mutated = _fresh(folder, "." + which, _mutate(data, (folder / which).read_bytes()))
+    files = {"queries.jsonl": folder / "queries.jsonl", "qrels.tsv": folder / "qrels.tsv",
+             which: mutated}
+    before = {p.name for p in folder.iterdir()}
+    out = folder / f"snap-{next(_names)}.json"
+    try:
+        code, _, err = gate("snapshot", "freeze", "--queries", files["queries.jsonl"],
+                            "--qrels", files["qrels.tsv"], "--corpus-version", "c1",
+                            "--chunking-version", "doc", "--permissions-version", "p",
+                            "--unlabeled", "zero", "-o", out)
+        _expect_clean(code, err, REFUSED + (0,))
+        assert out.exists() == (code == 0)
+        _no_debris(folder, before | {out.name})
+    finally:
+        mutated.unlink()
+        out.unlink(missing_ok=True)
+
+
+@FUZZ
+@given(data=st.data())
+def test_validate_survives_mutated_snapshot_manifests(testset, data):
+    snapshot = _fresh(testset, ".json", _mutate(data, (testset / "snapshot.json").read_bytes()))
+    try:
+        code, _, err = gate("validate", snapshot)
+        _expect_clean(code, err, REFUSED + (0,))
+        code, _, err = gate("check", "--config", testset / "gate.toml", "--snapshot", snapshot)
+        _expect_clean(code, err)
+    finally:
+        snapshot.unlink()
+
+
+@FUZZ
+@given(data=st.data())
+def test_validate_and_check_survive_mutated_run_manifests(testset, data, tmp_path):
+    run = tmp_path / f"cand-{next(_names)}.trec"
+    shutil.copy(testset / "cand.trec", run)
+    manifest = Path(f"{run}.manifest.json")
+    manifest.write_bytes(_mutate(data, (testset / "cand.trec.manifest.json").read_bytes()))
+    code, _, err = gate("validate", testset / "snapshot.json", run)
+    _expect_clean(code, err, REFUSED + (0,))
+    code, _, err = gate("check", "--config", testset / "gate.toml", "--candidate", run)
+    _expect_clean(code, err)
+
+
+@FUZZ
+@given(data=st.data())
+def test_check_survives_mutated_candidate_runs(testset, data, tmp_path):
+    """A mutated run keeps its old manifest: refused as changed (exit 3), never a crash."""
+    run = tmp_path / f"cand-{next(_names)}.trec"
+    run.write_bytes(_mutate(data, (testset / "cand.trec").read_bytes()))
+    shutil.copy(testset / "cand.trec.manifest.json", f"{run}.manifest.json")
+    code, _, err = gate("check", "--config", testset / "gate.toml", "--candidate", run)
+    _expect_clean(code, err)
+    code, _, err = gate("run-manifest", "--snapshot", testset / "snapshot.json", "--run", run,
+                        "-o", tmp_path / f"m-{next(_names)}.json")
+    _expect_clean(code, err, REFUSED + (0,))
+
+
+@FUZZ
+@given(data=st.data())
+def test_check_survives_mutated_configs(testset, data):
+    config = _fresh(testset, ".toml", _mutate(data, (testset / "gate.toml").read_bytes()))
+    before = {p.name for p in testset.iterdir()}
+    report = testset / f"report-{next(_names)}.json"
+    try:
+        code, _, err = gate("check", "--config", config, "--json", report)
+        _expect_clean(code, err)
+        assert report.exists() == (code in ACCEPTED)
+        _no_debris(testset, before | {report.name})
+    finally:
+        config.unlink()
+        report.unlink(missing_ok=True)
+
+
+TEXT = st.text(st.characters(codec=None, exclude_categories=()), max_size=40)
+
+
+@FUZZ
+@given(key=TEXT, value=TEXT)
+def test_run_manifest_survives_hostile_system_values(testset, tmp_path, key, value):
+    out = tmp_path / f"m-{next(_names)}.json"
+    code, _, err = gate("run-manifest", "--snapshot", testset / "snapshot.json", "--run",
+                        testset / "cand.trec", "--system", f"{key}={value}", "--commit", "c",
+                        "--created", "2026-12-01T00:00:00Z", "-o", out)
+    _expect_clean(code, err, REFUSED + (0,))
+    assert out.exists() == (code == 0)
+    if code == 0:
+        json.loads(out.read_text(encoding="utf-8"))
+
+
+@FUZZ
+@given(data=st.data())
+def test_approve_survives_mutated_candidates(testset, data, tmp_path):
+    """A mutated candidate with a fresh manifest: approved or refused whole; the old baseline
+    stays valid either way."""
+    folder = tmp_path / f"approve-{next(_names)}"
+    folder.mkdir()
+    run = folder / "candidate.trec"
+    run.write_bytes(_mutate(data, (testset / "cand.trec").read_bytes()))
+    code, _, err = gate("run-manifest", "--snapshot", testset / "snapshot.json", "--run", run)
+    _expect_clean(code, err, REFUSED + (0,))
+    code, _, err = gate("baseline", "approve", "--candidate", run, "--to", folder / "approved",
+                        "--snapshot", testset / "snapshot.json")
+    _expect_clean(code, err, REFUSED + (0,))
+    if code == 0:
+        code, _, err = gate("check", "--config", testset / "gate.toml", "--baseline",
+                            folder / "approved")
+        _expect_clean(code, err, ACCEPTED)
