@@ -2,7 +2,13 @@
 
 A regression is a ``<failure>``; an inconclusive comparison is a ``<failure>`` too when the gate
 fails on inconclusive, else a passing case whose ``<system-out>`` says so; the statistics are in
-each case's ``<system-out>``. Deterministic (no timestamps)."""
+each case's ``<system-out>``. Deterministic (no timestamps).
+
+Names from the inputs (the snapshot's, the slices') are made
+:func:`~retrieval_gate.report.untrusted.visible`: the control characters XML 1.0 forbids (and
+that ElementTree would write as they are, giving a document no parser accepts), lone surrogates
+and U+FFFE/U+FFFF become escapes such as ``\x01``; ElementTree escapes ``&``, ``<``, ``>`` and
+quotes."""
 
 from __future__ import annotations
 
@@ -10,6 +16,7 @@ from xml.etree import ElementTree
 
 from retrieval_gate.report.model import Report
 from retrieval_gate.report.text import p_value, signed
+from retrieval_gate.report.untrusted import visible
 
 __all__ = ["report_junit"]
 
@@ -21,12 +28,14 @@ def report_junit(report: Report) -> str:
     attributes = {"name": "retrieval-gate", "tests": str(len(cases)),
                   "failures": str(len(failing)), "errors": "0", "skipped": "0"}
     suites = ElementTree.Element("testsuites", attributes)
+    snapshot = visible(report.snapshot.name)
     suite = ElementTree.SubElement(suites, "testsuite",
-                                   {**attributes, "name": f"retrieval-gate {report.snapshot.name}"})
+                                   {**attributes, "name": f"retrieval-gate {snapshot}"})
     for c in cases:
+        name = visible(c.slice)
         case = ElementTree.SubElement(suite, "testcase", {
-            "classname": f"retrieval-gate.{report.snapshot.name}.{c.slice}",
-            "name": f"{c.measure} ({c.slice})"})
+            "classname": f"retrieval-gate.{snapshot}.{name}",
+            "name": f"{c.measure} ({name})"})
         detail = (f"{c.decision}: Δ {signed(c.mean_diff)}, 95% CI [{signed(c.ci_low)}, "
                   f"{signed(c.ci_high)}], margin {c.margin:g}, n = {c.n}, W/L/T "
                   f"{c.wins}/{c.losses}/{c.ties}, sign p {p_value(c.sign_p)} (Holm "

@@ -1,10 +1,17 @@
 """The plain-text report of ``gate check``: the verdict first, then one table row per gated
 (measure, slice), then what a reviewer needs next — detectable drop, newly failing queries,
-largest per-query drops, warnings, definitions."""
+largest per-query drops, warnings, definitions.
+
+Every value from the inputs (ids, query texts, paths, names, slices, warnings) goes through
+:func:`~retrieval_gate.report.untrusted.visible`, so a CR, LF, U+2028 or escape sequence in it
+can neither break a line of the table nor forge one (a fake ``PASS: ...``); and every line
+through :func:`~retrieval_gate.report.untrusted.command_safe`, so none is a GitHub workflow
+command."""
 
 from __future__ import annotations
 
 from retrieval_gate.report.model import Comparison, QueryChange, Report
+from retrieval_gate.report.untrusted import command_safe, visible
 
 __all__ = ["headline", "mean_cell", "p_value", "report_text", "signed"]
 
@@ -12,16 +19,18 @@ _SHOWN = 10  # queries listed per section
 
 
 def headline(report: Report) -> tuple[str, str]:
-    """(status word, one-sentence explanation) of the verdict."""
+    """(status word, one-sentence explanation) of the verdict; slice names are made
+    :func:`visible`."""
     def named(decision: str) -> str:
-        return ", ".join(f"{c.measure} ({c.slice})" for c in report.comparisons
+        return ", ".join(f"{c.measure} ({visible(c.slice)})" for c in report.comparisons
                          if c.decision == decision)
     if report.verdict == "regression":
         return "REGRESSION", f"material regression in {named('regression')}"
     if report.verdict == "inconclusive":
         return "INCONCLUSIVE", (f"this test set cannot rule out a material drop in "
                                 f"{named('inconclusive')}")
-    improved = ", ".join(f"{c.measure} ({c.slice})" for c in report.comparisons if c.improvement)
+    improved = ", ".join(f"{c.measure} ({visible(c.slice)})" for c in report.comparisons
+                         if c.improvement)
     return "PASS", "no material regression" + (f"; improved: {improved}" if improved else "")
 
 
@@ -50,7 +59,8 @@ def _decision(c: Comparison) -> str:
 def _table(comparisons: tuple[Comparison, ...]) -> list[str]:
     header = ["measure", "slice", "n", "baseline", "candidate", "Δ", "95% CI", "W/L/T",
               "sign p (Holm)", "margin", "decision"]
-    rows = [[c.measure, c.slice, str(c.n), mean_cell(c.baseline_mean), mean_cell(c.candidate_mean),
+    rows = [[c.measure, visible(c.slice), str(c.n), mean_cell(c.baseline_mean),
+             mean_cell(c.candidate_mean),
              signed(c.mean_diff), f"[{signed(c.ci_low)}, {signed(c.ci_high)}]",
              f"{c.wins}/{c.losses}/{c.ties}", f"{p_value(c.sign_p)} ({p_value(c.sign_p_holm)})",
              f"{c.margin:g}", _decision(c)] for c in comparisons]
@@ -66,7 +76,7 @@ def _queries(changes: tuple[QueryChange, ...], with_values: bool) -> list[str]:
     for q in changes[:_SHOWN] if not with_values else changes:
         values = (f"{q.measure}  {q.baseline:.4f} → {q.candidate:.4f} ({signed(q.diff)})  "
                   if with_values else "")
-        lines.append(f"  {q.query}  {values}{q.text}".rstrip())
+        lines.append(f"  {visible(q.query)}  {values}{visible(q.text)}".rstrip())
     if not with_values and len(changes) > _SHOWN:
         lines.append(f"  … and {len(changes) - _SHOWN} more (see the JSON report)")
     return lines
@@ -80,8 +90,9 @@ def report_text(report: Report) -> str:
     method = "BCa" if policy.bootstrap == "bca" else "percentile"
     lines = [
         f"{word}: {why} (exit {report.exit_code})",
-        f"candidate {report.candidate.path} vs baseline {report.baseline.path}",
-        f"snapshot {snap.name} ({snap.fingerprint}){queries}",
+        (f"candidate {visible(report.candidate.path)} vs baseline "
+         f"{visible(report.baseline.path)}"),
+        f"snapshot {visible(snap.name)} ({snap.fingerprint}){queries}",
         (f"paired per query; {policy.resamples} {method} bootstrap resamples (seed "
          f"{policy.seed}), {100 * (1 - policy.alpha):g}% intervals, sign test with Holm across "
          f"{len(report.comparisons)} comparisons"),
@@ -89,7 +100,8 @@ def report_text(report: Report) -> str:
         *_table(report.comparisons),
         "",
         f"Detectable drop ({100 * policy.power:g}% power): " + ", ".join(
-            f"{c.measure} ({c.slice}) {'undefined (n < 2)' if c.mde is None else f'{c.mde:.4f}'}"
+            f"{c.measure} ({visible(c.slice)}) "
+            f"{'undefined (n < 2)' if c.mde is None else f'{c.mde:.4f}'}"
             for c in report.comparisons),
     ]
     lines.append(f"Newly failing queries ({report.hit_measure} = 1 in the baseline, 0 in the "
@@ -100,7 +112,7 @@ def report_text(report: Report) -> str:
         lines.extend(_queries(report.top_regressions, with_values=True))
     if report.warnings:
         lines.append("Warnings:")
-        lines.extend(f"  - {w}" for w in report.warnings)
+        lines.extend(f"  - {visible(w)}" for w in report.warnings)
     lines.append("Definitions:")
     lines.extend(f"  {m.describe(snap.policy.threshold)}" for m in snap.measures)
-    return "\n".join(lines) + "\n"
+    return "".join(f"{command_safe(line)}\n" for line in lines)
