@@ -51,6 +51,8 @@ def escape_property(text: str) -> str:
 
 
 def _command(kind: str, title: str, message: str) -> str:
+    """A workflow command; the message quotes input, so it is made visible and capped."""
+    message = capped(visible(message), _MESSAGE)
     return f"::{kind} title={escape_property(title)}::{escape_data(message)}"
 
 
@@ -79,13 +81,13 @@ def annotations(report: Report) -> list[str]:
     """The workflow commands for ``report`` (see the module docstring)."""
     errors, warnings = [], []
     for c in report.comparisons:
-        detail = (f"{c.measure} on '{capped(visible(c.slice), _MESSAGE)}': Δ {signed(c.mean_diff)}, 95% CI "
+        detail = (f"{c.measure} on '{c.slice}': Δ {signed(c.mean_diff)}, 95% CI "
                   f"[{signed(c.ci_low)}, {signed(c.ci_high)}], margin {c.margin:g}, n = {c.n}")
         if c.decision == "regression":
             errors.append((f"retrieval regression: {c.measure}", detail))
         elif c.decision == "inconclusive":
             warnings.append((f"retrieval inconclusive: {c.measure}", detail))
-    warnings += [("retrieval-gate", capped(visible(w), _MESSAGE)) for w in report.warnings]
+    warnings += [("retrieval-gate", w) for w in report.warnings]
     return _capped("error", errors) + _capped("warning", warnings)
 
 
@@ -142,5 +144,4 @@ def publish_failure(message: str, exit_code: int, env: Mapping[str, str] = os.en
             f"{MARKER}\n### {verdict.upper()} ⛔ retrieval-gate\n\n**The gate could not compare "
             f"the runs (exit {exit_code}).**\n\n" + "".join(f"{line}\n" for line in body))
     _outputs({"verdict": verdict, "exit-code": str(exit_code), "report": ""}, env)
-    return _capped("error", [(f"retrieval-gate: {verdict}", capped(visible(line), _MESSAGE))
-                             for line in lines])
+    return _capped("error", [(f"retrieval-gate: {verdict}", line) for line in lines])

@@ -4,11 +4,10 @@ A regression is a ``<failure>``; an inconclusive comparison is a ``<failure>`` t
 fails on inconclusive, else a passing case whose ``<system-out>`` says so; the statistics are in
 each case's ``<system-out>``. Deterministic (no timestamps).
 
-Names from the inputs (the snapshot's, the slices') are made
-:func:`~retrieval_gate.report.untrusted.visible`: the control characters XML 1.0 forbids (and
-that ElementTree would write as they are, giving a document no parser accepts), lone surrogates
-and U+FFFE/U+FFFF become escapes such as ``\x01``; ElementTree escapes ``&``, ``<``, ``>`` and
-quotes."""
+Every attribute and text is made :func:`~retrieval_gate.report.untrusted.visible`: the control
+characters XML 1.0 forbids in names from the inputs (which ElementTree would write as they are,
+giving a document no parser accepts), lone surrogates and U+FFFE/U+FFFF become escapes such as
+``\\x01``; ElementTree escapes ``&``, ``<``, ``>`` and quotes."""
 
 from __future__ import annotations
 
@@ -28,14 +27,12 @@ def report_junit(report: Report) -> str:
     attributes = {"name": "retrieval-gate", "tests": str(len(cases)),
                   "failures": str(len(failing)), "errors": "0", "skipped": "0"}
     suites = ElementTree.Element("testsuites", attributes)
-    snapshot = visible(report.snapshot.name)
     suite = ElementTree.SubElement(suites, "testsuite",
-                                   {**attributes, "name": f"retrieval-gate {snapshot}"})
+                                   {**attributes, "name": f"retrieval-gate {report.snapshot.name}"})
     for c in cases:
-        name = visible(c.slice)
         case = ElementTree.SubElement(suite, "testcase", {
-            "classname": f"retrieval-gate.{snapshot}.{name}",
-            "name": f"{c.measure} ({name})"})
+            "classname": f"retrieval-gate.{report.snapshot.name}.{c.slice}",
+            "name": f"{c.measure} ({c.slice})"})
         detail = (f"{c.decision}: Δ {signed(c.mean_diff)}, 95% CI [{signed(c.ci_low)}, "
                   f"{signed(c.ci_high)}], margin {c.margin:g}, n = {c.n}, W/L/T "
                   f"{c.wins}/{c.losses}/{c.ties}, sign p {p_value(c.sign_p)} (Holm "
@@ -45,6 +42,9 @@ def report_junit(report: Report) -> str:
                                                                "message": detail})
             failure.text = detail
         ElementTree.SubElement(case, "system-out").text = detail
+    for element in suites.iter():
+        element.attrib.update({key: visible(value) for key, value in element.attrib.items()})
+        element.text = element.text and visible(element.text)
     ElementTree.indent(suites)
     return ('<?xml version="1.0" encoding="UTF-8"?>\n'
             + ElementTree.tostring(suites, encoding="unicode") + "\n")

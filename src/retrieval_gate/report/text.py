@@ -2,13 +2,15 @@
 (measure, slice), then what a reviewer needs next — detectable drop, newly failing queries,
 largest per-query drops, warnings, definitions.
 
-Every value from the inputs (ids, query texts, paths, names, slices, warnings) goes through
-:func:`~retrieval_gate.report.untrusted.visible`, so a CR, LF, U+2028 or escape sequence in it
-can neither break a line of the table nor forge one (a fake ``PASS: ...``); and every line
-through :func:`~retrieval_gate.report.untrusted.command_safe`, so none is a GitHub workflow
-command."""
+Every string from the inputs (paths, the snapshot's name, slices, query ids and texts,
+warnings) is made :func:`~retrieval_gate.report.untrusted.visible` first, so a CR, LF, U+2028
+or escape sequence in it can neither break a line of the table nor forge one (a fake
+``PASS: ...``); and every line is made
+:func:`~retrieval_gate.report.untrusted.command_safe`, so none is a GitHub workflow command."""
 
 from __future__ import annotations
+
+from dataclasses import replace
 
 from retrieval_gate.report.model import Comparison, QueryChange, Report
 from retrieval_gate.report.untrusted import command_safe, visible
@@ -19,18 +21,16 @@ _SHOWN = 10  # queries listed per section
 
 
 def headline(report: Report) -> tuple[str, str]:
-    """(status word, one-sentence explanation) of the verdict; slice names are made
-    :func:`visible`."""
+    """(status word, one-sentence explanation) of the verdict."""
     def named(decision: str) -> str:
-        return ", ".join(f"{c.measure} ({visible(c.slice)})" for c in report.comparisons
+        return ", ".join(f"{c.measure} ({c.slice})" for c in report.comparisons
                          if c.decision == decision)
     if report.verdict == "regression":
         return "REGRESSION", f"material regression in {named('regression')}"
     if report.verdict == "inconclusive":
         return "INCONCLUSIVE", (f"this test set cannot rule out a material drop in "
                                 f"{named('inconclusive')}")
-    improved = ", ".join(f"{c.measure} ({visible(c.slice)})" for c in report.comparisons
-                         if c.improvement)
+    improved = ", ".join(f"{c.measure} ({c.slice})" for c in report.comparisons if c.improvement)
     return "PASS", "no material regression" + (f"; improved: {improved}" if improved else "")
 
 
@@ -59,8 +59,7 @@ def _decision(c: Comparison) -> str:
 def _table(comparisons: tuple[Comparison, ...]) -> list[str]:
     header = ["measure", "slice", "n", "baseline", "candidate", "Δ", "95% CI", "W/L/T",
               "sign p (Holm)", "margin", "decision"]
-    rows = [[c.measure, visible(c.slice), str(c.n), mean_cell(c.baseline_mean),
-             mean_cell(c.candidate_mean),
+    rows = [[c.measure, c.slice, str(c.n), mean_cell(c.baseline_mean), mean_cell(c.candidate_mean),
              signed(c.mean_diff), f"[{signed(c.ci_low)}, {signed(c.ci_high)}]",
              f"{c.wins}/{c.losses}/{c.ties}", f"{p_value(c.sign_p)} ({p_value(c.sign_p_holm)})",
              f"{c.margin:g}", _decision(c)] for c in comparisons]
@@ -76,13 +75,28 @@ def _queries(changes: tuple[QueryChange, ...], with_values: bool) -> list[str]:
     for q in changes[:_SHOWN] if not with_values else changes:
         values = (f"{q.measure}  {q.baseline:.4f} → {q.candidate:.4f} ({signed(q.diff)})  "
                   if with_values else "")
-        lines.append(f"  {visible(q.query)}  {values}{visible(q.text)}".rstrip())
+        lines.append(f"  {q.query}  {values}{q.text}".rstrip())
     if not with_values and len(changes) > _SHOWN:
         lines.append(f"  … and {len(changes) - _SHOWN} more (see the JSON report)")
     return lines
 
 
+def _visible(report: Report) -> Report:
+    """``report`` with every string from the inputs made :func:`visible`."""
+    def change(q: QueryChange) -> QueryChange:
+        return replace(q, query=visible(q.query), text=visible(q.text))
+    return replace(
+        report, snapshot=replace(report.snapshot, name=visible(report.snapshot.name)),
+        baseline=replace(report.baseline, path=visible(report.baseline.path)),
+        candidate=replace(report.candidate, path=visible(report.candidate.path)),
+        comparisons=tuple(replace(c, slice=visible(c.slice)) for c in report.comparisons),
+        newly_failing=tuple(map(change, report.newly_failing)),
+        top_regressions=tuple(map(change, report.top_regressions)),
+        warnings=tuple(map(visible, report.warnings)))
+
+
 def report_text(report: Report) -> str:
+    report = _visible(report)
     word, why = headline(report)
     snap, policy = report.snapshot, report.policy
     n_all = max((c.n for c in report.comparisons if c.slice == "all"), default=None)
@@ -90,9 +104,8 @@ def report_text(report: Report) -> str:
     method = "BCa" if policy.bootstrap == "bca" else "percentile"
     lines = [
         f"{word}: {why} (exit {report.exit_code})",
-        (f"candidate {visible(report.candidate.path)} vs baseline "
-         f"{visible(report.baseline.path)}"),
-        f"snapshot {visible(snap.name)} ({snap.fingerprint}){queries}",
+        f"candidate {report.candidate.path} vs baseline {report.baseline.path}",
+        f"snapshot {snap.name} ({snap.fingerprint}){queries}",
         (f"paired per query; {policy.resamples} {method} bootstrap resamples (seed "
          f"{policy.seed}), {100 * (1 - policy.alpha):g}% intervals, sign test with Holm across "
          f"{len(report.comparisons)} comparisons"),
@@ -100,8 +113,7 @@ def report_text(report: Report) -> str:
         *_table(report.comparisons),
         "",
         f"Detectable drop ({100 * policy.power:g}% power): " + ", ".join(
-            f"{c.measure} ({visible(c.slice)}) "
-            f"{'undefined (n < 2)' if c.mde is None else f'{c.mde:.4f}'}"
+            f"{c.measure} ({c.slice}) {'undefined (n < 2)' if c.mde is None else f'{c.mde:.4f}'}"
             for c in report.comparisons),
     ]
     lines.append(f"Newly failing queries ({report.hit_measure} = 1 in the baseline, 0 in the "
@@ -112,7 +124,7 @@ def report_text(report: Report) -> str:
         lines.extend(_queries(report.top_regressions, with_values=True))
     if report.warnings:
         lines.append("Warnings:")
-        lines.extend(f"  - {visible(w)}" for w in report.warnings)
+        lines.extend(f"  - {w}" for w in report.warnings)
     lines.append("Definitions:")
     lines.extend(f"  {m.describe(snap.policy.threshold)}" for m in snap.measures)
     return "".join(f"{command_safe(line)}\n" for line in lines)
