@@ -398,3 +398,38 @@ def test_renderers_never_break_a_line_or_a_table(query, text, slice_name):
     assert failing[1][0].replace("\u200b", "") == visible(capped(query, NAME)).strip()
     assert failing[1][1].replace("\u200b", "") == visible(capped(text, TEXT)).strip()
     assert drops[1][5].replace("\u200b", "") == visible(capped(text, TEXT)).strip()
+
+
+# -- the pull-request comment ----------------------------------------------------------------
+
+def _comment_module():
+    import importlib.util
+
+    spec = importlib.util.spec_from_file_location("comment", Path(__file__).parents[1] /
+                                                  "action" / "comment.py")
+    module = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(module)
+    return module
+
+
+@pytest.mark.parametrize("run_id, linked", [("4242", True), ("1)](javascript:alert(1)", False)])
+def test_the_comment_adds_only_a_checked_run_link(hostile, actions, tmp_path, monkeypatch,
+                                                   run_id, linked):
+    run_check(hostile, actions, "--markdown", tmp_path / "r.md")
+    monkeypatch.setenv("GITHUB_SERVER_URL", "https://github.com")
+    monkeypatch.setenv("GITHUB_REPOSITORY", "octo-org/retriever")
+    monkeypatch.setenv("GITHUB_RUN_ID", run_id)
+    body = _comment_module().body(str(tmp_path / "r.md"))
+    report = (tmp_path / "r.md").read_text(encoding="utf-8").rstrip("\n")
+    assert body.startswith(report)
+    footer = body[len(report):]
+    links = [t for t in renderer().parse(body) if t.type == "inline"
+             for t in t.children if t.type == "link_open"]
+    if linked:
+        assert footer == "\n\n<sub>[workflow run](https://github.com/octo-org/retriever/actions/" \
+                         "runs/4242)</sub>\n"
+        assert [t.attrs["href"] for t in links] == [
+            "https://github.com/octo-org/retriever/actions/runs/4242"]
+    else:
+        assert footer == "\n" and not links
+        check_markdown(body)
