@@ -16,8 +16,9 @@ through the real command line, and the outputs are read the way their consumers 
   strikethrough and linkify as GitHub autolinks: ``www.``, ``http(s)://``, e-mail addresses;
   raw HTML allowed, as GitHub allows it before sanitising): no link, image, raw HTML other than
   the report's own ``<details>``/``<summary>``, no emphasis or strikethrough from the payload,
-  no mention, issue reference or bare link in the text GitHub post-processes, every table keeps
-  its column count and every cell renders exactly the (capped, visible) value;
+  no mention, issue reference or bare link in the text GitHub post-processes, every table row
+  has as many cell separators as its header (GFM would silently drop or pad cells) and every
+  cell renders exactly the (capped, visible) value;
 - JUnit XML parsed by ElementTree.
 
 A hypothesis property checks the text and Markdown renderers on random Unicode ids and texts.
@@ -29,6 +30,7 @@ import dataclasses
 import json
 import re
 import unicodedata
+from itertools import pairwise
 from pathlib import Path
 from xml.etree import ElementTree
 
@@ -65,9 +67,9 @@ CAND_FILE = "cand \r::add-mask::p <img src=x> [l](javascript:x) #7 www.e.x.json"
 REGISTERED = {"stop-commands", "set-env", "set-output", "save-state", "add-mask", "add-path",
               "add-matcher", "remove-matcher", "debug", "warning", "error", "notice", "group",
               "endgroup", "echo"}
-DOTNET_SPACE = "".join(chr(c) for c in range(0x110000)
-                       if chr(c) in "\t\n\v\f\r \x85\xa0" or unicodedata.category(chr(c)) in
-                       ("Zs", "Zl", "Zp"))
+# .NET's Char.IsWhiteSpace, which String.TrimStart() trims.
+DOTNET_SPACE = ("\t\n\v\f\r \x85\xa0\u1680" + "".join(map(chr, range(0x2000, 0x200B)))
+                + "\u2028\u2029\u202f\u205f\u3000")
 
 
 # -- the runner's parser, as a test oracle ---------------------------------------------------
@@ -208,7 +210,9 @@ def test_stdout_and_stderr_run_no_command_from_the_inputs(hostile, actions, outp
     assert report.startswith({"text": "REGRESSION", "json": "{", "markdown": MARKER}[
         output_format])
     if output_format == "json":
-        assert json.loads(report)["snapshot"]["name"] == SNAPSHOT_NAME  # still the same JSON
+        document = json.loads(report)  # still the same JSON, values exact
+        assert document["snapshot"]["name"] == SNAPSHOT_NAME
+        assert document["candidate"]["system"]["model"] == "\n::add-mask::m ##[add-mask]n"
 
 
 def test_each_run_pauses_commands_with_a_fresh_token(hostile, actions):
@@ -251,9 +255,15 @@ GITHUB_LINKS = [
 ]
 
 
+OWN_STRONG = re.compile(r"regression|inconclusive|(Material regression|This test set|No "
+                        r"material regression|The gate could not compare) .*")
+
+
 def check_markdown(markdown: str) -> list[list[list[str]]]:
     """Render ``markdown`` and assert what the module docstring says; return every table's
-    rows as lists of cell texts."""
+    rows as lists of cell texts. The report's own markup: bold for its sentence and for
+    decisions, code spans for the two paths, the snapshot's name and fingerprint in its
+    sentence."""
     tokens = renderer().parse(markdown)
     tables, table, row, cell, linked_text = [], None, None, None, []
     for token in tokens:
@@ -275,25 +285,42 @@ def check_markdown(markdown: str) -> list[list[list[str]]]:
             row.append(cell)
             cell = None
         elif token.type == "inline":
-            strong = False
+            strong, texts = None, [c.content for c in token.children if c.type == "text"]
+            spans = [c for c in token.children if c.type == "code_inline"]
+            assert not spans or (cell is None and len(spans) == 4 and
+                                 {" vs baseline ", " on snapshot "} <= set(texts)), spans
             for child in token.children:
                 assert child.type not in ("link_open", "image", "html_inline", "em_open",
                                           "s_open", "softbreak", "hardbreak"), child
                 if child.type == "strong_open":
-                    assert not strong
-                    strong = True
+                    assert strong is None
+                    strong = ""
                 elif child.type == "strong_close":
-                    strong = False
+                    assert OWN_STRONG.fullmatch(strong), strong
+                    strong = None
                 elif child.type == "text":
                     linked_text.append(child.content)
+                    strong = strong if strong is None else strong + child.content
                 if cell is not None and child.type in ("text", "code_inline"):
                     cell += child.content
     for text in linked_text:
         for pattern in GITHUB_LINKS:
             assert not pattern.search(text), (pattern.pattern, text)
-    for rows in tables:
-        assert len({len(r) for r in rows}) == 1, rows  # every row as many cells as the header
+    # GFM drops extra cells and pads missing ones, so count the source's unescaped pipes.
+    pipes = [len(re.findall(r"(?<!\\)\|", line)) if line.startswith("|") else None
+             for line in markdown.split("\n")]
+    for previous, count in pairwise(pipes):
+        assert None in (previous, count) or previous == count, markdown
     return tables
+
+
+@pytest.mark.parametrize("raw", ["**bold**", "_em_", "~~s~~", "`code`", "[l](http://e.x)",
+                                 "![i](x.png)", "<img src=x>", "@octocat", "#12", "www.e.com",
+                                 "a@b.com", "x | y", "a\nb"])
+def test_the_markdown_oracle_sees_the_attack(raw):
+    """check_markdown is not vacuous: each payload, unescaped in a cell, fails it."""
+    with pytest.raises(AssertionError):
+        check_markdown(f"| a |\n|---|\n| {raw} |\n")
 
 
 def test_markdown_is_text_not_markup(hostile, actions, tmp_path):
@@ -369,8 +396,9 @@ def _report():
 
 
 hostile_text = st.lists(st.one_of(st.text(max_size=12), st.sampled_from(PAYLOADS[:-1]),
-                                  st.sampled_from(["::", "##[", "\r", "\u2028", "`", "@a", "#1",
-                                                   "|", "\\", "www.", "//", "<", "&"])),
+                                  st.sampled_from(["::", "##[", "\r", "\u2028", "\x85", "\x00",
+                                                   "\ud800", "\u202e", "`", "@a", "#1", "|",
+                                                   "\\", "www.", "//", "<", "&", " "])),
                         max_size=8).map("".join)
 
 
