@@ -10,6 +10,10 @@ and updated in place; created when there is none. Environment (set by action.yml
 - GitHub's own: ``GITHUB_EVENT_NAME``, ``GITHUB_EVENT_PATH``, ``GITHUB_REPOSITORY``,
   ``GITHUB_SERVER_URL``, ``GITHUB_RUN_ID``.
 
+The body is the report as the gate wrote it (the gate escapes everything from the inputs) and
+a link to the workflow run, built only from GitHub's own variables and left out unless they
+have their documented form.
+
 It never fails the job: anything that stops the comment (a fork's read-only token, a token
 without write access, no ``gh``) is a ``::warning::`` and exit 0. The job summary always has the
 report. Standard library only; talks to GitHub through the ``gh`` CLI.
@@ -19,6 +23,7 @@ from __future__ import annotations
 
 import json
 import os
+import re
 import shutil
 import subprocess
 import sys
@@ -64,15 +69,26 @@ def existing_comment(repo: str, number: int) -> int | None:
     return None
 
 
+def run_link() -> str | None:
+    """The workflow run's address, or None unless GITHUB_SERVER_URL, GITHUB_REPOSITORY and
+    GITHUB_RUN_ID look as GitHub sets them (so nothing else reaches the comment's Markdown)."""
+    server = os.environ.get("GITHUB_SERVER_URL", "https://github.com")
+    repo = os.environ.get("GITHUB_REPOSITORY", "")
+    run = os.environ.get("GITHUB_RUN_ID", "")
+    if (re.fullmatch(r"https?://[A-Za-z0-9.-]+(:[0-9]+)?", server)
+            and re.fullmatch(r"[A-Za-z0-9_.-]+/[A-Za-z0-9_.-]+", repo)
+            and re.fullmatch(r"[0-9]+", run)):
+        return f"{server}/{repo}/actions/runs/{run}"
+    return None
+
+
 def body(summary: str) -> str:
     with open(summary, encoding="utf-8") as handle:
         text = handle.read()
     if not text.startswith(MARKER):
         text = f"{MARKER}\n{text}"
-    server = os.environ.get("GITHUB_SERVER_URL", "https://github.com")
-    run = os.environ.get("GITHUB_RUN_ID")
-    footer = (f"\n\n<sub>[workflow run]({server}/{os.environ['GITHUB_REPOSITORY']}/actions/runs/"
-              f"{run})</sub>\n" if run else "\n")
+    link = run_link()
+    footer = f"\n\n<sub>[workflow run]({link})</sub>\n" if link else "\n"
     if len(text) + len(footer) > MAX_BODY:
         cut = text[:MAX_BODY - len(footer) - 100]
         text = cut[:cut.rfind("\n") + 1] + "\n… cut to fit a comment; the job summary has it all."

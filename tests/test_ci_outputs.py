@@ -60,7 +60,7 @@ def test_github_mode_regression(actions, tmp_path):
     report = Path(found["report"])
     assert report == tmp_path / "retrieval-gate-report.json"
     assert json.loads(report.read_text())["verdict"] == "regression"
-    commands = [line for line in out.splitlines() if line.startswith("::")]
+    commands = [line for line in out.splitlines() if line.startswith(("::error", "::warning"))]
     assert commands[0].startswith("::error title=retrieval regression%3A Recall@10::Recall@10")
     assert any(c.startswith("::warning title=retrieval inconclusive%3A nDCG@10::") for c in
                commands)
@@ -70,7 +70,7 @@ def test_github_mode_regression(actions, tmp_path):
 def test_github_mode_pass_is_explicit_and_json_goes_where_asked(actions, tmp_path, repo):
     code, out, _ = gate("check", "--github", "--json", tmp_path / "r.json", env={
         **actions, "GITHUB_ACTIONS": ""})
-    assert code == 0 and out.startswith("PASS")
+    assert code == 0 and out.splitlines()[1].startswith("PASS")  # after ::stop-commands::
     assert outputs(actions["GITHUB_OUTPUT"]) == {"verdict": "pass", "exit-code": "0",
                                                  "report": str(tmp_path / "r.json")}
     assert not any(line.startswith("::error") for line in out.splitlines())

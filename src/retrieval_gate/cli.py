@@ -40,16 +40,23 @@ class _Gate(click.Group):
         except (click.exceptions.Exit, click.ClickException):
             raise
         except Exception as exc:  # noqa: BLE001 — a bug: say so, and ask for a report
-            click.echo(f"internal error: {type(exc).__name__}: {exc} — this is a bug in "
+            from retrieval_gate.report.untrusted import command_safe, visible
+
+            message = command_safe(visible(f"{type(exc).__name__}: {exc}"))
+            click.echo(f"internal error: {message} — this is a bug in "
                        f"retrieval-gate {__version__}; please report it with the command you "
                        "ran and its input files", err=True)
             ctx.exit(EXIT_INTERNAL)
 
 
 def _report(exc: GateError) -> None:
-    """``error: LINE`` on standard error for each line of the message."""
-    for line in str(exc).splitlines():
-        click.echo(f"error: {line}", err=True)
+    """``error: LINE`` on standard error for each line of the message. Messages quote input
+    (ids, paths): any other line break or control character in a line is shown as an escape,
+    and no line can be a GitHub workflow command (the runner reads standard error too)."""
+    from retrieval_gate.report.untrusted import command_safe, visible
+
+    for line in str(exc).rstrip("\n").split("\n"):
+        click.echo(command_safe(f"error: {visible(line)}"), err=True)
 
 
 def environment_fault(exc: OSError) -> EnvironmentFault:
@@ -306,8 +313,12 @@ def check(ctx, snapshot_file, baseline, candidate, config, fail_on, json_out, ma
             for line in publish_failure(str(exc), code):
                 click.echo(line)
         raise
-    click.echo(write_reports(report, output_format, json_out, markdown_out, junit_out, github),
-               nl=False)
+    out = write_reports(report, output_format, json_out, markdown_out, junit_out, github)
+    if not github and os.environ.get("GITHUB_ACTIONS") == "true":
+        from retrieval_gate.report.untrusted import command_safe
+
+        out = "\n".join(map(command_safe, out.split("\n")))
+    click.echo(out, nl=False)
     ctx.exit(report.exit_code)
 
 

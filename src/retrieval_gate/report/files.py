@@ -22,7 +22,8 @@ def write_reports(report: Report, output_format: str, json_out: str | None = Non
                   github: bool = False) -> str:
     """Write the files asked for and return what goes to standard output (the report in
     ``output_format``, then GitHub's annotation lines in GitHub mode). In GitHub mode the JSON
-    report is always written: to ``json_out``, else :func:`github.default_report_path`."""
+    report is always written: to ``json_out``, else :func:`github.default_report_path`; and the
+    report on standard output is made :func:`github.workflow_safe`."""
     rendered: dict[str, str] = {}
 
     def text(kind: str) -> str:
@@ -43,7 +44,8 @@ def write_reports(report: Report, output_format: str, json_out: str | None = Non
         write_text_atomic(junit_out, report_junit(report))
     out = text(output_format)
     if github:
-        from retrieval_gate.report.github import publish
+        from retrieval_gate.report.github import publish, workflow_safe
 
-        out += "".join(f"{line}\n" for line in publish(report, text("markdown"), Path(json_out)))
+        lines = publish(report, text("markdown"), Path(json_out))
+        out = workflow_safe(out) + "".join(f"{line}\n" for line in lines)
     return out

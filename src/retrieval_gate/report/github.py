@@ -1,12 +1,17 @@
 """GitHub Actions output of ``gate check --github``: the job summary, workflow annotations and
 step outputs.
 
-- Summary: the Markdown report appended to ``$GITHUB_STEP_SUMMARY`` (GitHub shows at most 1 MiB
-  per step; the report caps its lists far below that, and a larger one is cut with a note).
-- Annotations on standard output: ``::error`` for each regression, ``::warning`` for each
-  inconclusive comparison and each report warning; at most 10 of each kind (GitHub's limit per
-  step) and a summary line for the rest. Message data escapes ``%``, CR and LF; property values
-  (``title``) also ``:`` and ``,`` (actions/toolkit's ``escapeData`` / ``escapeProperty``).
+- Summary: the Markdown report appended to ``$GITHUB_STEP_SUMMARY`` (at most
+  :data:`~retrieval_gate.report.markdown.MAX_CHARS` characters, far below GitHub's 1 MiB).
+- Standard output (:func:`workflow_safe`): the report, every line made
+  :func:`~retrieval_gate.report.untrusted.command_safe` and the whole between
+  ``::stop-commands::TOKEN`` and ``::TOKEN::`` (a fresh random token each run), so nothing read
+  from the inputs can run as a workflow command; then the gate's own annotations.
+- Annotations: ``::error`` for each regression, ``::warning`` for each inconclusive comparison
+  and each report warning; at most 10 of each kind (GitHub's limit per step) and a summary line
+  for the rest. Untrusted parts are made visible and capped; message data escapes ``%``, CR and
+  LF; property values (``title``) also ``:`` and ``,`` (actions/toolkit's ``escapeData`` /
+  ``escapeProperty``).
 - Outputs appended to ``$GITHUB_OUTPUT``: ``verdict`` (pass, regression, inconclusive, or for a
   gate that could not decide: invalid, not-comparable, error), ``exit-code`` and ``report`` (the
   JSON report's path).
@@ -15,20 +20,24 @@ step outputs.
 from __future__ import annotations
 
 import os
+import re
+import secrets
 import uuid
 from collections.abc import Mapping
 from pathlib import Path
 
 from retrieval_gate.errors import EXIT_INVALID, EXIT_NOT_COMPARABLE
-from retrieval_gate.report.markdown import MARKER
+from retrieval_gate.report.markdown import LINE, MARKER, escape
 from retrieval_gate.report.model import Report
 from retrieval_gate.report.text import signed
+from retrieval_gate.report.untrusted import capped, command_safe, visible
 
 __all__ = ["annotations", "error_verdict", "escape_data", "escape_property", "publish",
-           "publish_failure"]
+           "publish_failure", "workflow_safe"]
 
 MAX_PER_KIND = 10
-MAX_SUMMARY_BYTES = 1_000_000
+_MESSAGE = 1000  # characters of untrusted text in one annotation
+_FAILURE_LINES = 50  # lines of an error message in the summary
 
 
 def escape_data(text: str) -> str:
@@ -42,7 +51,22 @@ def escape_property(text: str) -> str:
 
 
 def _command(kind: str, title: str, message: str) -> str:
+    """A workflow command; the message quotes input, so it is made visible and capped."""
+    message = capped(visible(message), _MESSAGE)
     return f"::{kind} title={escape_property(title)}::{escape_data(message)}"
+
+
+def workflow_safe(text: str) -> str:
+    """``text`` for standard output under GitHub Actions: every line (split where the runner
+    splits: LF, CR, CRLF) made :func:`command_safe`, and the whole between
+    ``::stop-commands::TOKEN`` and ``::TOKEN::`` with a fresh random token, so that the runner
+    runs no command in it even under a parsing rule not covered by :func:`command_safe`."""
+    token = f"retrieval-gate-{secrets.token_hex(16)}"
+    lines = re.split(r"\r\n|\r|\n", text)
+    if lines[-1] == "":
+        lines.pop()
+    return "".join(f"{line}\n" for line in [f"::stop-commands::{token}",
+                                            *map(command_safe, lines), f"::{token}::"])
 
 
 def _capped(kind: str, items: list[tuple[str, str]]) -> list[str]:
@@ -90,18 +114,10 @@ def default_report_path(env: Mapping[str, str]) -> Path:
     return Path(env.get("RUNNER_TEMP") or tempfile.gettempdir()) / "retrieval-gate-report.json"
 
 
-def _summary_text(markdown: str) -> str:
-    encoded = markdown.encode("utf-8")
-    if len(encoded) <= MAX_SUMMARY_BYTES:
-        return markdown
-    cut = encoded[:MAX_SUMMARY_BYTES].decode("utf-8", errors="ignore")
-    return cut[:cut.rfind("\n") + 1] + "\n… cut at 1 MB; the JSON report has everything.\n"
-
-
 def publish(report: Report, markdown: str, json_path: Path,
             env: Mapping[str, str] = os.environ) -> list[str]:
     """Append the summary and the outputs; return the annotation lines to print."""
-    _append(env.get("GITHUB_STEP_SUMMARY"), _summary_text(markdown))
+    _append(env.get("GITHUB_STEP_SUMMARY"), markdown)
     _outputs({"verdict": report.verdict, "exit-code": str(report.exit_code),
               "report": str(json_path)}, env)
     return annotations(report)
@@ -116,12 +132,16 @@ def error_verdict(exit_code: int) -> str:
 def publish_failure(message: str, exit_code: int, env: Mapping[str, str] = os.environ
                     ) -> list[str]:
     """For input the gate refused (or a crash): a short summary, the outputs, and one
-    ``::error`` per message line (at most 10)."""
+    ``::error`` per message line (at most 10). The message quotes untrusted text: each line is
+    Markdown-escaped in the summary (at most 50 lines), made visible and capped in the
+    annotations."""
     verdict = error_verdict(exit_code)
-    lines = message.splitlines() or [message]
-    body = "\n".join(f"- `{line}`" if "`" not in line else f"- {line}" for line in lines)
+    lines = message.rstrip("\n").split("\n")
+    body = [f"- {escape(line, LINE)}" for line in lines[:_FAILURE_LINES]]
+    if len(lines) > _FAILURE_LINES:
+        body.append(f"- … and {len(lines) - _FAILURE_LINES} more (see the job log)")
     _append(env.get("GITHUB_STEP_SUMMARY"),
             f"{MARKER}\n### {verdict.upper()} ⛔ retrieval-gate\n\n**The gate could not compare "
-            f"the runs (exit {exit_code}).**\n\n{body}\n")
+            f"the runs (exit {exit_code}).**\n\n" + "".join(f"{line}\n" for line in body))
     _outputs({"verdict": verdict, "exit-code": str(exit_code), "report": ""}, env)
     return _capped("error", [(f"retrieval-gate: {verdict}", line) for line in lines])

@@ -2,7 +2,12 @@
 
 A regression is a ``<failure>``; an inconclusive comparison is a ``<failure>`` too when the gate
 fails on inconclusive, else a passing case whose ``<system-out>`` says so; the statistics are in
-each case's ``<system-out>``. Deterministic (no timestamps)."""
+each case's ``<system-out>``. Deterministic (no timestamps).
+
+Every attribute and text is made :func:`~retrieval_gate.report.untrusted.visible`: the control
+characters XML 1.0 forbids in names from the inputs (which ElementTree would write as they are,
+giving a document no parser accepts), lone surrogates and U+FFFE/U+FFFF become escapes such as
+``\\x01``; ElementTree escapes ``&``, ``<``, ``>`` and quotes."""
 
 from __future__ import annotations
 
@@ -10,6 +15,7 @@ from xml.etree import ElementTree
 
 from retrieval_gate.report.model import Report
 from retrieval_gate.report.text import p_value, signed
+from retrieval_gate.report.untrusted import visible
 
 __all__ = ["report_junit"]
 
@@ -36,6 +42,9 @@ def report_junit(report: Report) -> str:
                                                                "message": detail})
             failure.text = detail
         ElementTree.SubElement(case, "system-out").text = detail
+    for element in suites.iter():
+        element.attrib.update({key: visible(value) for key, value in element.attrib.items()})
+        element.text = element.text and visible(element.text)
     ElementTree.indent(suites)
     return ('<?xml version="1.0" encoding="UTF-8"?>\n'
             + ElementTree.tostring(suites, encoding="unicode") + "\n")

@@ -1,28 +1,94 @@
 """The Markdown report of ``gate check``, for a pull request comment or a job summary: the status
-word first, one compact table, and the details in ``<details>`` blocks. Query texts are escaped
-so that they cannot break the table or inject HTML; lists are capped so the document stays far
-below GitHub's 1 MiB summary limit."""
+word first, one compact table, and the details in ``<details>`` blocks.
+
+Every value from the inputs is shown as text, never as markup — as GitHub renders Markdown,
+including what it adds afterwards (@-mentions, #-references, bare links):
+
+- in table cells and list items (:func:`escape`): cut to a length per kind of value with "…";
+  made :func:`~retrieval_gate.report.untrusted.visible` (a CR, LF or U+2028 cannot end the
+  cell or the line); ``&``, ``<``, ``>`` and ``"`` as HTML entities (no raw HTML); every other
+  ASCII character that can start Markdown, ``\\ ` * _ [ ] ( ) ! # + - . | ~ $ =``,
+  backslash-escaped (no link, image, emphasis, code, heading, list, math or extra table cell);
+  and a zero-width space (U+200B) after ``@`` (mentions, e-mail links; not in ``Recall@10``),
+  after ``#`` (issue references), between the slashes of ``//`` and after ``www`` before a dot
+  (bare links), and in ``GH-`` references;
+- in code spans (:func:`code`, never inside a table): the fence is one backtick longer than the
+  longest run of backticks in the value, so nothing in it can close the span;
+- in HTML (``<summary>``, :func:`html_text`): HTML-escaped, with the same zero-width spaces.
+
+The document is cut to :data:`MAX_CHARS` characters at a line boundary (an open ``<details>``
+is closed) with a note, so that it fits a pull-request comment (65,536 characters) and stays
+far below GitHub's 1 MiB job-summary limit.
+"""
 
 from __future__ import annotations
 
+import html
+import re
+
 from retrieval_gate.report.model import Report
 from retrieval_gate.report.text import headline, mean_cell, p_value, signed
+from retrieval_gate.report.untrusted import capped, visible
 
-__all__ = ["MARKER", "report_markdown"]
+__all__ = ["MARKER", "MAX_CHARS", "code", "escape", "html_text", "report_markdown"]
 
 MARKER = "<!-- retrieval-gate report -->"
+MAX_CHARS = 60_000
 _SHOWN = 50  # rows per details table
 _ICON = {"PASS": "✅", "REGRESSION": "❌", "INCONCLUSIVE": "⚠️"}
+# Characters of one value shown: names and ids, paths, query texts, sentences.
+NAME, PATH, TEXT, LINE = 80, 160, 200, 400
+
+_ZERO_WIDTH = "\u200b"
+_REFERENCES = re.compile(
+    r"@(?!(?<=[A-Za-z0-9_]@)\d+(?![\w.-]))"  # a mention or an e-mail address; not k of Recall@k
+    r"|#|/(?=/)|(?i:www)(?=\.)|(?i:\bgh)(?=-\d)")
+_MARKUP = str.maketrans({**{c: f"\\{c}" for c in "\\`*_[]()!#+-.|~$="},
+                         "&": "&amp;", "<": "&lt;", ">": "&gt;", '"': "&quot;"})
 
 
-def _escape(text: str) -> str:
-    """Plain text safe inside a Markdown table cell."""
-    return (" ".join(text.split()).replace("&", "&amp;").replace("<", "&lt;")
-            .replace(">", "&gt;").replace("|", "\\|").replace("`", "\\`"))
+def _unlinked(text: str, limit: int) -> str:
+    """``text`` capped, made visible, and with a zero-width space wherever GitHub would link."""
+    return _REFERENCES.sub(lambda m: m.group(0) + _ZERO_WIDTH, visible(capped(text, limit)))
+
+
+def escape(text: str, limit: int = LINE) -> str:
+    """``text`` as Markdown that renders as exactly that text, in a table cell or anywhere else
+    (see the module docstring); at most ``limit`` characters of it."""
+    return _unlinked(text, limit).translate(_MARKUP)
+
+
+def code(text: str, limit: int = PATH) -> str:
+    """``text`` as an inline code span that it cannot close (not for table cells)."""
+    text = visible(capped(text, limit))
+    fence = "`" * (max(map(len, re.findall("`+", text)), default=0) + 1)
+    return f"{fence} {text} {fence}"
+
+
+def html_text(text: str, limit: int = LINE) -> str:
+    """``text`` as the text of an HTML element (``<summary>``)."""
+    return html.escape(_unlinked(text, limit))
 
 
 def _details(summary: str, body: list[str]) -> list[str]:
     return ["", f"<details><summary>{summary}</summary>", "", *body, "", "</details>"]
+
+
+def _fit(lines: list[str]) -> str:
+    """The document; past :data:`MAX_CHARS` characters, cut at a line boundary with a note."""
+    text = "".join(f"{line}\n" for line in lines)
+    if len(text) <= MAX_CHARS:
+        return text
+    note = f"… cut at {MAX_CHARS} characters; the JSON report has everything."
+    kept, size, in_details = [], 0, False
+    for line in lines:
+        size += len(line) + 1
+        if size > MAX_CHARS - len(note) - 20:
+            break
+        kept.append(line)
+        in_details = line.startswith("<details>") or (in_details and line != "</details>")
+    return "".join(f"{line}\n" for line in [*kept, *(["", "</details>"] if in_details else []),
+                                            "", note])
 
 
 def report_markdown(report: Report) -> str:
@@ -33,9 +99,9 @@ def report_markdown(report: Report) -> str:
         MARKER,
         f"### {word} {_ICON[word]} retrieval-gate",
         "",
-        (f"**{why[0].upper()}{why[1:]}.** Candidate `{report.candidate.path}` vs baseline "
-         f"`{report.baseline.path}` on snapshot `{snap.name}` (`{snap.fingerprint[:19]}`), "
-         f"{n_all} queries."),
+        (f"**{escape(why[0].upper() + why[1:], 5 * LINE)}.** Candidate "
+         f"{code(report.candidate.path)} vs baseline {code(report.baseline.path)} on snapshot "
+         f"{code(snap.name, NAME)} (`{snap.fingerprint[:19]}`), {n_all} queries."),
         "",
         ("| measure | slice | n | baseline | candidate | Δ | 95% CI | W/L/T | sign p (Holm) "
          "| decision |"),
@@ -44,7 +110,7 @@ def report_markdown(report: Report) -> str:
     for c in report.comparisons:
         decision = f"**{c.decision}**" if c.decision != "pass" else "pass"
         lines.append(
-            f"| {c.measure} | {_escape(c.slice)} | {c.n} | "
+            f"| {escape(c.measure, NAME)} | {escape(c.slice, NAME)} | {c.n} | "
             f"{mean_cell(c.baseline_mean)} | {mean_cell(c.candidate_mean)} | "
             f"{signed(c.mean_diff)} | [{signed(c.ci_low)}, {signed(c.ci_high)}] | "
             f"{c.wins}/{c.losses}/{c.ties} | {p_value(c.sign_p)} ({p_value(c.sign_p_holm)}) | "
@@ -53,31 +119,35 @@ def report_markdown(report: Report) -> str:
     failing = report.newly_failing
     if failing:
         body = ["| query | text |", "|---|---|"]
-        body += [f"| {_escape(q.query)} | {_escape(q.text)} |" for q in failing[:_SHOWN]]
+        body += [f"| {escape(q.query, NAME)} | {escape(q.text, TEXT)} |"
+                 for q in failing[:_SHOWN]]
         if len(failing) > _SHOWN:
             body.append(f"\n… and {len(failing) - _SHOWN} more (see the JSON report)")
-        lines += _details(f"Newly failing queries ({len(failing)}): {report.hit_measure} = 1 "
-                          "in the baseline, 0 in the candidate", body)
+        lines += _details(f"Newly failing queries ({len(failing)}): "
+                          f"{html_text(report.hit_measure, NAME)} = 1 in the baseline, 0 in the "
+                          "candidate", body)
     if report.top_regressions:
         body = ["| measure | query | baseline | candidate | Δ | text |", "|---|---|--:|--:|--:|---|"]
-        body += [f"| {q.measure} | {_escape(q.query)} | {q.baseline:.4f} | {q.candidate:.4f} | "
-                 f"{signed(q.diff)} | {_escape(q.text)} |" for q in report.top_regressions]
+        body += [f"| {escape(q.measure, NAME)} | {escape(q.query, NAME)} | {q.baseline:.4f} | "
+                 f"{q.candidate:.4f} | {signed(q.diff)} | {escape(q.text, TEXT)} |"
+                 for q in report.top_regressions]
         lines += _details("Largest per-query drops", body)
     if report.warnings:
         lines += _details(f"Warnings ({len(report.warnings)})",
-                          [f"- {_escape(w)}" for w in report.warnings])
+                          [f"- {escape(w)}" for w in report.warnings])
     policy = report.policy
-    body = ["- margins: " + ", ".join(f"{g.measure} {g.margin:g}" for g in policy.gates),
+    body = ["- margins: " + ", ".join(f"{escape(g.measure, NAME)} {g.margin:g}"
+                                      for g in policy.gates),
             (f"- α = {policy.alpha:g}; {policy.resamples} "
             f"{'BCa' if policy.bootstrap == 'bca' else 'percentile'} bootstrap resamples of the "
             f"queries, seed {policy.seed}; tie band {policy.tie_band:g}; Holm across "
             f"{len(report.comparisons)} comparisons; fail on {policy.fail_on}"),
             "- detectable drop at 80% power: " + ", ".join(
-                f"{c.measure} ({_escape(c.slice)}) "
+                f"{escape(c.measure, NAME)} ({escape(c.slice, NAME)}) "
                 f"{'undefined' if c.mde is None else f'{c.mde:.4f}'}"
                 for c in report.comparisons),
             ("- rule: regression when Δ ≤ −margin, the interval is below 0 and the Holm-adjusted "
             "sign test < α; pass when the interval's low end > −margin; else inconclusive"),
-            *(f"- {_escape(m.describe(snap.policy.threshold))}" for m in snap.measures)]
+            *(f"- {escape(m.describe(snap.policy.threshold))}" for m in snap.measures)]
     lines += _details("How this was decided", body)
-    return "\n".join(lines) + "\n"
+    return _fit(lines)

@@ -1,10 +1,19 @@
 """The plain-text report of ``gate check``: the verdict first, then one table row per gated
 (measure, slice), then what a reviewer needs next — detectable drop, newly failing queries,
-largest per-query drops, warnings, definitions."""
+largest per-query drops, warnings, definitions.
+
+Every string from the inputs (paths, the snapshot's name, slices, query ids and texts,
+warnings) is made :func:`~retrieval_gate.report.untrusted.visible` first, so a CR, LF, U+2028
+or escape sequence in it can neither break a line of the table nor forge one (a fake
+``PASS: ...``); and every line is made
+:func:`~retrieval_gate.report.untrusted.command_safe`, so none is a GitHub workflow command."""
 
 from __future__ import annotations
 
+from dataclasses import replace
+
 from retrieval_gate.report.model import Comparison, QueryChange, Report
+from retrieval_gate.report.untrusted import command_safe, visible
 
 __all__ = ["headline", "mean_cell", "p_value", "report_text", "signed"]
 
@@ -72,7 +81,22 @@ def _queries(changes: tuple[QueryChange, ...], with_values: bool) -> list[str]:
     return lines
 
 
+def _visible(report: Report) -> Report:
+    """``report`` with every string from the inputs made :func:`visible`."""
+    def change(q: QueryChange) -> QueryChange:
+        return replace(q, query=visible(q.query), text=visible(q.text))
+    return replace(
+        report, snapshot=replace(report.snapshot, name=visible(report.snapshot.name)),
+        baseline=replace(report.baseline, path=visible(report.baseline.path)),
+        candidate=replace(report.candidate, path=visible(report.candidate.path)),
+        comparisons=tuple(replace(c, slice=visible(c.slice)) for c in report.comparisons),
+        newly_failing=tuple(map(change, report.newly_failing)),
+        top_regressions=tuple(map(change, report.top_regressions)),
+        warnings=tuple(map(visible, report.warnings)))
+
+
 def report_text(report: Report) -> str:
+    report = _visible(report)
     word, why = headline(report)
     snap, policy = report.snapshot, report.policy
     n_all = max((c.n for c in report.comparisons if c.slice == "all"), default=None)
@@ -103,4 +127,4 @@ def report_text(report: Report) -> str:
         lines.extend(f"  - {w}" for w in report.warnings)
     lines.append("Definitions:")
     lines.extend(f"  {m.describe(snap.policy.threshold)}" for m in snap.measures)
-    return "\n".join(lines) + "\n"
+    return "".join(f"{command_safe(line)}\n" for line in lines)
