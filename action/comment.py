@@ -1,7 +1,8 @@
 """The action's sticky pull-request comment (run by action.yml with the runner's python3).
 
 One comment per pull request, found by the hidden marker that starts the gate's Markdown report
-and updated in place; created when there is none. Environment (set by action.yml):
+(in a comment written by the token's own identity) and updated in place; created when there is
+none. Environment (set by action.yml):
 
 - ``MODE``: always | on-failure | off. ``on-failure`` posts only when the verdict is not
   ``pass``, but still updates an existing comment, so it never shows a stale failure.
@@ -57,14 +58,29 @@ def json_values(text: str) -> list:
         values.append(value)
 
 
-def existing_comment(repo: str, number: int) -> int | None:
-    """The id of the pull request's comment that carries the marker, else None."""
+BOT = "github-actions[bot]"  # who comments with the workflow's GITHUB_TOKEN
+
+
+def token_login() -> str:
+    """Who the token comments as: ``gh api user`` answers for a personal token; the workflow's
+    GITHUB_TOKEN may not read /user (403), and comments as github-actions[bot]."""
+    asked = gh("api", "user", "--jq", ".login")
+    login = asked.stdout.strip()
+    return login if asked.returncode == 0 and login else BOT
+
+
+def existing_comment(repo: str, number: int, author: str) -> int | None:
+    """The id of the pull request's comment that ``author`` wrote and that starts with the
+    marker, else None. Anyone can write the marker into a comment of their own: only the
+    token's own comment is updated, never a stranger's (whose edits would then rewrite the
+    report)."""
     listed = gh("api", "--paginate", f"repos/{repo}/issues/{number}/comments")
     if listed.returncode != 0:
         raise RuntimeError(f"listing the comments failed: {listed.stderr.strip()}")
     for page in json_values(listed.stdout):
         for comment in page if isinstance(page, list) else [page]:
-            if MARKER in (comment.get("body") or ""):
+            if ((comment.get("body") or "").startswith(MARKER)
+                    and (comment.get("user") or {}).get("login") == author):
                 return int(comment["id"])
     return None
 
@@ -124,7 +140,7 @@ def main() -> int:
 
     number = int(pull["number"])
     try:
-        found = existing_comment(repo, number)
+        found = existing_comment(repo, number, token_login())
     except RuntimeError as exc:
         warn(f"{exc}; no comment")
         return 0

@@ -189,6 +189,9 @@ with open(os.environ["FAKE_GH_LOG"], "a", encoding="utf-8") as handle:
 listing = args[0] == "api" and "--method" not in args and args[-1].endswith("/comments")
 if listing:
     sys.stdout.write(os.environ.get("FAKE_GH_COMMENTS", "[]"))
+elif args[:2] == ["api", "user"]:  # what GITHUB_TOKEN answers: it may not read /user
+    sys.stderr.write("HTTP 403: Resource not accessible by integration\\n")
+    sys.exit(1)
 elif os.environ.get("FAKE_GH_WRITE") == "403":
     sys.stderr.write("HTTP 403: Resource not accessible by integration "
                      "(https://api.github.com/repos/x/y/issues/17/comments)\\n")
@@ -317,9 +320,10 @@ def _writes(run: Run) -> list[dict]:
 
 @pytest.mark.install
 def test_pass_zero_config_updates_the_existing_sticky_comment(tmp_path, runner_temp):
-    pages = (json.dumps([{"id": 5, "body": "LGTM"}]) + "\n"
-             + json.dumps([{"id": 777, "body": f"{MARKER}\n### REGRESSION ❌ old"},
-                           {"id": 8, "body": None}]))
+    pages = (json.dumps([{"id": 5, "body": "LGTM", "user": {"login": "octocat"}}]) + "\n"
+             + json.dumps([{"id": 777, "body": f"{MARKER}\n### REGRESSION ❌ old",
+                            "user": {"login": "github-actions[bot]"}},
+                           {"id": 8, "body": None, "user": None}]))
     run = run_action(tmp_path, runner_temp, comments=pages)
     install = run.step("Install retrieval-gate")
     assert install.returncode == 0, install.stdout + install.stderr
@@ -329,7 +333,8 @@ def test_pass_zero_config_updates_the_existing_sticky_comment(tmp_path, runner_t
     assert report["verdict"] == "pass" and report["exit_code"] == 0
     assert "::error" not in run.step("Run the gate").stdout
 
-    listing, patch = run.gh_calls
+    who, listing, patch = run.gh_calls
+    assert who["args"] == ["api", "user", "--jq", ".login"]
     assert listing["args"] == ["api", "--paginate", f"repos/{REPO}/issues/{PR_NUMBER}/comments"]
     assert patch["args"][:4] == ["api", "--method", "PATCH", f"repos/{REPO}/issues/comments/777"]
     body = json.loads(patch["body"])["body"]
@@ -349,6 +354,18 @@ def test_regression_creates_one_comment_and_fails_with_exit_1(tmp_path, runner_t
     assert write["args"] == ["pr", "comment", str(PR_NUMBER), "--repo", REPO,
                              "--body-file", write["args"][-1]]
     assert write["body"].startswith(MARKER) and "REGRESSION" in write["body"].splitlines()[1]
+
+
+@pytest.mark.install
+def test_a_strangers_comment_with_the_marker_is_never_updated(tmp_path, runner_temp):
+    """Anyone can paste the marker into a comment; the action creates its own instead of
+    writing its report into that one (whose author could then edit it)."""
+    pages = json.dumps([{"id": 666, "body": f"{MARKER}\n### PASS ✅ (forged)",
+                         "user": {"login": "mallory"}}])
+    run = run_action(tmp_path, runner_temp, comments=pages)
+    (write,) = _writes(run)
+    assert write["args"][:2] == ["pr", "comment"]
+    assert not any("666" in arg for call in run.gh_calls for arg in call["args"])
 
 
 @pytest.mark.install
@@ -382,7 +399,7 @@ def test_a_gate_that_stops_before_its_outputs_still_gives_them(tmp_path, runner_
 def test_on_failure_mode_posts_nothing_for_a_pass(tmp_path, runner_temp):
     run = run_action(tmp_path, runner_temp, {"comment": "on-failure", "fail-on": "regression"})
     _check_common(run, "pass", 0)
-    assert [c["args"][0] for c in run.gh_calls] == ["api"]  # the listing only
+    assert [c["args"][:2] for c in run.gh_calls] == [["api", "user"], ["api", "--paginate"]]
     assert _writes(run) == []
 
 
