@@ -230,11 +230,12 @@ def freeze(queries, queries_version, qrels, qrels_version, corpus_version, corpu
 
 @cli.command()
 @click.argument("snapshot_file", metavar="SNAPSHOT", type=click.Path(dir_okay=False))
-@click.argument("runs", nargs=-1, metavar="[RUN]...", type=click.Path(dir_okay=False))
+@click.argument("runs", nargs=-1, metavar="[RUN|DIR]...", type=click.Path())
 @click.option("--run-manifest", type=click.Path(dir_okay=False),
               help="Manifest of the single RUN, when not beside it as RUN.manifest.json.")
 def validate(snapshot_file, runs, run_manifest):
-    """Check a snapshot (schema, paths, hashes, queries against qrels) and runs made on it.
+    """Check a snapshot (schema, paths, hashes, queries against qrels) and runs made on it (a
+    run file, or a baseline folder: its approved run).
 
     Exit 0 valid, 2 invalid, 3 not what the manifest claims (a file's hash differs, a run made
     on another snapshot)."""
@@ -334,13 +335,17 @@ def baseline() -> None:
 @click.option("--force", is_flag=True,
               help="Replace a baseline made on another snapshot.")
 def approve(candidate, to, snapshot_file, force):
-    """Make a candidate run the approved baseline (run + manifest, written atomically)."""
+    """Make a candidate run the approved baseline: its run and manifest become the next version
+    in the baseline folder, switched in with one atomic rename."""
     from retrieval_gate.approve import approve_baseline
     from retrieval_gate.config import snapshot_path
 
     done = approve_baseline(candidate, to, snapshot_path(snapshot_file), force)
     click.echo(f"approved {done.run} ({done.manifest})"
                + "".join(f"; replaced {old}" for old in done.replaced))
+    for leftover in done.kept:
+        click.echo(f"warning: could not delete the leftover {leftover} — the next approval "
+                   "tries again", err=True)
 
 
 def main() -> None:
