@@ -215,7 +215,9 @@ def test_check_follows_current_and_ignores_leftovers(small, tmp_path):
 @pytest.mark.parametrize("pointer, message", [
     ("v2\n", "CURRENT:1: names v2, which is not a folder in"),
     ("../elsewhere\n", "CURRENT:1: '../elsewhere' is not a version folder such as v1"),
-    ("", "CURRENT: the file is empty"),
+    ("", ("CURRENT:1: '' is not a version folder such as v1 — restore the file from version "
+          "control, or approve a baseline again")),
+    ("v1\x00", "CURRENT:1: 'v1\\x00' is not a version folder such as v1"),
 ])
 def test_a_broken_pointer_is_invalid_input(small, tmp_path, pointer, message):
     folder = tmp_path / "base"
@@ -237,15 +239,20 @@ def test_an_empty_baseline_folder_says_so(small, tmp_path):
 
 
 @pytest.mark.skipif(os.geteuid() == 0, reason="root reads a folder whatever its mode says")
-def test_an_unreadable_baseline_folder_says_it_cannot_be_read(small, tmp_path):
+def test_an_unreadable_baseline_folder_says_it_cannot_be_read(small, tmp_path, monkeypatch):
     folder = tmp_path / "base"
     assert approve(small, "old.trec", folder)[0] == 0
+    monkeypatch.chdir(tmp_path)
+    (tmp_path / "gate.toml").write_text(f'snapshot = "{small}/snapshot.json"\nbaseline = "base"\n'
+                                        f'candidate = "{small}/new.trec"\n')
     folder.chmod(0)
     try:
-        code, _, err = check(small, folder)
+        results = [gate("check"), gate("validate", small / "snapshot.json", folder)]
     finally:
         folder.chmod(0o755)
-    assert code == 2 and err.startswith(f"error: {folder}: cannot be read (permission denied)")
+    for (code, _, err), named in zip(results, ("base", folder)):
+        assert code == 2 and err == (f"error: {named}: cannot be read (permission denied) — "
+                                     "make the folder readable and searchable (chmod u+rx)\n")
 
 
 # -- environment faults ------------------------------------------------------------------------
@@ -269,21 +276,72 @@ def test_a_folder_under_a_read_only_folder_is_an_environment_fault(small, tmp_pa
                           "(Permission denied)")
 
 
+# Runs `gate baseline approve ARGS` with an audit hook: "announce-lock" prints "lock" when the
+# approval asks for the folder's lock; "grow-candidate" appends a line to the candidate just as
+# its copy into the baseline folder is created.
+HOOKED = r"""
+import os, sys
+from retrieval_gate import cli
+
+action, candidate = sys.argv[1], sys.argv[2]
+
+
+def hook(event, args):
+    if action == "announce-lock" and event == "fcntl.flock":
+        print("lock", flush=True)
+    if (action == "grow-candidate" and event == "open" and args[1] == "x"
+            and os.path.basename(args[0]) == os.path.basename(candidate)):
+        with open(candidate, "a") as run:
+            run.write("q1 Q0 late 9 0.5 t\n")
+
+
+sys.addaudithook(hook)
+sys.argv = ["gate", "baseline", "approve", "--candidate", candidate, *sys.argv[3:]]
+cli.main()
+"""
+
+
+def hooked_approval(action: str, candidate: Path, *args: str | Path) -> subprocess.Popen:
+    return subprocess.Popen([sys.executable, "-c", HOOKED, action, candidate, *args],
+                            env={**os.environ, **CANDIDATE_ENV}, stdout=subprocess.PIPE,
+                            stderr=subprocess.PIPE, text=True)
+
+
 def test_approvals_of_one_folder_take_turns(small, tmp_path):
-    """Two approvals started together: both succeed, one after the other."""
+    """An approval waits for the folder's lock, then reads the folder as the approval holding
+    the lock left it (here: a switch to v5 made meanwhile)."""
+    fcntl = pytest.importorskip("fcntl")
+    folder = tmp_path / "base"
+    assert approve(small, "old.trec", folder)[0] == 0
+    held = os.open(folder, os.O_RDONLY)
+    try:
+        fcntl.flock(held, fcntl.LOCK_EX)
+        waiting = hooked_approval("announce-lock", small / "new.trec", "--to", folder,
+                                  "--snapshot", small / "snapshot.json")
+        assert waiting.stdout.readline() == "lock\n"
+        (folder / "v1").rename(folder / "v5")
+        (folder / "CURRENT").write_text("v5\n")
+    finally:
+        os.close(held)
+    out, err = waiting.communicate(timeout=120)
+    assert waiting.returncode == 0, err
+    assert out.endswith(f"replaced {folder}/v5/old.trec\n")
+    assert approved_layout(tree(folder), "new.trec") == "v6"
+
+
+def test_a_candidate_that_changes_while_copied_is_not_approved(small, tmp_path):
+    for name in ("new.trec", "new.trec.manifest.json"):
+        shutil.copy(small / name, tmp_path / name)
     folder = tmp_path / "base"
     first_layout(small, folder)
-    command = [sys.executable, "-m", "retrieval_gate", "baseline", "approve", "--to", folder,
-               "--snapshot", small / "snapshot.json", "--candidate"]
-    env = {**os.environ, **CANDIDATE_ENV}
-    started = [subprocess.Popen([*command, small / run], env=env, stdout=subprocess.PIPE,
-                                stderr=subprocess.PIPE, text=True)
-               for run in ("new.trec", "old.trec")]
-    results = [p.communicate(timeout=120) + (p.returncode,) for p in started]
-    assert [code for _, _, code in results] == [0, 0], results
-    files = tree(folder)
-    run = "new.trec" if "v2/new.trec" in files else "old.trec"
-    assert approved_layout(files, run) == "v2"
+    before = tree(folder)
+    approval = hooked_approval("grow-candidate", tmp_path / "new.trec", "--to", folder,
+                               "--snapshot", small / "snapshot.json")
+    _, err = approval.communicate(timeout=120)
+    assert approval.returncode == 3
+    assert err == (f"error: {tmp_path}/new.trec: the run changed while it was being approved — "
+                   "approve it again once it is complete\n")
+    assert tree(folder) == before  # the staging folder is gone too
 
 
 # -- killed at every step ----------------------------------------------------------------------

@@ -33,11 +33,10 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from retrieval_gate.errors import InputError
-from retrieval_gate.formats.source import read_text
 
 POINTER = "CURRENT"
 MANIFEST_SUFFIX = ".manifest.json"  # a run's manifest lies beside it: RUN.manifest.json
-_VERSION = re.compile(r"v([1-9][0-9]{0,8})")
+_VERSION = re.compile(r"v([1-9][0-9]*)")
 
 
 @dataclass(frozen=True)
@@ -84,7 +83,7 @@ def read_folder(path: str | os.PathLike[str]) -> BaselineFolder:
     if POINTER not in names or POINTER + MANIFEST_SUFFIX in names:
         return BaselineFolder(folder, names, None, folder / top[0] if top else None)
     pointer = folder / POINTER
-    version = read_text(pointer).strip()
+    version = _read_pointer(pointer)
     if not _VERSION.fullmatch(version):
         raise InputError(str(pointer), f"{_quoted(version)} is not a version folder such as v1",
                          "restore the file from version control, or approve a baseline again",
@@ -108,6 +107,17 @@ def resolve(path: str | os.PathLike[str]) -> Path:
         raise InputError(str(path), "holds no run with its manifest",
                          f"approve one with gate baseline approve --candidate RUN --to {path}")
     return found.run
+
+
+def _read_pointer(pointer: Path) -> str:
+    """The first bytes of ``CURRENT`` (a version name is short), white space stripped."""
+    try:
+        with open(pointer, "rb") as handle:
+            return handle.read(256).decode("utf-8", "replace").strip()
+    except OSError as exc:
+        raise InputError(str(pointer), f"cannot be read ({exc.strerror})",
+                         "restore the file from version control, or approve a baseline again"
+                         ) from None
 
 
 def _list(folder: Path) -> list[str]:

@@ -230,7 +230,7 @@ def freeze(queries, queries_version, qrels, qrels_version, corpus_version, corpu
 
 @cli.command()
 @click.argument("snapshot_file", metavar="SNAPSHOT", type=click.Path(dir_okay=False))
-@click.argument("runs", nargs=-1, metavar="[RUN|DIR]...", type=click.Path())
+@click.argument("runs", nargs=-1, metavar="[RUN|DIR]...", type=click.Path(readable=False))
 @click.option("--run-manifest", type=click.Path(dir_okay=False),
               help="Manifest of the single RUN, when not beside it as RUN.manifest.json.")
 def validate(snapshot_file, runs, run_manifest):
