@@ -478,12 +478,11 @@ def test_an_approval_terminated_by_sigterm_leaves_a_consistent_folder(small, tmp
     work = tmp_path / "work"
     assert killed_approvals(small, old, work, "SIGTERM", range(9, 10)) == [
         {"n": 9, "signal": signal.SIGTERM, "code": None}]
-    reference = tmp_path / "reference"  # the same approval, not interrupted
-    assert killed_approvals(small, old, reference, "SIGTERM", range(500, 501)) == [
-        {"n": 500, "signal": None, "code": 0}]
-    states = {"old": tree(old), "new": tree(reference / "500" / "base")}
     folder = work / "9" / "base"
-    assert state_of(folder, states) in ("old", "new")
+    left = without_leftovers(tree(folder))
+    if left != tree(old):
+        version = approved_layout(left, "new.trec")
+        assert left[f"{version}/new.trec"] == (small / "new.trec").read_bytes()
     assert check(small, folder)[0] == 0
     assert approve(small, "new.trec", folder)[0] == 0
     approved_layout(tree(folder), "new.trec")

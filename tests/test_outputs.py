@@ -76,18 +76,30 @@ def test_a_report_that_cannot_be_written_leaves_no_report(small, tmp_path):
     assert listing(tmp_path) == before
 
 
-def test_reports_are_taken_back_when_github_publishing_fails(small, tmp_path):
+@pytest.mark.parametrize("markdown", [False, True])
+def test_reports_are_taken_back_when_github_publishing_fails(small, tmp_path, markdown):
     """The summary file cannot be appended to (it is a folder): the reports already renamed
-    into place are put back."""
+    into place are put back (one report or several)."""
     (tmp_path / "r.json").write_text("old")
     (tmp_path / "summary").mkdir()
     before = listing(tmp_path)
     actions = {"GITHUB_ACTIONS": "true", "GITHUB_STEP_SUMMARY": str(tmp_path / "summary"),
                "GITHUB_OUTPUT": str(tmp_path / "output"), "RUNNER_TEMP": str(tmp_path)}
-    code, _, err = check(small, "--json", tmp_path / "r.json", "--markdown", tmp_path / "r.md",
-                         env=actions)
+    more = ("--markdown", tmp_path / "r.md") if markdown else ()
+    code, _, err = check(small, "--json", tmp_path / "r.json", *more, env=actions)
     assert code == 74 and err.count("\n") == 1 and "Is a directory" in err
     assert listing(tmp_path) == before
+
+
+def test_a_report_refused_in_github_mode_still_gets_the_outputs(small, tmp_path):
+    actions = {"GITHUB_ACTIONS": "true", "GITHUB_STEP_SUMMARY": str(tmp_path / "summary.md"),
+               "GITHUB_OUTPUT": str(tmp_path / "output"), "RUNNER_TEMP": str(tmp_path)}
+    code, out, err = check(small, "--markdown", tmp_path / "missing" / "r.md", env=actions)
+    assert code == 2 and err.startswith(f"error: {tmp_path}/missing/r.md: cannot write here")
+    assert out.startswith("::error title=retrieval-gate%3A invalid::")
+    assert "verdict<<" in (tmp_path / "output").read_text()
+    assert "### INVALID" in (tmp_path / "summary.md").read_text()
+    assert not (tmp_path / "retrieval-gate-report.json").exists()
 
 
 def test_one_file_asked_for_twice_is_refused(small, tmp_path):

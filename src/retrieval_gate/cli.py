@@ -307,6 +307,7 @@ def check(ctx, snapshot_file, baseline, candidate, config, fail_on, json_out, ma
         inputs = gate_inputs(snapshot_file, baseline, candidate, config, fail_on)
         report = run_check(inputs.snapshot, inputs.baseline, inputs.candidate, inputs.policy,
                            inputs.config)
+        out = write_reports(report, output_format, json_out, markdown_out, junit_out, github)
     except Exception as exc:
         if github:
             from retrieval_gate.report.github import publish_failure
@@ -315,8 +316,7 @@ def check(ctx, snapshot_file, baseline, candidate, config, fail_on, json_out, ma
             for line in publish_failure(str(exc), code):
                 click.echo(line)
         raise
-    click.echo(write_reports(report, output_format, json_out, markdown_out, junit_out, github),
-               nl=False)
+    click.echo(out, nl=False)
     ctx.exit(report.exit_code)
 
 

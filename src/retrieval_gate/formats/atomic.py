@@ -68,7 +68,7 @@ def write_text_atomic(path: str | os.PathLike[str], text: str, durable: bool = F
 def write_texts(files: Iterable[tuple[str | os.PathLike[str], str]], durable: bool = False
                 ) -> None:
     """Write every file of ``files`` (path, text), or none; see the module docstring."""
-    with staged_texts(files, durable):
+    with _writing(files, durable, False):
         pass
 
 
@@ -81,22 +81,29 @@ def staged_texts(files: Iterable[tuple[str | os.PathLike[str], str]], durable: b
     Errors: a missing folder, a path that is a folder or a symbolic-link loop, and two paths
     naming one file are InputError (exit 2); a refusal of the machine (no permission, a full
     disk, a read-only file system) is EnvironmentFault (exit 74)."""
+    with _writing(files, durable, True):
+        yield
+
+
+@contextmanager
+def _writing(files: Iterable[tuple[str | os.PathLike[str], str]], durable: bool,
+             undoable: bool) -> Iterator[None]:
+    """Stage, write through, rename; undo all on failure, in the block too when ``undoable``.
+    A replaced file is kept (as a hard link) until the end when its renaming might have to be
+    undone: when the block is undoable, or when another file follows it."""
     outputs = [_output(os.fspath(path), text) for path, text in files]
     _refuse_repeats(outputs)
+    files_placed = [o for o in outputs if not o.through]
     try:
-        for output in outputs:
-            if not output.through:
-                _stage(output, durable)
+        for output in files_placed:
+            _stage(output, durable)
         for output in outputs:
             if output.through:
                 _write_through(output)
-        backed_up = sum(1 for o in outputs if not o.through) > 1
-        for output in outputs:
-            if not output.through:
-                _place(output, backed_up)
+        for output in files_placed:
+            _place(output, undoable or output is not files_placed[-1])
         if durable:
-            for folder in dict.fromkeys(os.path.dirname(o.place) for o in outputs
-                                        if not o.through):
+            for folder in dict.fromkeys(os.path.dirname(o.place) for o in files_placed):
                 sync_folder(folder or ".")
         yield
     except BaseException:
@@ -176,11 +183,11 @@ def _write_through(output: _Output) -> None:
         raise _refused(output.given, exc, "cannot write") from None
 
 
-def _place(output: _Output, backed_up: bool) -> None:
+def _place(output: _Output, back_up: bool) -> None:
     """Rename the staged file over its target, first keeping a hard link to the file it
-    replaces when other files are written with it (so that a later failure can restore it)."""
+    replaces if ``back_up`` (so that a later failure can restore it)."""
     try:
-        if backed_up and os.path.lexists(output.place):
+        if back_up and os.path.lexists(output.place):
             output.backup = _backup(output.place)
         os.replace(output.temporary, output.place)
     except OSError as exc:
