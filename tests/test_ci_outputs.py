@@ -1,18 +1,15 @@
-"""CI integration of `gate check`: GitHub mode (summary, annotations, outputs), JUnit XML,
-zero-config runs, and `gate baseline approve` (provenance, refusals, interrupted writes)."""
+"""CI integration of `gate check`: GitHub mode (summary, annotations, outputs), JUnit XML and
+zero-config runs (`gate baseline approve` is tested in test_approve.py)."""
 
 from __future__ import annotations
 
 import json
-import os
-import shutil
 from pathlib import Path
 from xml.etree import ElementTree
 
 import pytest
 from conftest import ROOT, RUNS, gate
 
-from retrieval_gate import approve as approve_module
 from retrieval_gate.report.github import MAX_PER_KIND, escape_data, escape_property
 
 
@@ -186,93 +183,3 @@ def test_config_paths_are_relative_to_the_config_file(repo, tmp_path, monkeypatc
     monkeypatch.chdir(tmp_path)
     code, out, _ = gate("check", "--config", repo / "pyproject.toml")
     assert code == 0 and f"candidate {repo / 'examples/cranfield/runs/hybrid.trec'}" in out
-
-
-# -- baseline approve --------------------------------------------------------------------------
-
-def test_approve_writes_run_manifest_and_provenance(repo, monkeypatch):
-    monkeypatch.setenv("GITHUB_ACTOR", "octocat")
-    monkeypatch.setenv("GITHUB_SHA", "f" * 40)
-    code, out, err = gate("baseline", "approve", "--candidate",
-                          "examples/cranfield/runs/hybrid.trec", "--to", "baselines/cranfield")
-    assert code == 0, err
-    assert "replaced baselines/cranfield/bm25.trec" in out
-    folder = repo / "baselines" / "cranfield"
-    assert sorted(p.name for p in folder.iterdir()) == ["hybrid.trec",
-                                                        "hybrid.trec.manifest.json"]
-    assert (folder / "hybrid.trec").read_bytes() == (RUNS / "hybrid.trec").read_bytes()
-    approved = json.loads((folder / "hybrid.trec.manifest.json").read_text())["approved"]
-    assert approved["by"] == "octocat" and approved["commit"] == "f" * 40
-    assert approved["scores"]["nDCG@10"] == pytest.approx(0.3898441261546252, abs=1e-15)
-    umask = os.umask(0)
-    os.umask(umask)
-    assert (folder / "hybrid.trec").stat().st_mode & 0o777 == 0o666 & ~umask
-    # the folder is the baseline: the zero-config check now compares against hybrid
-    code, out, _ = gate("check", "--candidate", "examples/cranfield/runs/hybrid.trec")
-    assert code == 0 and "baseline baselines/cranfield/hybrid.trec" in out
-
-
-def test_approve_refuses_another_snapshot_without_force(repo):
-    folder = repo / "baselines" / "cranfield"
-    manifest = folder / "bm25.trec.manifest.json"
-    document = json.loads(manifest.read_text())
-    document["snapshot"]["components"]["qrels"]["version"] = "old"
-    from retrieval_gate.snapshot import fingerprint
-
-    document["snapshot"]["fingerprint"] = fingerprint(document["snapshot"]["components"])
-    manifest.write_text(json.dumps(document))
-    before = {p.name: p.read_bytes() for p in folder.iterdir()}
-    code, _, err = gate("baseline", "approve", "--candidate",
-                        "examples/cranfield/runs/hybrid.trec", "--to", "baselines/cranfield")
-    assert code == 3 and "pass --force" in err
-    assert {p.name: p.read_bytes() for p in folder.iterdir()} == before
-    code, _, err = gate("baseline", "approve", "--candidate",
-                        "examples/cranfield/runs/hybrid.trec", "--to", "baselines/cranfield",
-                        "--force")
-    assert code == 0, err
-
-
-def test_approve_refuses_a_folder_of_several_runs(repo):
-    runs = repo / "examples" / "cranfield" / "runs"
-    before = sorted(p.name for p in runs.iterdir())
-    code, _, err = gate("baseline", "approve", "--candidate", runs / "hybrid.trec", "--to", runs)
-    assert code == 2 and "is not a baseline folder" in err
-    assert sorted(p.name for p in runs.iterdir()) == before
-
-
-def test_approve_refuses_a_candidate_of_another_snapshot(repo):
-    (repo / "examples" / "cranfield" / "runs" / "hybrid.trec.manifest.json").unlink()
-    code, _, err = gate("baseline", "approve", "--candidate",
-                        "examples/cranfield/runs/hybrid.trec", "--to", "baselines/new")
-    assert code == 2 and "has no run manifest" in err
-    assert not (repo / "baselines" / "new").exists()
-
-
-@pytest.mark.parametrize("failing_call", [1, 2])
-def test_interrupted_approval_leaves_the_old_baseline_byte_identical(repo, monkeypatch,
-                                                                     failing_call):
-    """An interruption while the files are renamed into place (the first or the second
-    rename) restores the old baseline; no temporary or backup file is left behind."""
-    folder = repo / "baselines" / "cranfield"
-    before = {p.name: p.read_bytes() for p in folder.iterdir()}
-    real_replace = os.replace
-    calls = []
-
-    def interrupted(src, dst):
-        if str(src).endswith(".tmp"):
-            calls.append(dst)
-            if len(calls) == failing_call:
-                raise KeyboardInterrupt
-        return real_replace(src, dst)
-
-    monkeypatch.setattr(approve_module.os, "replace", interrupted)
-    candidate = repo / "bm25.trec"  # same file name as the baseline: overwrites in place
-    shutil.copy(RUNS / "hybrid.trec", candidate)
-    shutil.copy(RUNS / "hybrid.trec.manifest.json", repo / "bm25.trec.manifest.json")
-    manifest = json.loads((repo / "bm25.trec.manifest.json").read_text())
-    manifest["run"]["file"] = "bm25.trec"
-    (repo / "bm25.trec.manifest.json").write_text(json.dumps(manifest))
-    with pytest.raises(KeyboardInterrupt):
-        approve_module.approve_baseline(candidate, folder,
-                                        repo / "examples" / "cranfield" / "snapshot.json")
-    assert {p.name: p.read_bytes() for p in folder.iterdir()} == before

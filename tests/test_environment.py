@@ -12,7 +12,6 @@ import time
 from pathlib import Path
 
 import pytest
-
 from conftest import TREC
 
 GATE = [sys.executable, "-c", "from retrieval_gate.cli import main; main()"]

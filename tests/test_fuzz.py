@@ -22,10 +22,9 @@ from datetime import timedelta
 from pathlib import Path
 
 import pytest
+from conftest import SEEDS, TREC, gate
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
-
-from conftest import SEEDS, TREC, gate
 
 EXAMPLES = int(os.environ.get("GATE_FUZZ_EXAMPLES", "25"))
 FUZZ = settings(max_examples=EXAMPLES, deadline=timedelta(seconds=60),

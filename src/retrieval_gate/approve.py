@@ -1,49 +1,58 @@
 """``gate baseline approve``: make a candidate run the approved baseline.
 
-A baseline folder (``baselines/NAME``) holds one run and its manifest; ``gate check`` accepts
-the folder as ``--baseline``, so an approval under a new file name needs no configuration
-change. Approval checks the candidate against the snapshot (its manifest names the snapshot's
+Approval checks the candidate against the snapshot (its manifest names the snapshot's
 fingerprint, its run file has the pinned hash, it scores under the snapshot's policy), records
 an ``approved`` object in the manifest (``at``, ``by``, ``commit``, ``scores``: the mean of each
 snapshot measure), and refuses to replace a baseline made on another snapshot without
 ``force``.
 
-Writing is all-or-nothing for errors and interruptions while writing: both files are staged as
-temporary files beside their targets (normal permissions), the old files are kept as hard-link
-backups, the two renames happen last, and any failure puts the backups back — the old baseline
-stays byte-identical.
+It writes the baseline folder as :mod:`retrieval_gate.baselinefolder` describes: the run and
+its manifest go whole into a hidden staging folder (each file and the folder flushed to the
+disk), which is renamed to the next version ``v<N>``; one atomic rename of ``CURRENT`` then
+switches the baseline; the previous version and any leftovers of interrupted approvals are
+deleted last. Whenever the process stops — an error, Ctrl-C, SIGKILL, a power cut after the
+flushes — the folder's baseline is the old one or the new one, whole. Approvals of one folder
+take turns (an exclusive ``flock`` on the folder, where the system has one).
 """
 
 from __future__ import annotations
 
+import errno
 import getpass
+import hashlib
 import json
 import os
 import shutil
 import tempfile
+from collections.abc import Iterator
+from contextlib import contextmanager
 from dataclasses import dataclass
 from pathlib import Path
 
 from retrieval_gate import schema
-from retrieval_gate.errors import InputError, NotComparableError
+from retrieval_gate.baselinefolder import POINTER, BaselineFolder, read_folder
+from retrieval_gate.errors import EnvironmentFault, InputError, NotComparableError
+from retrieval_gate.formats.atomic import sync_folder, write_text_atomic
 from retrieval_gate.runmanifest import (
-    MANIFEST_SUFFIX,
     current_commit,
     manifest_path,
     read_run_manifest,
-    run_of,
     utc_now,
 )
-from retrieval_gate.snapshot import load_snapshot, load_test_set
+from retrieval_gate.snapshot import Snapshot, load_snapshot, load_test_set
 from retrieval_gate.validate import check_run
 
 
 @dataclass(frozen=True)
 class Approval:
+    """An approval done: the run and manifest written, the baseline run it replaced (if any),
+    the means recorded, and leftovers it could not delete (the next approval retries)."""
+
     run: Path
     manifest: Path
     replaced: tuple[Path, ...]
     scores: dict[str, float | None]
+    kept: tuple[str, ...] = ()
 
 
 def approver() -> str:
@@ -56,82 +65,157 @@ def approver() -> str:
 
 def approve_baseline(candidate: str | os.PathLike[str], to: str | os.PathLike[str],
                      snapshot: str | os.PathLike[str], force: bool = False) -> Approval:
-    """Check ``candidate`` against ``snapshot`` and write it with its manifest into the
-    baseline folder ``to`` (created if needed), replacing the baseline there."""
+    """Check ``candidate`` against ``snapshot`` and make it, with its manifest, the baseline of
+    the folder ``to`` (created if needed); see the module docstring.
+
+    Errors: InputError (exit 2) for a candidate or a folder that is not what it should be;
+    NotComparableError (exit 3) for a baseline there made on another snapshot (unless
+    ``force``) or a candidate that changed while it was copied; EnvironmentFault (exit 74) when
+    the folder cannot be created or written."""
     snap = load_snapshot(snapshot)
-    test_set = load_test_set(snap)
-    candidate = Path(candidate)
-    checked = check_run(snap, test_set, candidate, "candidate")
+    checked = check_run(snap, load_test_set(snap), candidate, "candidate")
+    source = Path(checked.path)
     means = checked.scores.means()
-    folder = Path(to)
-    if folder.exists() and not folder.is_dir():
-        raise InputError(str(folder), "is a file, not a baseline folder",
-                         "give a folder such as baselines/NAME")
-    old = sorted(folder.glob(f"*{MANIFEST_SUFFIX}")) if folder.is_dir() else []
-    if len(old) > 1:
-        raise InputError(str(folder), f"holds {len(old)} runs with manifests, so it is not a "
-                         "baseline folder (one run and its manifest)",
-                         "approve into a folder of its own, such as baselines/NAME")
-    for previous in old:
-        made_on = read_run_manifest(run_of(previous), previous).fingerprint
-        if made_on != snap.fingerprint and not force:
-            raise NotComparableError(
-                f"{previous}: the baseline there was made on snapshot {made_on}, the candidate "
-                f"on {snap.fingerprint} — pass --force to replace a baseline of another "
-                "snapshot")
     document = dict(checked.manifest.document)
     document["approved"] = {"at": utc_now(), "by": approver(), "commit": current_commit(),
                             "scores": means}
-    schema.validate(document, "run-manifest", str(manifest_path(folder / candidate.name)))
-    folder.mkdir(parents=True, exist_ok=True)
-    run_target = folder / candidate.name
-    targets = {run_target: None, manifest_path(run_target):
-               json.dumps(document, indent=2, ensure_ascii=False) + "\n"}
-    _swap_in(targets, candidate)
-    stale = [p for m in old for p in (m, run_of(m)) if p not in targets]
-    for path in stale:
-        path.unlink(missing_ok=True)
-    return Approval(run_target, manifest_path(run_target),
-                    tuple(p for p in stale if not p.name.endswith(MANIFEST_SUFFIX)), means)
+    folder = Path(to)
+    schema.validate(document, "run-manifest", str(manifest_path(folder / source.name)))
+    if folder.exists() and not folder.is_dir():
+        raise InputError(str(folder), "is a file, not a baseline folder",
+                         "give a folder such as baselines/NAME")
+    _create(folder)
+    with _writing(folder), _turn(folder):
+        before = read_folder(folder)
+        _require_replaceable(before, snap, force)
+        version = _stage(before, source, checked.manifest.document["run"]["sha256"],
+                         json.dumps(document, indent=2, ensure_ascii=False) + "\n")
+        write_text_atomic(folder / POINTER, f"{version}\n", durable=True)
+        kept = _delete(read_folder(folder).leftovers())
+    run = folder / version / source.name
+    return Approval(run, manifest_path(run), (before.run,) if before.run else (), means, kept)
 
 
-def _swap_in(targets: dict[Path, str | None], run: Path) -> None:
-    """Stage every target (``None`` = a copy of ``run``, else the text), then rename them into
-    place; on any failure restore what was there and remove the staged files."""
-    staged: dict[Path, Path] = {}
-    backups: dict[Path, Path] = {}
-    placed: list[Path] = []
-    umask = os.umask(0)
-    os.umask(umask)
+def _require_replaceable(before: BaselineFolder, snap: Snapshot, force: bool) -> None:
+    """InputError for a first-layout run named like the pointer file; NotComparableError
+    unless the baseline in the folder (if any) was made on ``snap`` or ``force`` is given."""
+    if before.run is None:
+        return
+    if before.version is None and before.run.name == POINTER:
+        raise InputError(str(before.run), f"is named {POINTER}, the name an approval gives "
+                         "the file that points at the approved version",
+                         "rename the run and its manifest, then approve again")
+    made_on = read_run_manifest(before.run).fingerprint
+    if made_on != snap.fingerprint and not force:
+        raise NotComparableError(
+            f"{manifest_path(before.run)}: the baseline there was made on snapshot {made_on}, "
+            f"the candidate on {snap.fingerprint} — pass --force to replace a baseline of "
+            "another snapshot")
+
+
+def _stage(before: BaselineFolder, source: Path, sha256: str, manifest: str) -> str:
+    """Write the run and ``manifest`` whole into a hidden staging folder, flushed to the disk,
+    and rename it to the next version; returns that version's name. On failure the staging
+    folder is deleted."""
+    folder = before.path
+    staging = Path(tempfile.mkdtemp(".tmp", ".approve-", folder))
     try:
-        for target, text in targets.items():
-            fd, name = tempfile.mkstemp(dir=target.parent, prefix=f".{target.name}.",
-                                        suffix=".tmp")
-            staged[target] = Path(name)
-            with os.fdopen(fd, "wb") as handle:
-                if text is None:
-                    with run.open("rb") as source:
-                        shutil.copyfileobj(source, handle, 1 << 20)
-                else:
-                    handle.write(text.encode("utf-8"))
-            os.chmod(name, 0o666 & ~umask)
-        for target in targets:
-            if target.exists():
-                backups[target] = target.with_name(f".{target.name}.{os.getpid()}.backup")
-                backups[target].unlink(missing_ok=True)
-                os.link(target, backups[target])
-        for target, temporary in staged.items():
-            os.replace(temporary, target)
-            placed.append(target)
+        umask = os.umask(0)
+        os.umask(umask)
+        os.chmod(staging, 0o777 & ~umask)
+        _copy(source, staging / source.name, sha256)
+        _create_file(manifest_path(staging / source.name), manifest.encode("utf-8"))
+        sync_folder(staging)
+        version = before.next_version()
+        os.rename(staging, folder / version)
     except BaseException:
-        for target, backup in backups.items():
-            os.replace(backup, target)
-            backup.unlink(missing_ok=True)  # rename between two links of one file is a no-op
-        for target in placed:
-            if target not in backups:
-                target.unlink(missing_ok=True)
-        for temporary in staged.values():
-            temporary.unlink(missing_ok=True)
+        shutil.rmtree(staging, ignore_errors=True)
         raise
-    for backup in backups.values():
-        backup.unlink(missing_ok=True)
+    sync_folder(folder)
+    return version
+
+
+def _copy(source: Path, target: Path, sha256: str) -> None:
+    """Copy ``source`` to the new file ``target``, flushed to the disk; NotComparableError if
+    the bytes copied do not have the hash that was checked (the file changed meanwhile)."""
+    digest = hashlib.sha256()
+    with open(source, "rb") as reading, open(target, "xb") as writing:
+        for block in iter(lambda: reading.read(1 << 20), b""):
+            digest.update(block)
+            writing.write(block)
+        writing.flush()
+        os.fsync(writing.fileno())
+    if digest.hexdigest() != sha256:
+        raise NotComparableError(f"{source}: the run changed while it was being approved — "
+                                 "approve it again once it is complete")
+
+
+def _create_file(path: Path, data: bytes) -> None:
+    """A new file holding ``data``, flushed to the disk."""
+    with open(path, "xb") as handle:
+        handle.write(data)
+        handle.flush()
+        os.fsync(handle.fileno())
+
+
+def _delete(paths: list[Path]) -> tuple[str, ...]:
+    """Delete ``paths`` (files and folders); what could not be deleted, with the reason."""
+    kept = []
+    for path in paths:
+        try:
+            if path.is_dir() and not path.is_symlink():
+                shutil.rmtree(path)
+            else:
+                path.unlink(missing_ok=True)
+        except OSError as exc:
+            kept.append(f"{path} ({exc.strerror or type(exc).__name__})")
+    return tuple(kept)
+
+
+def _create(folder: Path) -> None:
+    """Create the baseline folder and its parents; EnvironmentFault when the machine refuses
+    (no permission, a read-only file system, a parent that is a file)."""
+    try:
+        folder.mkdir(parents=True, exist_ok=True)
+    except OSError as exc:
+        reason = exc.strerror or type(exc).__name__
+        blocker = next((p for p in folder.parents if p.exists() and not p.is_dir()), None)
+        if blocker is not None:
+            reason += f": {blocker} is a file"
+        raise EnvironmentFault(f"{folder}: cannot create the baseline folder ({reason}) — "
+                               "approve into a folder that can be created here, or fix the "
+                               "permissions") from None
+
+
+@contextmanager
+def _writing(folder: Path) -> Iterator[None]:
+    """An OSError while the baseline is written becomes an EnvironmentFault naming the folder
+    (and the file, when the system names it)."""
+    try:
+        yield
+    except OSError as exc:
+        reason = exc.strerror or type(exc).__name__
+        where = f": {exc.filename}" if exc.filename else ""
+        raise EnvironmentFault(f"{folder}: cannot write the new baseline ({reason}{where}) — "
+                               "free space or fix the permissions, then approve again") from None
+
+
+@contextmanager
+def _turn(folder: Path) -> Iterator[None]:
+    """Hold an exclusive lock on ``folder`` so that concurrent approvals of it take turns. No
+    lock where the system or the file system has none (Windows; flock on NFS folders)."""
+    try:
+        import fcntl
+    except ImportError:
+        yield
+        return
+    fd = os.open(folder, os.O_RDONLY)
+    try:
+        try:
+            fcntl.flock(fd, fcntl.LOCK_EX)
+        except OSError as exc:
+            if exc.errno not in (errno.EBADF, errno.ENOLCK, errno.EOPNOTSUPP, errno.EINVAL):
+                raise
+        yield
+    finally:
+        os.close(fd)

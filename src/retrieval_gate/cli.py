@@ -229,11 +229,12 @@ def freeze(queries, queries_version, qrels, qrels_version, corpus_version, corpu
 
 @cli.command()
 @click.argument("snapshot_file", metavar="SNAPSHOT", type=click.Path(dir_okay=False))
-@click.argument("runs", nargs=-1, metavar="[RUN]...", type=click.Path(dir_okay=False))
+@click.argument("runs", nargs=-1, metavar="[RUN|DIR]...", type=click.Path(readable=False))
 @click.option("--run-manifest", type=click.Path(dir_okay=False),
               help="Manifest of the single RUN, when not beside it as RUN.manifest.json.")
 def validate(snapshot_file, runs, run_manifest):
-    """Check a snapshot (schema, paths, hashes, queries against qrels) and runs made on it.
+    """Check a snapshot (schema, paths, hashes, queries against qrels) and runs made on it (a
+    run file, or a baseline folder: its approved run).
 
     Exit 0 valid, 2 invalid, 3 not what the manifest claims (a file's hash differs, a run made
     on another snapshot)."""
@@ -305,6 +306,7 @@ def check(ctx, snapshot_file, baseline, candidate, config, fail_on, json_out, ma
         inputs = gate_inputs(snapshot_file, baseline, candidate, config, fail_on)
         report = run_check(inputs.snapshot, inputs.baseline, inputs.candidate, inputs.policy,
                            inputs.config)
+        out = write_reports(report, output_format, json_out, markdown_out, junit_out, github)
     except Exception as exc:
         if github:
             from retrieval_gate.report.github import publish_failure
@@ -313,7 +315,6 @@ def check(ctx, snapshot_file, baseline, candidate, config, fail_on, json_out, ma
             for line in publish_failure(str(exc), code):
                 click.echo(line)
         raise
-    out = write_reports(report, output_format, json_out, markdown_out, junit_out, github)
     if not github and os.environ.get("GITHUB_ACTIONS") == "true":
         from retrieval_gate.report.untrusted import command_safe
 
@@ -337,13 +338,17 @@ def baseline() -> None:
 @click.option("--force", is_flag=True,
               help="Replace a baseline made on another snapshot.")
 def approve(candidate, to, snapshot_file, force):
-    """Make a candidate run the approved baseline (run + manifest, written atomically)."""
+    """Make a candidate run the approved baseline: its run and manifest become the next version
+    in the baseline folder, switched in with one atomic rename."""
     from retrieval_gate.approve import approve_baseline
     from retrieval_gate.config import snapshot_path
 
     done = approve_baseline(candidate, to, snapshot_path(snapshot_file), force)
     click.echo(f"approved {done.run} ({done.manifest})"
                + "".join(f"; replaced {old}" for old in done.replaced))
+    for leftover in done.kept:
+        click.echo(f"warning: could not delete the leftover {leftover} — the next approval "
+                   "tries again", err=True)
 
 
 def main() -> None:

@@ -6,11 +6,19 @@ holds the configuration), ``gate`` (a list of ``{measure, margin}``), ``slices``
 ``resamples``, ``seed``, ``tie-band``, ``bootstrap``, ``fail-on``. Without a file, a bare
 ``gate check`` looks for ``gate.toml``, then for a ``pyproject.toml`` with a
 ``[tool.retrieval-gate]`` table, in the current folder.
+
+Errors name the file and the JSON path of the key at fault, from the top of the file (in
+``pyproject.toml``: ``$["tool"]["retrieval-gate"]["alpha"]``). Besides what the schema says,
+the configuration refuses what TOML can write but a setting cannot mean: NaN and infinite
+numbers, dates and times, a path holding a NUL character, and nesting deeper than the parser
+can follow.
 """
 
 from __future__ import annotations
 
 import dataclasses
+import datetime as dt
+import math
 import os
 import sys
 from dataclasses import dataclass
@@ -18,7 +26,8 @@ from pathlib import Path
 from typing import Any
 
 from retrieval_gate import schema
-from retrieval_gate.errors import InputError
+from retrieval_gate.errors import InputError, ManyErrors
+from retrieval_gate.formats.jsonfmt import path as json_path
 from retrieval_gate.formats.source import read_text
 from retrieval_gate.policy import GatedMeasure, GatePolicy
 
@@ -46,6 +55,28 @@ def _toml(path: Path) -> dict[str, Any]:
         return tomllib.loads(read_text(path))
     except tomllib.TOMLDecodeError as exc:
         raise InputError(str(path), f"is not valid TOML ({exc})", "fix the TOML syntax") from None
+    except RecursionError as exc:
+        raise InputError(str(path), "nests arrays or inline tables deeper than can be read",
+                         "no setting nests them more than two levels deep: fix the value",
+                         _deepest_key(exc)) from None
+
+
+def _deepest_key(exc: RecursionError) -> str | None:
+    """The JSON path of the key whose value nests too deeply, read from the TOML parser's frames
+    (its ``key_value_rule`` holds the table header, ``parse_key_value_pair`` the key); None if
+    the parser has no such frames."""
+    header = key = None
+    trace = exc.__traceback__
+    while trace is not None and key is None:
+        names = trace.tb_frame.f_locals
+        if trace.tb_frame.f_code.co_name == "key_value_rule":
+            header = names.get("header")
+        elif trace.tb_frame.f_code.co_name == "parse_key_value_pair":
+            key = names.get("key")
+        trace = trace.tb_next
+    if not isinstance(header, tuple) or not isinstance(key, tuple):
+        return None
+    return json_path(*header, *key)
 
 
 def load_config(path: str | os.PathLike[str]) -> GateConfig:
@@ -53,31 +84,41 @@ def load_config(path: str | os.PathLike[str]) -> GateConfig:
     ``[tool.retrieval-gate]`` table, which must exist)."""
     file = Path(path)
     document = _toml(file)
-    if file.name == "pyproject.toml":
-        table = document.get("tool", {}).get(_TABLE)
-        if table is None:
-            raise InputError(str(file), f"has no [tool.{_TABLE}] table",
-                             f"add [tool.{_TABLE}] with the gate's settings, or use gate.toml")
-        document = table
-    return config_from_mapping(document, str(file), file.parent)
+    if file.name != "pyproject.toml":
+        return config_from_mapping(document, str(file), file.parent)
+    tool = document.get("tool")
+    table = tool.get(_TABLE) if isinstance(tool, dict) else None
+    for keys, value in ((("tool",), tool), (("tool", _TABLE), table)):
+        if value is not None and not isinstance(value, dict):
+            raise InputError(str(file), f"{_shown(value)} is not a table",
+                             f"write the gate's settings under [tool.{_TABLE}]",
+                             json_path(*keys))
+    if table is not None:
+        return config_from_mapping(table, str(file), file.parent, ("tool", _TABLE))
+    raise InputError(str(file), f"has no [tool.{_TABLE}] table",
+                     f"add [tool.{_TABLE}] with the gate's settings, or use gate.toml")
 
 
 def find_config(folder: str | os.PathLike[str] = ".") -> GateConfig | None:
     """The configuration in ``folder``: ``gate.toml``, else a ``pyproject.toml`` with a
-    ``[tool.retrieval-gate]`` table, else None."""
+    ``[tool.retrieval-gate]`` table, else None. A ``pyproject.toml`` whose ``tool`` is not a
+    table is an error (it may be meant to hold the gate's table)."""
     here = Path(folder)
     if (here / "gate.toml").is_file():
         return load_config(here / "gate.toml")
     pyproject = here / "pyproject.toml"
-    if pyproject.is_file() and _TABLE in _toml(pyproject).get("tool", {}):
-        return load_config(pyproject)
+    if pyproject.is_file():
+        tool = _toml(pyproject).get("tool", {})
+        if not isinstance(tool, dict) or _TABLE in tool:
+            return load_config(pyproject)
     return None
 
 
-def config_from_mapping(document: Any, source: str, base: Path) -> GateConfig:
-    """Validate a configuration mapping (every schema error at once) and build it; paths are
-    resolved against ``base``."""
-    schema.validate(document, "config", source)
+def config_from_mapping(document: Any, source: str, base: Path,
+                        within: tuple[str, ...] = ()) -> GateConfig:
+    """Validate a configuration mapping (every error at once) and build it; paths are resolved
+    against ``base``. ``within`` is where the mapping lies in its file (for error paths)."""
+    _require_valid(document, source, within)
     defaults = GatePolicy()
     gates = tuple(GatedMeasure(g["measure"], float(g["margin"])) for g in document["gate"]) \
         if "gate" in document else defaults.gates
@@ -91,9 +132,53 @@ def config_from_mapping(document: Any, source: str, base: Path) -> GateConfig:
         bootstrap=document.get("bootstrap", defaults.bootstrap),
         fail_on=document.get("fail-on", defaults.fail_on),
     )
-    paths = {key: base / document[key] if key in document else None
-             for key in ("snapshot", "baseline", "candidate")}
+    paths = {key: base / document[key] if key in document else None for key in _PATHS}
     return GateConfig(source, policy, **paths)
+
+
+_PATHS = ("snapshot", "baseline", "candidate")
+
+
+def _require_valid(document: Any, source: str, within: tuple[str, ...]) -> None:
+    """ManyErrors listing every problem: first the values no setting takes (NaN, infinities,
+    dates and times), else every schema error, else paths holding a NUL character."""
+    found = _unusable_values(document, source, within)
+    if not found:
+        found = [InputError(source, e.problem, e.fix, json_path(*within) + str(e.where)[1:])
+                 for e in schema.problems(document, "config", source)]
+    if not found:
+        found = [InputError(source, "holds a NUL character, which no file path can contain",
+                            "remove it", json_path(*within, key))
+                 for key in _PATHS if "\x00" in document.get(key, "")]
+    if found:
+        raise ManyErrors(found)
+
+
+def _unusable_values(document: Any, source: str, within: tuple[str, ...]) -> list[InputError]:
+    """NaN and infinite numbers, and TOML dates and times, anywhere in ``document``, in document
+    order (walked without recursion: the document may nest deeply)."""
+    found = []
+    stack: list[tuple[Any, tuple[str | int, ...]]] = [(document, within)]
+    while stack:
+        value, keys = stack.pop()
+        if isinstance(value, dict):
+            stack += reversed([(v, (*keys, k)) for k, v in value.items()])
+        elif isinstance(value, list):
+            stack += reversed([(v, (*keys, i)) for i, v in enumerate(value)])
+        elif isinstance(value, float) and not math.isfinite(value):
+            found.append(InputError(source, f"{value} is not a finite number",
+                                    "write a finite number", json_path(*keys)))
+        elif isinstance(value, (dt.date, dt.time)):
+            found.append(InputError(source, f"{value.isoformat()} is a TOML date or time, which "
+                                    "no setting takes", "write a path in quotes, a number "
+                                    "without", json_path(*keys)))
+    return found
+
+
+def _shown(value: Any) -> str:
+    """A short rendering of a TOML value for a message."""
+    text = f'"{value}"' if isinstance(value, str) else str(value)
+    return text if len(text) <= 60 else text[:59] + "…"
 
 
 @dataclass(frozen=True)

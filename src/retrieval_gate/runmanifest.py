@@ -24,15 +24,14 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from retrieval_gate import schema
+from retrieval_gate import baselinefolder, schema
+from retrieval_gate.baselinefolder import MANIFEST_SUFFIX
 from retrieval_gate.errors import InputError, ManyErrors, NotComparableError
 from retrieval_gate.formats.atomic import write_text_atomic
 from retrieval_gate.formats.jsonfmt import loads
 from retrieval_gate.formats.jsonfmt import path as json_path
 from retrieval_gate.formats.source import read_text
 from retrieval_gate.snapshot import COMPONENTS, Snapshot, fingerprint, sha256_file
-
-MANIFEST_SUFFIX = ".manifest.json"
 
 
 def manifest_path(run: str | os.PathLike[str]) -> Path:
@@ -46,17 +45,11 @@ def run_of(manifest: Path) -> Path:
 
 
 def resolve_run(path: str | os.PathLike[str]) -> Path:
-    """A run file, or a baseline folder holding exactly one run with its manifest (what
-    ``gate baseline approve`` writes) → the run file."""
+    """A run file, or a baseline folder (see :mod:`retrieval_gate.baselinefolder`) → its
+    approved run file. InputError (exit 2) for a folder that cannot be read or holds no
+    baseline."""
     given = Path(path)
-    if not given.is_dir():
-        return given
-    runs = sorted(run_of(m) for m in given.glob(f"*{MANIFEST_SUFFIX}"))
-    if len(runs) != 1:
-        fix = (f"approve one with gate baseline approve --candidate RUN --to {given}" if not runs
-               else "keep one run and its manifest in a baseline folder, or give the run file")
-        raise InputError(str(given), f"holds {len(runs)} run manifests, not one", fix)
-    return runs[0]
+    return baselinefolder.resolve(given) if given.is_dir() else given
 
 
 @dataclass(frozen=True, eq=False)

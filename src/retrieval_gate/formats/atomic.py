@@ -1,15 +1,42 @@
-"""Writing output files atomically: a temporary file beside the target, then a rename, so an
-error or an interruption never leaves a half-written file (the old one stays intact).
+"""Writing output files so that an error or an interruption never leaves a half-written one.
+
+Where a file lands depends on what the path names:
+
+- a regular file, or nothing yet: the text goes to a temporary file beside it,
+  ``.NAME.PID.N.tmp``, which is then renamed over it, so a reader sees the old file or the new
+  one, whole. A new file gets the permissions ``open(path, "w")`` would give it (0666 less the
+  umask); a replaced file keeps its permission bits.
+- a symbolic link: the file it points to is replaced that way (or created, for a dangling
+  link); the link stays.
+- a device, a FIFO or a socket (``/dev/null``, ``/dev/stdout``, a named pipe): written in
+  place, as the shell's ``>`` would. There is nothing to rename there, so no atomicity.
+
+:func:`write_texts` writes several files all or nothing: every regular file is staged before
+anything lands; devices are written next; then the renames, keeping a hard link to each file
+replaced (``.NAME.PID.N.tmp`` too) until the end, so that a failure — or a failure in the
+caller's block, see :func:`staged_texts` — puts every replaced file back and deletes every new
+one. Only a process killed during the renames can leave some files new and others old (each
+whole) and temporary files behind.
+
+``durable=True`` also flushes each file and then its folder to the disk (``fsync``) before
+returning, for files that must survive a power cut, not just a crash of this process.
 
 Plain ``os`` calls, not ``tempfile`` and ``pathlib``, which would add their imports (shutil,
-random, urllib, ...) to the start-up of every ``gate score -o``."""
+random, urllib, ...) to the start-up of every ``gate score -o``.
+"""
 
 from __future__ import annotations
 
 import errno
 import os
+import stat
+from collections.abc import Iterable, Iterator
+from contextlib import contextmanager
+from dataclasses import dataclass
 
-from retrieval_gate.errors import InputError
+from retrieval_gate.errors import EnvironmentFault, GateError, InputError
+
+__all__ = ["staged_texts", "sync_folder", "write_text_atomic", "write_texts"]
 
 _ATTEMPTS = 100  # temporary names tried before giving up
 # as tempfile.mkstemp: read-write, new, not through a symbolic link
@@ -17,38 +44,225 @@ _FLAGS = (os.O_RDWR | os.O_CREAT | os.O_EXCL | getattr(os, "O_NOFOLLOW", 0)
           | getattr(os, "O_BINARY", 0))
 
 
-def write_text_atomic(path: str | os.PathLike[str], text: str) -> None:
-    """Write ``text`` (UTF-8) to ``path`` via a temporary file and ``os.replace``. The file gets
-    the permissions a plain ``open(path, "w")`` would give it (0666 less the umask)."""
-    target = os.fspath(path)
+@dataclass(eq=False)
+class _Output:
+    """One file to write. ``given`` is the path as the caller named it (for messages);
+    ``place`` where a regular file is written (``given``, or what a symbolic link points to);
+    ``through`` is true for a device, FIFO or socket, written in place."""
+
+    given: str
+    place: str
+    text: str
+    through: bool
+    mode: int
+    temporary: str | None = None
+    backup: str | None = None
+    placed: bool = False
+
+
+def write_text_atomic(path: str | os.PathLike[str], text: str, durable: bool = False) -> None:
+    """Write ``text`` (UTF-8, ``\\n`` line ends) to ``path``; see the module docstring."""
+    write_texts([(path, text)], durable)
+
+
+def write_texts(files: Iterable[tuple[str | os.PathLike[str], str]], durable: bool = False
+                ) -> None:
+    """Write every file of ``files`` (path, text), or none; see the module docstring."""
+    with _writing(files, durable, False):
+        pass
+
+
+@contextmanager
+def staged_texts(files: Iterable[tuple[str | os.PathLike[str], str]], durable: bool = False
+                 ) -> Iterator[None]:
+    """Write ``files`` all or nothing, then run the caller's block; if the block raises, put
+    back every file replaced and delete every file created (devices written stay written).
+
+    Errors: a missing folder, a path that is a folder or a symbolic-link loop, and two paths
+    naming one file are InputError (exit 2); a refusal of the machine (no permission, a full
+    disk, a read-only file system) is EnvironmentFault (exit 74)."""
+    with _writing(files, durable, True):
+        yield
+
+
+@contextmanager
+def _writing(files: Iterable[tuple[str | os.PathLike[str], str]], durable: bool,
+             undoable: bool) -> Iterator[None]:
+    """Stage, write through, rename; undo all on failure, in the block too when ``undoable``.
+    A replaced file is kept (as a hard link) until the end when its renaming might have to be
+    undone: when the block is undoable, or when another file follows it."""
+    outputs = [_output(os.fspath(path), text) for path, text in files]
+    _refuse_repeats(outputs)
+    files_placed = [o for o in outputs if not o.through]
     try:
-        fd, temporary = _create_temporary(target)
+        for output in files_placed:
+            _stage(output, durable)
+        for output in outputs:
+            if output.through:
+                _write_through(output)
+        for output in files_placed:
+            _place(output, undoable or output is not files_placed[-1])
+        if durable:
+            for folder in dict.fromkeys(os.path.dirname(o.place) for o in files_placed):
+                sync_folder(folder or ".")
+        yield
+    except BaseException:
+        _undo(outputs)
+        raise
+    for output in outputs:
+        _remove(output.backup)
+
+
+def sync_folder(path: str | os.PathLike[str]) -> None:
+    """Flush a folder's entries (new, renamed and deleted names) to the disk. Windows cannot
+    open a folder for this; there it does nothing."""
+    if os.name == "nt":
+        return
+    fd = os.open(path, os.O_RDONLY)
+    try:
+        os.fsync(fd)
+    finally:
+        os.close(fd)
+
+
+def _output(given: str, text: str) -> _Output:
+    """Classify ``given``: a device or the like (written through), else a regular file at
+    ``given`` or at the end of its symbolic links."""
+    try:
+        found = os.stat(given)
+    except FileNotFoundError:
+        found = None
     except OSError as exc:
-        raise InputError(str(path), f"cannot write here ({exc.strerror})",
-                         "choose a writable folder for the output") from None
+        raise _refused(given, exc, "cannot write here") from None
+    if found is not None and stat.S_ISDIR(found.st_mode):
+        raise InputError(given, "is a folder", "give the path of a file")
+    if found is not None and not stat.S_ISREG(found.st_mode):
+        return _Output(given, given, text, True, 0)
+    place = os.path.realpath(given) if os.path.islink(given) else given
+    umask = os.umask(0)
+    os.umask(umask)
+    mode = stat.S_IMODE(found.st_mode) if found is not None else 0o666 & ~umask
+    return _Output(given, place, text, False, mode)
+
+
+def _refuse_repeats(outputs: list[_Output]) -> None:
+    """InputError when two paths name one file (the second write would undo the first)."""
+    seen: dict[str, str] = {}
+    for output in outputs:
+        key = os.path.realpath(output.place)
+        if key in seen:
+            also = "" if seen[key] == output.given else f" (as {seen[key]})"
+            raise InputError(output.given, f"is asked for twice{also}",
+                             "give each output its own file")
+        seen[key] = output.given
+
+
+def _stage(output: _Output, durable: bool) -> None:
+    """Write the text to a new temporary file beside ``output.place``."""
+    try:
+        fd, output.temporary = _create_temporary(output.place)
+    except OSError as exc:
+        raise _refused(output.given, exc, "cannot write here") from None
     try:
         with os.fdopen(fd, "w", encoding="utf-8", newline="\n") as handle:
-            handle.write(text)
-        umask = os.umask(0)
-        os.umask(umask)
-        os.chmod(temporary, 0o666 & ~umask)
-        os.replace(temporary, target)
-    except BaseException:
+            handle.write(output.text)
+            if durable:
+                handle.flush()
+                os.fsync(handle.fileno())
+        os.chmod(output.temporary, output.mode)
+    except OSError as exc:
+        raise _refused(output.given, exc, "cannot write") from None
+
+
+def _write_through(output: _Output) -> None:
+    """Write to a device, FIFO or socket in place."""
+    try:
+        with open(output.given, "w", encoding="utf-8", newline="\n") as handle:
+            handle.write(output.text)
+    except OSError as exc:
+        raise _refused(output.given, exc, "cannot write") from None
+
+
+def _place(output: _Output, back_up: bool) -> None:
+    """Rename the staged file over its target, first keeping a hard link to the file it
+    replaces if ``back_up`` (so that a later failure can restore it)."""
+    try:
+        if back_up and os.path.lexists(output.place):
+            output.backup = _backup(output.place)
+        os.replace(output.temporary, output.place)
+    except OSError as exc:
+        raise _refused(output.given, exc, "cannot write") from None
+    output.temporary = None
+    output.placed = True
+
+
+def _backup(path: str) -> str:
+    """A second name for the file at ``path`` (a hard link; a copy where the file system has
+    no hard links)."""
+    for attempt in range(_ATTEMPTS):
+        backup = _temporary_name(path, attempt)
         try:
-            os.unlink(temporary)
+            os.link(path, backup)
+            return backup
+        except FileExistsError:
+            continue
+        except OSError as exc:
+            if exc.errno not in (errno.EPERM, errno.EOPNOTSUPP, errno.EXDEV, errno.EMLINK):
+                raise
+            import shutil
+
+            shutil.copy2(path, backup)
+            return backup
+    raise FileExistsError(errno.EEXIST, os.strerror(errno.EEXIST), path)
+
+
+def _undo(outputs: list[_Output]) -> None:
+    """Put back every file replaced, delete every file created and every temporary file."""
+    for output in reversed(outputs):
+        if output.placed:
+            if output.backup is not None:
+                os.replace(output.backup, output.place)
+                output.backup = None
+            else:
+                _remove(output.place)
+        _remove(output.temporary)
+        _remove(output.backup)
+
+
+def _remove(path: str | None) -> None:
+    if path is not None:
+        try:
+            os.unlink(path)
         except FileNotFoundError:
             pass
-        raise
+
+
+def _refused(path: str, exc: OSError, what: str) -> GateError:
+    """The error for an operating-system refusal to write ``path``: a usage error when the path
+    itself is wrong (no such folder, a file used as a folder, a link loop), else an
+    environment fault."""
+    reason = exc.strerror or type(exc).__name__
+    if exc.errno in (errno.ENOENT, errno.ENOTDIR):
+        return InputError(path, f"{what} ({reason})",
+                          "create its folder first, or choose another path")
+    if exc.errno == errno.ELOOP:
+        return InputError(path, f"{what} ({reason})", "fix the symbolic link")
+    return EnvironmentFault(f"{path}: {what} ({reason}) — free space or fix the permissions, "
+                            "then run the command again")
 
 
 def _create_temporary(target: str) -> tuple[int, str]:
     """A new, empty file ``.NAME.PID.N.tmp`` beside ``target`` (mode 0600, as
     ``tempfile.mkstemp`` makes it), opened; the first free ``N`` below ``_ATTEMPTS``."""
-    folder, name = os.path.split(target)
     for attempt in range(_ATTEMPTS):
-        temporary = os.path.join(folder, f".{name}.{os.getpid()}.{attempt}.tmp")
+        temporary = _temporary_name(target, attempt)
         try:
             return os.open(temporary, _FLAGS, 0o600), temporary
         except FileExistsError:
             continue
-    raise FileExistsError(errno.EEXIST, os.strerror(errno.EEXIST))
+    raise FileExistsError(errno.EEXIST, os.strerror(errno.EEXIST), target)
+
+
+def _temporary_name(target: str, attempt: int) -> str:
+    folder, name = os.path.split(target)
+    return os.path.join(folder, f".{name}.{os.getpid()}.{attempt}.tmp")

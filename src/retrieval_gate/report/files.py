@@ -1,12 +1,18 @@
 """Rendering a gate report to every requested destination: standard output, the ``--json``,
-``--markdown`` and ``--junit`` files (each written atomically), and GitHub Actions."""
+``--markdown`` and ``--junit`` files, and GitHub Actions.
+
+The files land all or nothing: every report is rendered first, then the files are written
+together by :func:`~retrieval_gate.formats.atomic.staged_texts` (staged beside their targets,
+then renamed). If one cannot be written, or appending to GitHub's summary and outputs fails
+afterwards, none of them is left: files replaced are put back, files created are deleted.
+"""
 
 from __future__ import annotations
 
 import os
 from pathlib import Path
 
-from retrieval_gate.formats.atomic import write_text_atomic
+from retrieval_gate.formats.atomic import staged_texts
 from retrieval_gate.report.json import report_json
 from retrieval_gate.report.markdown import report_markdown
 from retrieval_gate.report.model import Report
@@ -35,17 +41,18 @@ def write_reports(report: Report, output_format: str, json_out: str | None = Non
         from retrieval_gate.report.github import default_report_path
 
         json_out = str(default_report_path(os.environ))
-    for path, kind in ((json_out, "json"), (markdown_out, "markdown")):
-        if path:
-            write_text_atomic(path, text(kind))
+    files = [(path, text(kind)) for path, kind in ((json_out, "json"),
+                                                   (markdown_out, "markdown")) if path]
     if junit_out:
         from retrieval_gate.report.junit import report_junit
 
-        write_text_atomic(junit_out, report_junit(report))
+        files.append((junit_out, report_junit(report)))
     out = text(output_format)
-    if github:
-        from retrieval_gate.report.github import publish, workflow_safe
+    markdown = text("markdown") if github else ""
+    with staged_texts(files):
+        if github:
+            from retrieval_gate.report.github import publish, workflow_safe
 
-        lines = publish(report, text("markdown"), Path(json_out))
-        out = workflow_safe(out) + "".join(f"{line}\n" for line in lines)
+            lines = publish(report, markdown, Path(json_out))
+            out = workflow_safe(out) + "".join(f"{line}\n" for line in lines)
     return out

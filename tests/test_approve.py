@@ -1,0 +1,488 @@
+"""`gate baseline approve` and baseline folders: provenance, refusals, the layout `gate check`
+and `gate validate` read, environment faults, and approvals killed at every file-system step."""
+
+from __future__ import annotations
+
+import json
+import os
+import re
+import shutil
+import signal
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+from conftest import RUNS, gate
+
+CANDIDATE_ENV = {"GITHUB_ACTOR": "octocat", "GITHUB_SHA": "f" * 40}
+
+
+def tree(folder: Path) -> dict[str, bytes]:
+    """Every file below ``folder``: relative path → bytes (empty when it does not exist)."""
+    if not folder.exists():
+        return {}
+    return {p.relative_to(folder).as_posix(): p.read_bytes()
+            for p in sorted(folder.rglob("*")) if p.is_file()}
+
+
+def without_leftovers(files: dict[str, bytes]) -> dict[str, bytes]:
+    """``files`` less what the README calls leftovers of an approval: hidden ``*.tmp`` entries,
+    ``v<K>`` folders CURRENT does not name, and beside CURRENT a top-level manifest and its
+    run."""
+    pointer = files.get("CURRENT") if "CURRENT.manifest.json" not in files else None
+    current = pointer.decode().strip() if pointer is not None else None
+    kept = {}
+    for name, data in files.items():
+        top = name.split("/")[0]
+        if top.startswith(".") and top.endswith(".tmp"):
+            continue
+        if re.fullmatch(r"v[0-9]+", top) and top != current:
+            continue
+        if current and "/" not in name and name != "CURRENT" and (
+                name.endswith(".manifest.json") or f"{name}.manifest.json" in files):
+            continue
+        kept[name] = data
+    return kept
+
+
+def approved_layout(files: dict[str, bytes], run: str) -> str:
+    """Assert ``files`` is exactly CURRENT and one version holding ``run`` and its manifest;
+    return the version."""
+    version = files["CURRENT"].decode()
+    assert re.fullmatch(r"v[1-9][0-9]*\n", version), version
+    version = version.strip()
+    assert sorted(files) == ["CURRENT", f"{version}/{run}", f"{version}/{run}.manifest.json"]
+    return version
+
+
+def make_small_set(folder: Path) -> Path:
+    """A six-query snapshot with two runs, old.trec and new.trec, and their manifests."""
+    queries = [f"q{i}" for i in range(1, 7)]
+    (folder / "queries.jsonl").write_text("".join(
+        json.dumps({"id": q, "text": f"question {q}"}) + "\n" for q in queries))
+    (folder / "qrels.tsv").write_text("".join(f"{q} 0 rel 1\n{q} 0 also 2\n" for q in queries))
+    for name, first in (("old.trec", "rel"), ("new.trec", "also")):
+        (folder / name).write_text("".join(
+            f"{q} Q0 {doc} {rank} {10 - rank} t\n" for q in queries
+            for rank, doc in enumerate((first, "x", "rel" if first == "also" else "also"), 1)))
+    code, _, err = gate("snapshot", "freeze", "--queries", folder / "queries.jsonl", "--qrels",
+                        folder / "qrels.tsv", "--corpus-version", "c", "--chunking-version", "w",
+                        "--permissions-version", "p", "-o", folder / "snapshot.json")
+    assert code == 0, err
+    for run in ("old.trec", "new.trec"):
+        code, _, err = gate("run-manifest", "--snapshot", folder / "snapshot.json", "--run",
+                            folder / run, "--created", "2026-01-01T00:00:00Z", "--commit", "x")
+        assert code == 0, err
+    return folder
+
+
+@pytest.fixture(scope="module")
+def small(tmp_path_factory) -> Path:
+    return make_small_set(tmp_path_factory.mktemp("small"))
+
+
+def approve(small: Path, run: str, to: Path, *more: str) -> tuple[int, str, str]:
+    return gate("baseline", "approve", "--candidate", small / run, "--to", to, "--snapshot",
+                small / "snapshot.json", *more, env=CANDIDATE_ENV)
+
+
+def check(small: Path, baseline: Path) -> tuple[int, str, str]:
+    return gate("check", "--snapshot", small / "snapshot.json", "--baseline", baseline,
+                "--candidate", small / "new.trec", "--no-github")
+
+
+def first_layout(small: Path, folder: Path, run: str = "old.trec") -> None:
+    """A baseline folder as approvals wrote it before CURRENT: a run and its manifest."""
+    folder.mkdir(parents=True)
+    shutil.copy(small / run, folder / run)
+    shutil.copy(small / f"{run}.manifest.json", folder / f"{run}.manifest.json")
+
+
+# -- approving ---------------------------------------------------------------------------------
+
+def test_approve_writes_run_manifest_and_provenance(repo, monkeypatch):
+    monkeypatch.setenv("GITHUB_ACTOR", "octocat")
+    monkeypatch.setenv("GITHUB_SHA", "f" * 40)
+    folder = repo / "baselines" / "cranfield"
+    code, out, err = gate("baseline", "approve", "--candidate",
+                          "examples/cranfield/runs/hybrid.trec", "--to", "baselines/cranfield")
+    assert code == 0, err
+    assert out == ("approved baselines/cranfield/v1/hybrid.trec (baselines/cranfield/v1/"
+                   "hybrid.trec.manifest.json); replaced baselines/cranfield/bm25.trec\n")
+    assert approved_layout(tree(folder), "hybrid.trec") == "v1"
+    assert (folder / "v1" / "hybrid.trec").read_bytes() == (RUNS / "hybrid.trec").read_bytes()
+    approved = json.loads((folder / "v1" / "hybrid.trec.manifest.json").read_text())["approved"]
+    assert approved["by"] == "octocat" and approved["commit"] == "f" * 40
+    assert approved["scores"]["nDCG@10"] == pytest.approx(0.3898441261546252, abs=1e-15)
+    umask = os.umask(0)
+    os.umask(umask)
+    for path in (folder / "v1", folder / "v1" / "hybrid.trec", folder / "CURRENT"):
+        assert path.stat().st_mode & 0o777 == (0o777 if path.is_dir() else 0o666) & ~umask
+    # the folder is the baseline: the zero-config check now compares against hybrid
+    code, out, _ = gate("check", "--candidate", "examples/cranfield/runs/hybrid.trec")
+    assert code == 0 and "baseline baselines/cranfield/v1/hybrid.trec" in out
+    # the next approval is the next version; the previous one is deleted
+    code, out, err = gate("baseline", "approve", "--candidate", "examples/cranfield/runs/dense.trec",
+                          "--to", "baselines/cranfield")
+    assert code == 0, err
+    assert out.endswith("; replaced baselines/cranfield/v1/hybrid.trec\n")
+    assert approved_layout(tree(folder), "dense.trec") == "v2"
+
+
+def test_approve_into_a_new_folder_and_validate_accepts_baseline_folders(small, tmp_path):
+    folder = tmp_path / "baselines" / "new"
+    code, out, err = approve(small, "old.trec", folder)
+    assert code == 0, err
+    assert out == f"approved {folder}/v1/old.trec ({folder}/v1/old.trec.manifest.json)\n"
+    first_layout(small, tmp_path / "first")
+    for baseline, run in ((folder, "v1/old.trec"), (tmp_path / "first", "old.trec")):
+        code, out, err = gate("validate", small / "snapshot.json", baseline)
+        assert code == 0, err
+        assert out.splitlines()[1].startswith(f"{baseline}/{run}: valid — made on this snapshot")
+
+
+def test_approve_refuses_another_snapshot_without_force(repo):
+    folder = repo / "baselines" / "cranfield"
+    manifest = folder / "bm25.trec.manifest.json"
+    document = json.loads(manifest.read_text())
+    document["snapshot"]["components"]["qrels"]["version"] = "old"
+    from retrieval_gate.snapshot import fingerprint
+
+    document["snapshot"]["fingerprint"] = fingerprint(document["snapshot"]["components"])
+    manifest.write_text(json.dumps(document))
+    before = tree(folder)
+    code, _, err = gate("baseline", "approve", "--candidate",
+                        "examples/cranfield/runs/hybrid.trec", "--to", "baselines/cranfield")
+    assert code == 3 and "pass --force" in err
+    assert tree(folder) == before
+    code, _, err = gate("baseline", "approve", "--candidate",
+                        "examples/cranfield/runs/hybrid.trec", "--to", "baselines/cranfield",
+                        "--force")
+    assert code == 0, err
+    approved_layout(tree(folder), "hybrid.trec")
+
+
+def test_approve_refuses_a_folder_of_several_runs(repo):
+    runs = repo / "examples" / "cranfield" / "runs"
+    before = tree(runs)
+    code, _, err = gate("baseline", "approve", "--candidate", runs / "hybrid.trec", "--to", runs)
+    assert code == 2 and "is not a baseline folder" in err
+    assert tree(runs) == before
+
+
+def test_approve_refuses_a_candidate_without_a_manifest(repo):
+    (repo / "examples" / "cranfield" / "runs" / "hybrid.trec.manifest.json").unlink()
+    code, _, err = gate("baseline", "approve", "--candidate",
+                        "examples/cranfield/runs/hybrid.trec", "--to", "baselines/new")
+    assert code == 2 and "has no run manifest" in err
+    assert not (repo / "baselines" / "new").exists()
+
+
+def test_a_first_layout_run_named_current_is_refused_not_overwritten(small, tmp_path):
+    folder = tmp_path / "base"
+    folder.mkdir()
+    shutil.copy(small / "old.trec", folder / "CURRENT")
+    shutil.copy(small / "old.trec.manifest.json", folder / "CURRENT.manifest.json")
+    assert check(small, folder)[0] == 0  # read as the first layout
+    before = tree(folder)
+    code, _, err = approve(small, "new.trec", folder)
+    assert code == 2 and err == (f"error: {folder}/CURRENT: is named CURRENT, the name an "
+                                 "approval gives the file that points at the approved version "
+                                 "— rename the run and its manifest, then approve again\n")
+    assert tree(folder) == before
+
+
+# -- reading baseline folders ------------------------------------------------------------------
+
+def test_check_follows_current_and_ignores_leftovers(small, tmp_path):
+    folder = tmp_path / "base"
+    assert approve(small, "old.trec", folder)[0] == 0
+    (folder / "v7").mkdir()  # a version an interrupted approval did not switch to
+    shutil.copy(small / "new.trec", folder / "v7" / "new.trec")
+    (folder / ".approve-x.tmp").mkdir()  # a staging folder
+    shutil.copy(small / "new.trec.manifest.json", folder / ".approve-x.tmp" / "m.manifest.json")
+    shutil.copy(small / "new.trec", folder / "new.trec")  # a replaced first-layout baseline
+    shutil.copy(small / "new.trec.manifest.json", folder / "new.trec.manifest.json")
+    code, out, err = check(small, folder)
+    assert code == 0, err
+    assert f"vs baseline {folder}/v1/old.trec" in out
+    code, _, err = approve(small, "new.trec", folder)
+    assert code == 0, err
+    assert approved_layout(tree(folder), "new.trec") == "v8"
+
+
+@pytest.mark.parametrize("pointer, message", [
+    ("v2\n", "CURRENT:1: names v2, which is not a folder in"),
+    ("../elsewhere\n", "CURRENT:1: '../elsewhere' is not a version folder such as v1"),
+    ("", ("CURRENT:1: '' is not a version folder such as v1 — restore the file from version "
+          "control, or approve a baseline again")),
+    ("v1\x00", "CURRENT:1: 'v1\\x00' is not a version folder such as v1"),
+])
+def test_a_broken_pointer_is_invalid_input(small, tmp_path, pointer, message):
+    folder = tmp_path / "base"
+    assert approve(small, "old.trec", folder)[0] == 0
+    (folder / "CURRENT").write_text(pointer)
+    code, out, err = check(small, folder)
+    assert code == 2 and out == "" and err.count("\n") == 1
+    assert err.startswith(f"error: {folder}/{message}")
+    code, _, err = approve(small, "new.trec", folder)  # approval refuses it too
+    assert code == 2 and message in err
+
+
+def test_an_empty_baseline_folder_says_so(small, tmp_path):
+    (tmp_path / "empty").mkdir()
+    code, _, err = check(small, tmp_path / "empty")
+    assert code == 2 and err == (f"error: {tmp_path}/empty: holds no run with its manifest — "
+                                 "approve one with gate baseline approve --candidate RUN --to "
+                                 f"{tmp_path}/empty\n")
+
+
+@pytest.mark.skipif(os.geteuid() == 0, reason="root reads a folder whatever its mode says")
+def test_an_unreadable_baseline_folder_says_it_cannot_be_read(small, tmp_path, monkeypatch):
+    folder = tmp_path / "base"
+    assert approve(small, "old.trec", folder)[0] == 0
+    monkeypatch.chdir(tmp_path)
+    (tmp_path / "gate.toml").write_text(f'snapshot = "{small}/snapshot.json"\nbaseline = "base"\n'
+                                        f'candidate = "{small}/new.trec"\n')
+    folder.chmod(0)
+    try:
+        results = [gate("check"), gate("validate", small / "snapshot.json", folder)]
+    finally:
+        folder.chmod(0o755)
+    for (code, _, err), named in zip(results, ("base", folder)):
+        assert code == 2 and err == (f"error: {named}: cannot be read (permission denied) — "
+                                     "make the folder readable and searchable (chmod u+rx)\n")
+
+
+# -- environment faults ------------------------------------------------------------------------
+
+def test_a_folder_under_a_file_is_an_environment_fault(small, tmp_path):
+    (tmp_path / "file").write_text("x")
+    code, out, err = approve(small, "old.trec", tmp_path / "file" / "sub" / "base")
+    assert code == 74 and out == ""
+    assert err == (f"error: {tmp_path}/file/sub/base: cannot create the baseline folder (Not a "
+                   f"directory: {tmp_path}/file is a file) — approve into a folder that can be "
+                   "created here, or fix the permissions\n")
+    assert (tmp_path / "file").read_text() == "x"
+
+
+@pytest.mark.skipif(os.geteuid() == 0, reason="root writes into a folder whatever its mode says")
+def test_a_folder_under_a_read_only_folder_is_an_environment_fault(small, tmp_path):
+    (tmp_path / "ro").mkdir(mode=0o555)
+    code, _, err = approve(small, "old.trec", tmp_path / "ro" / "base")
+    assert code == 74
+    assert err.startswith(f"error: {tmp_path}/ro/base: cannot create the baseline folder "
+                          "(Permission denied)")
+
+
+# Runs `gate baseline approve ARGS` with an audit hook: "announce-lock" prints "lock" when the
+# approval asks for the folder's lock; "grow-candidate" appends a line to the candidate just as
+# its copy into the baseline folder is created.
+HOOKED = r"""
+import os, sys
+from retrieval_gate import cli
+
+action, candidate = sys.argv[1], sys.argv[2]
+
+
+def hook(event, args):
+    if action == "announce-lock" and event == "fcntl.flock":
+        print("lock", flush=True)
+    if (action == "grow-candidate" and event == "open" and args[1] == "x"
+            and os.path.basename(args[0]) == os.path.basename(candidate)):
+        with open(candidate, "a") as run:
+            run.write("q1 Q0 late 9 0.5 t\n")
+
+
+sys.addaudithook(hook)
+sys.argv = ["gate", "baseline", "approve", "--candidate", candidate, *sys.argv[3:]]
+cli.main()
+"""
+
+
+def hooked_approval(action: str, candidate: Path, *args: str | Path) -> subprocess.Popen:
+    return subprocess.Popen([sys.executable, "-c", HOOKED, action, candidate, *args],
+                            env={**os.environ, **CANDIDATE_ENV}, stdout=subprocess.PIPE,
+                            stderr=subprocess.PIPE, text=True)
+
+
+def test_approvals_of_one_folder_take_turns(small, tmp_path):
+    """An approval waits for the folder's lock, then reads the folder as the approval holding
+    the lock left it (here: a switch to v5 made meanwhile)."""
+    fcntl = pytest.importorskip("fcntl")
+    folder = tmp_path / "base"
+    assert approve(small, "old.trec", folder)[0] == 0
+    held = os.open(folder, os.O_RDONLY)
+    try:
+        fcntl.flock(held, fcntl.LOCK_EX)
+        waiting = hooked_approval("announce-lock", small / "new.trec", "--to", folder,
+                                  "--snapshot", small / "snapshot.json")
+        assert waiting.stdout.readline() == "lock\n"
+        (folder / "v1").rename(folder / "v5")
+        (folder / "CURRENT").write_text("v5\n")
+    finally:
+        os.close(held)
+    out, err = waiting.communicate(timeout=120)
+    assert waiting.returncode == 0, err
+    assert out.endswith(f"replaced {folder}/v5/old.trec\n")
+    assert approved_layout(tree(folder), "new.trec") == "v6"
+
+
+def test_a_candidate_that_changes_while_copied_is_not_approved(small, tmp_path):
+    for name in ("new.trec", "new.trec.manifest.json"):
+        shutil.copy(small / name, tmp_path / name)
+    folder = tmp_path / "base"
+    first_layout(small, folder)
+    before = tree(folder)
+    approval = hooked_approval("grow-candidate", tmp_path / "new.trec", "--to", folder,
+                               "--snapshot", small / "snapshot.json")
+    _, err = approval.communicate(timeout=120)
+    assert approval.returncode == 3
+    assert err == (f"error: {tmp_path}/new.trec: the run changed while it was being approved — "
+                   "approve it again once it is complete\n")
+    assert tree(folder) == before  # the staging folder is gone too
+
+
+# -- killed at every step ----------------------------------------------------------------------
+
+# Runs `gate baseline approve` in forked children of one process (imports paid once). Child N,
+# for N from FIRST below LAST, counts the file-system writes it makes (audit events) and sends
+# itself the signal HOW at the N-th, before it happens; the first child that finishes ends the
+# loop. Each child approves into its own copy of the old baseline folder, work/N/base. Prints
+# one JSON line per child.
+KILLER = r"""
+import json, os, shutil, signal, sys
+from pathlib import Path
+
+sys.dont_write_bytecode = True
+from retrieval_gate import approve, cli, schema
+for name in ("snapshot", "run-manifest"):  # import and compile before forking
+    schema.problems({}, name, "warm-up")
+approve.utc_now = lambda: "2026-01-01T00:00:00Z"
+old, work, candidate, snapshot, how = sys.argv[1:6]
+first, last = map(int, sys.argv[6:8])
+WRITES = {"os.rename", "os.replace", "os.remove", "os.unlink", "os.mkdir", "os.rmdir",
+          "os.symlink", "os.link", "os.chmod", "os.truncate", "os.utime", "shutil.copyfile",
+          "shutil.copymode", "shutil.copystat", "shutil.copytree", "shutil.move",
+          "shutil.rmtree"}
+WRITE_FLAGS = os.O_WRONLY | os.O_RDWR | os.O_CREAT | os.O_TRUNC | os.O_APPEND
+
+
+def writes(event, args):
+    if event == "open":
+        _, mode, flags = args
+        return any(c in mode for c in "wax+") if mode else bool(flags & WRITE_FLAGS)
+    return event in WRITES
+
+
+def child(n, folder):
+    seen = 0
+
+    def hook(event, args):
+        nonlocal seen
+        if writes(event, args):
+            seen += 1
+            if seen == n:
+                os.kill(os.getpid(), getattr(signal, how))
+
+    devnull = os.open(os.devnull, os.O_WRONLY)
+    os.dup2(devnull, 1)
+    os.dup2(devnull, 2)
+    sys.argv = ["gate", "baseline", "approve", "--candidate", candidate, "--to", folder,
+                "--snapshot", snapshot]
+    sys.addaudithook(hook)
+    try:
+        cli.main()
+    except SystemExit as done:
+        os._exit(done.code if isinstance(done.code, int) else 1)
+    os._exit(0)
+
+
+for n in range(first, last):
+    folder = Path(work, str(n), "base")
+    folder.parent.mkdir(parents=True)
+    if Path(old).exists():
+        shutil.copytree(old, folder)
+    pid = os.fork()
+    if pid == 0:
+        child(n, str(folder))
+    _, status = os.waitpid(pid, 0)
+    killed = os.WIFSIGNALED(status)
+    print(json.dumps({"n": n, "signal": os.WTERMSIG(status) if killed else None,
+                      "code": None if killed else os.WEXITSTATUS(status)}), flush=True)
+    if not killed:
+        break
+"""
+
+
+def killed_approvals(small: Path, old: Path, work: Path, how: str = "SIGKILL",
+                     steps: range = range(1, 500)) -> list[dict]:
+    env = {**os.environ, **CANDIDATE_ENV, "OPENBLAS_NUM_THREADS": "1", "OMP_NUM_THREADS": "1"}
+    done = subprocess.run([sys.executable, "-c", KILLER, old, work, small / "new.trec",
+                           small / "snapshot.json", how, str(steps.start), str(steps.stop)],
+                          check=False, capture_output=True, text=True, env=env, timeout=300)
+    assert done.returncode == 0, done.stderr
+    return [json.loads(line) for line in done.stdout.splitlines()]
+
+
+def state_of(folder: Path, states: dict[str, dict[str, bytes]]) -> str:
+    """Which of ``states`` the folder holds, leftovers aside (StopIteration: none)."""
+    return next(name for name, files in states.items()
+                if without_leftovers(tree(folder)) == files)
+
+
+@pytest.mark.parametrize("layout", ["first layout", "CURRENT", "no folder"])
+def test_an_approval_killed_at_any_step_leaves_the_old_or_the_new_baseline(small, tmp_path,
+                                                                          layout):
+    """After a SIGKILL before any one file-system write of an approval, the folder holds the
+    old baseline or the new one byte for byte (less leftovers), `gate check` reads it, and the
+    next approval succeeds and leaves nothing else behind."""
+    old = tmp_path / "old"
+    if layout == "first layout":
+        first_layout(small, old)
+    elif layout == "CURRENT":
+        assert approve(small, "old.trec", old)[0] == 0
+    runs = killed_approvals(small, old, tmp_path / "work")
+    *killed, finished = runs
+    assert all(r["signal"] == signal.SIGKILL for r in killed)
+    assert finished == {"n": len(runs), "signal": None, "code": 0}
+    assert len(killed) >= 8  # every write of the approval was a place to die
+    new = tree(tmp_path / "work" / str(finished["n"]) / "base")
+    approved_layout(new, "new.trec")
+    states = {"old": tree(old), "new": new}
+    seen = set()
+    for run in killed:
+        folder = tmp_path / "work" / str(run["n"]) / "base"
+        state = state_of(folder, states)
+        seen.add(state)
+        code, out, err = check(small, folder)
+        if state == "new":
+            assert code == 0 and f"vs baseline {folder}/v" in out, err
+        elif layout == "no folder":
+            assert code == 2 and ("holds no run with its manifest" in err
+                                  or "run file not found" in err), err
+        else:
+            baseline = folder / ("old.trec" if layout == "first layout" else "v1/old.trec")
+            assert code == 0 and f"vs baseline {baseline}\n" in out, err
+        code, _, err = approve(small, "new.trec", folder)
+        assert code == 0, err
+        approved_layout(tree(folder), "new.trec")
+    # with no old version to delete, the switch to the new one is the approval's last write
+    assert seen == ({"old"} if layout == "no folder" else {"old", "new"})
+
+
+def test_an_approval_terminated_by_sigterm_leaves_a_consistent_folder(small, tmp_path):
+    old = tmp_path / "old"
+    first_layout(small, old)
+    work = tmp_path / "work"
+    assert killed_approvals(small, old, work, "SIGTERM", range(9, 10)) == [
+        {"n": 9, "signal": signal.SIGTERM, "code": None}]
+    folder = work / "9" / "base"
+    left = without_leftovers(tree(folder))
+    if left != tree(old):
+        version = approved_layout(left, "new.trec")
+        assert left[f"{version}/new.trec"] == (small / "new.trec").read_bytes()
+    assert check(small, folder)[0] == 0
+    assert approve(small, "new.trec", folder)[0] == 0
+    approved_layout(tree(folder), "new.trec")
