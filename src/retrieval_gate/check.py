@@ -70,8 +70,8 @@ def check(snapshot: str | os.PathLike[str], baseline: str | os.PathLike[str],
     warnings = _warnings(base, cand, comparisons, newly_failing, judged, cutoff)
     overall = verdict([c.decision for c in comparisons])
     return Report(overall, exit_code(overall, policy.fail_on), snap,
-                  _summary(baseline, manifests[0], base, snap, judged),
-                  _summary(candidate, manifests[1], cand, snap, judged), policy, config,
+                  _summary(manifests[0].run, manifests[0], base, snap, judged),
+                  _summary(manifests[1].run, manifests[1], cand, snap, judged), policy, config,
                   comparisons, str(hit), newly_failing,
                   _top_regressions(base, cand, gated, texts), tuple(warnings))
 
