@@ -66,10 +66,14 @@ def read_qrels(source: Source, format: str | None = None) -> Qrels:
 
 def _document(text: str, name: str, format: str | None) -> tuple[Any, bool]:
     """(document, False) for a JSON document, (None, True) for JSON Lines when the format is
-    detected; a forced ``json`` is always one document."""
+    detected: several values, or one line shaped as a JSON Lines record (``"query_id"`` with a
+    string, which no query of a JSON document maps to); a forced ``json`` is one document."""
     if format == "json":
         return _json().loads(text, name), False
-    return _json().document_or_lines(text, name)
+    document, lines = _json().document_or_lines(text, name)
+    if isinstance(document, dict) and isinstance(document.get("query_id"), str):
+        return None, True
+    return document, lines
 
 
 def read_run(source: Source, format: str | None = None) -> RunRows:
