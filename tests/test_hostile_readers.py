@@ -96,6 +96,14 @@ def test_deep_json_in_score_inputs_is_refused(tmp_path, kind):
     refused(gate("score", *args), bad, str(line), f"nest deeper than {MAX_JSON_DEPTH} levels")
 
 
+def test_brackets_inside_strings_do_not_count_as_nesting(tmp_path):
+    text = "[" * 300 + '\\"{' * 300
+    queries = write(tmp_path / "queries.jsonl", QUERIES.replace("rate limits", text))
+    code, _, err = gate("score", write(tmp_path / "q.tsv", QRELS),
+                          write(tmp_path / "r.trec", RUN), "--queries", queries)
+    assert code == 0, err
+
+
 def test_deep_json_in_manifests_is_refused(testset):
     snapshot, manifest = testset / "snapshot.json", testset / "run.trec.manifest.json"
     document = json.loads(manifest.read_text())

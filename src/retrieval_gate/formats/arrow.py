@@ -23,7 +23,7 @@ from typing import Any
 import numpy as np
 
 from retrieval_gate.formats.limits import MAX_ID_BYTES
-from retrieval_gate.formats.source import BOM, Blob, read_blob
+from retrieval_gate.formats.source import BOM, Blob, read_blob, release_pages
 from retrieval_gate.formats.trec import ByteSpans, byte_ranges
 from retrieval_gate.model import RowLines, RunRows
 from retrieval_gate.ranking import hash_spans, same_as_previous
@@ -61,15 +61,6 @@ def read_trec_run(source: Blob | str | os.PathLike[str], name: str, detect: bool
     if data[: len(BOM)] == BOM or not plain_bytes(data):
         return None
     return _read_columns(data, name)
-
-
-def _release(mapped: bytes | mmap.mmap, start: int, end: int) -> None:
-    """Drop the pages of ``mapped[start:end]`` from resident memory (they stay in the page
-    cache, and are mapped again if read again); nothing for bytes, or where ``madvise`` is
-    missing."""
-    if isinstance(mapped, mmap.mmap) and hasattr(mmap, "MADV_DONTNEED"):
-        first = start - start % mmap.PAGESIZE
-        mapped.madvise(mmap.MADV_DONTNEED, first, end - first)
 
 
 def plain_bytes(mapped: bytes | mmap.mmap) -> bool:
@@ -122,7 +113,7 @@ def _read_columns(mapped: bytes | mmap.mmap, name: str) -> RunRows | None:
     def split(region: tuple[int, int]) -> Any:
         start, end = region
         table = _read_table(whole.slice(start, end - start))
-        _release(mapped, start, end)
+        release_pages(mapped, start, end)
         return table
 
     columns = _Columns(len(mapped))

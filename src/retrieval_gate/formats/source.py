@@ -89,6 +89,15 @@ def read_blob(path: str | os.PathLike[str], map_from: int | None = None) -> Blob
     return Blob(name, data)
 
 
+def release_pages(data: bytes | mmap.mmap, start: int, end: int) -> None:
+    """Drop the pages of a memory map's ``[start, end)`` from resident memory once read (they
+    stay in the page cache, and are mapped again if read again); nothing for bytes, or where
+    ``madvise`` is missing."""
+    if isinstance(data, mmap.mmap) and hasattr(mmap, "MADV_DONTNEED"):
+        first = start - start % mmap.PAGESIZE
+        data.madvise(mmap.MADV_DONTNEED, first, end - first)
+
+
 def read_bytes(path: str | os.PathLike[str]) -> bytes:
     """The file's content; InputError if it cannot be read or holds nothing but white space."""
     blob = read_blob(path)

@@ -25,7 +25,7 @@ import numpy as np
 
 from retrieval_gate.errors import InputError
 from retrieval_gate.formats.limits import MAX_GRADE, MAX_ID_BYTES, MIN_GRADE
-from retrieval_gate.formats.source import BOM, check_utf8
+from retrieval_gate.formats.source import BOM, check_utf8, release_pages
 from retrieval_gate.model import Qrels, RunRows
 from retrieval_gate.ranking import hash_spans, same_as_previous
 
@@ -134,7 +134,8 @@ class Tokens:
 def tokenized(data: bytes | mmap.mmap, name: str, fields: tuple[int, ...], needed: int,
               fix: str, ids: tuple[int, ...]) -> Iterator[Tokens]:
     """Split a whitespace-separated text file, a region of a few MiB at a time, into the
-    requested ``fields`` of every data line (a leading UTF-8 BOM is skipped).
+    requested ``fields`` of every data line (a leading UTF-8 BOM is skipped). The pages of a
+    memory-mapped file are released once a region has been used.
 
     InputError for the file not being UTF-8, a NUL byte, a carriage return that does not end a
     line (old Mac line ends would otherwise read as one long line), a data line with fewer than
@@ -183,6 +184,7 @@ def tokenized(data: bytes | mmap.mmap, name: str, fields: tuple[int, ...], neede
                                      "long ids to short ones)", first_line + int(data_lines[row]))
         found = found or bool(len(data_lines))
         yield Tokens(buf, start, starts, ends, data_lines + first_line)
+        release_pages(data, start, end)
         first_line += n_lines - (0 if buf[-1] == 10 else 1)
     if not found:
         raise InputError(name, "has no data lines, only comments", "give a file with content")
@@ -317,24 +319,35 @@ def _query_codes(tokens: Tokens, codes: dict[bytes, int]) -> np.ndarray:
 
 def read_trec_run(data: bytes | mmap.mmap, name: str) -> RunRows:
     """A TREC run: ``qid Q0 docid rank score tag [ignored ...]``. Item ids are kept side by
-    side in one buffer (:class:`ByteSpans`) and hashed from there."""
+    side in one buffer (:class:`ByteSpans`) and hashed from there.
+
+    The per-row arrays are allocated once for the most data lines the file can hold (a data
+    line has at least 12 bytes with its line break; ids take fewer bytes than the file) and
+    filled region by region: pages never written never become resident, and nothing is
+    concatenated at the end."""
+    capacity = len(data) // 11 + 1
+    qcodes = np.empty(capacity, dtype=np.int64)
+    scores = np.empty(capacity, dtype=np.float64)
+    hashes = np.empty(capacity, dtype=np.uint64)
+    lines = np.empty(capacity, dtype=np.int64)
+    offsets = np.zeros(capacity + 1, dtype=np.int64)
+    ids = np.empty(len(data), dtype=np.uint8)
     codes: dict[bytes, int] = {}
-    qcodes, ids, offsets, hashes, scores, lines = [], [], [], [], [], []
-    size = 0
+    n = 0
     for tokens in tokenized(data, name, (0, 2, 4), 6, _RUN_FIX, ids=(0, 2)):
-        qcodes.append(_query_codes(tokens, codes))
+        rows = slice(n, n + len(tokens.lines))
+        qcodes[rows] = _query_codes(tokens, codes)
         chunk_ids, chunk_offsets = compact(tokens.buf, tokens.starts[1], tokens.ends[1])
-        ids.append(chunk_ids)
-        offsets.append(chunk_offsets[1:] + size)
-        size += len(chunk_ids)
-        hashes.append(hash_spans(chunk_ids, chunk_offsets[:-1], np.diff(chunk_offsets)))
-        scores.append(_scores(data, tokens, 2, name))
-        lines.append(tokens.lines)
-    items = ByteSpans(np.concatenate(ids), np.concatenate([np.zeros(1, np.int64), *offsets]),
-                      np.concatenate(hashes))
+        first = int(offsets[n])
+        ids[first : first + len(chunk_ids)] = chunk_ids
+        offsets[n + 1 : rows.stop + 1] = chunk_offsets[1:] + first
+        hashes[rows] = hash_spans(chunk_ids, chunk_offsets[:-1], np.diff(chunk_offsets))
+        scores[rows] = _scores(data, tokens, 2, name)
+        lines[rows] = tokens.lines
+        n = rows.stop
+    items = ByteSpans(ids[: int(offsets[n])], offsets[: n + 1], hashes[:n])
     query_ids = tuple(q.decode() for q in codes)
-    return RunRows(name, query_ids, np.concatenate(qcodes), items, np.concatenate(scores),
-                   np.concatenate(lines))
+    return RunRows(name, query_ids, qcodes[:n], items, scores[:n], lines[:n])
 
 
 def read_trec_qrels(data: bytes | mmap.mmap, name: str) -> Qrels:
