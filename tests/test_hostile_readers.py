@@ -196,7 +196,7 @@ def test_cutoff_above_the_maximum(tmp_path):
     for k in ("999999999999999999999", "9" * 5000, str(MAX_CUTOFF + 1)):
         code, _, err = gate("score", qrels, run, "-m", f"nDCG@{k}")
         assert code == 2 and err.count("\n") == 1
-        assert f"is not an integer from 1 to {MAX_CUTOFF:,}" in err
+        assert f"is not a positive integer up to {MAX_CUTOFF:,}" in err
     code, _, err = gate("score", qrels, run, "-m", f"nDCG@{MAX_CUTOFF}")
     assert code == 0, err
 

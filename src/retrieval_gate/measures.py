@@ -228,7 +228,7 @@ def parse_measure(text: str, default_gain: str = EXPONENTIAL) -> Measure:
     if match["k"] is not None:
         if not re.fullmatch(r"[0-9]+", match["k"]) or not _small(match["k"], 1, MAX_CUTOFF):
             shown = match["k"] if len(match["k"]) <= 24 else f"{match['k'][:12]}…"
-            raise InputError(source, f"cutoff k = '{shown}' is not an integer from 1 to "
+            raise InputError(source, f"cutoff k = '{shown}' is not a positive integer up to "
                              f"{MAX_CUTOFF:,}", "write a cutoff such as @10, or leave out @k "
                              "to cover the whole list")
         k = int(match["k"])
