@@ -55,7 +55,7 @@ PAYLOADS = [
     "@org/team and @octocat", "#1 org/repo#2 GH-3", "**bold** _em_ ~~s~~ *i*", "| pipe | cell |",
     "www.evil.com http://evil.com/x a@b.com <https://x.y>", "$x^2$ \\\\ \\| &amp; &lt;",
     "\x01\x07\x0b\x0c\x1b[31mred\x1c\x1f\x7f\x9b\u202etxt.exe", "PASS: no material regression",
-    "- list\n# heading\n> quote\n---", "<!-- retrieval-gate report -->", "L" * 3000,
+    "- list\n# heading\n> quote\n---", "<!-- retrieval-gate report -->", "L" * 1000,
 ]
 SLICES = ["::warning::t", "t\n::error::sl", "`tick`", "@org/team", "<img src=x onerror=1>",
           "**b**|c", "\u2028##[add-mask]s"]

@@ -37,8 +37,9 @@ def test_hash_spans_equals_hash_ids():
     offsets = np.concatenate(([0], np.cumsum([len(i) for i in ids]))).astype(np.int32)
     data = np.frombuffer(b"".join(ids), dtype=np.uint8)
     expected = ranking.hash_ids(np.array(ids, dtype="S"))
-    assert np.array_equal(ranking.hash_spans(data, offsets), expected)
-    same = ranking.same_as_previous(data, offsets)
+    starts, lengths = offsets[:-1], np.diff(offsets)
+    assert np.array_equal(ranking.hash_spans(data, starts, lengths), expected)
+    same = ranking.same_as_previous(data, starts, lengths)
     assert same.tolist() == [i > 0 and ids[i] == ids[i - 1] for i in range(len(ids))]
 
 

@@ -124,7 +124,8 @@ def test_format_detection(tmp_path):
     (tmp_path / "r.txt").write_text("q Q0 a 1 1.0 t\nq Q0 b 2 2.0 t\n")
     for name in ("r.json", "r.txt"):
         run = read_run(tmp_path / name)
-        assert run.items.tolist() == [b"a", b"b"] and run.scores.tolist() == [1.0, 2.0]
+        assert materialised(run.items).tolist() == [b"a", b"b"]
+        assert run.scores.tolist() == [1.0, 2.0]
     forced = read_run(tmp_path / "r.txt", format="trec")
     assert forced.query_ids == ("q",)
 

@@ -25,13 +25,14 @@ from retrieval_gate.policy import Comparison, GatePolicy, compare, exit_code, ve
 from retrieval_gate.report.model import QueryChange, Report, RunSummary
 from retrieval_gate.runmanifest import (
     RunManifest,
+    read_run_file,
     read_run_manifest,
     require_made_on,
     resolve_run,
     verify_run_hash,
 )
 from retrieval_gate.scoring import Scores
-from retrieval_gate.snapshot import Snapshot, TestSet, load_snapshot, load_test_set, sha256_file
+from retrieval_gate.snapshot import Snapshot, TestSet, load_snapshot, load_test_set
 from retrieval_gate.validate import score_on
 
 ALL = "all"
@@ -69,8 +70,8 @@ def check(snapshot: str | os.PathLike[str], baseline: str | os.PathLike[str],
     warnings = _warnings(base, cand, comparisons, newly_failing, judged, cutoff)
     overall = verdict([c.decision for c in comparisons])
     return Report(overall, exit_code(overall, policy.fail_on), snap,
-                  _summary(baseline, manifests[0], base, snap, judged),
-                  _summary(candidate, manifests[1], cand, snap, judged), policy, config,
+                  _summary(manifests[0].run, manifests[0], base, snap, judged),
+                  _summary(manifests[1].run, manifests[1], cand, snap, judged), policy, config,
                   comparisons, str(hit), newly_failing,
                   _top_regressions(base, cand, gated, texts), tuple(warnings))
 
@@ -78,12 +79,14 @@ def check(snapshot: str | os.PathLike[str], baseline: str | os.PathLike[str],
 def _score_verified(snap: Snapshot, test_set: TestSet, runs: tuple[Path, Path],
                     manifests: tuple[RunManifest, RunManifest], measures: tuple[Measure, ...]
                     ) -> tuple[Scores, Scores]:
-    """Score both runs while a second thread hashes them. A run that differs from its manifest
-    is reported as such (exit 3) even when scoring it failed too: the hash answers first."""
+    """Read each run once, and score those bytes while a second thread hashes the same bytes.
+    A run that differs from its manifest is reported as such (exit 3) even when scoring it
+    failed too: the hash answers first."""
+    blobs = tuple(read_run_file(run) for run in runs)
     with ThreadPoolExecutor(max_workers=1) as pool:  # hashlib releases the GIL
-        digests = pool.submit(lambda: [sha256_file(run) for run in runs])
+        digests = pool.submit(lambda: [blob.sha256 for blob in blobs])
         try:
-            scores = tuple(score_on(snap, test_set, run, measures) for run in runs)
+            scores = tuple(score_on(snap, test_set, blob, measures) for blob in blobs)
         finally:
             for manifest, digest in zip(manifests, digests.result()):
                 verify_run_hash(manifest, digest)

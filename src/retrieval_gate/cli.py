@@ -159,6 +159,10 @@ def _key_values(option: str, pairs: tuple[str, ...]) -> dict[str, object]:
 
     result: dict[str, object] = {}
     for pair in pairs:
+        shown = pair.encode("utf-8", "surrogateescape").decode("utf-8", "backslashreplace")
+        if shown != pair:  # bytes that are not UTF-8 reach Python as lone surrogates
+            raise InputError(option, f"'{shown}' is not UTF-8 text",
+                             "give keys and values as UTF-8 text")
         key, sep, value = pair.partition("=")
         if not sep or not key:
             raise InputError(option, f"'{pair}' is not KEY=VALUE", f"write {option} size=512")

@@ -8,6 +8,7 @@ from typing import Any
 
 from retrieval_gate.errors import InputError
 from retrieval_gate.formats import read_doc_map, read_fixture, read_qrels, read_queries, read_run
+from retrieval_gate.formats.source import display_name
 from retrieval_gate.measures import Measure, default_measures, parse_measures
 from retrieval_gate.scoring import Scores, score_run
 from retrieval_gate.scoring_policy import ScoringPolicy
@@ -39,16 +40,17 @@ def score_files(files: Sequence[str], measures: Sequence[Measure], policy: Scori
     """Score ``QRELS RUN`` (two files) or a fixture (one file; one run or several named runs)."""
     query_set = read_queries(queries) if queries else None
     mapping = read_doc_map(doc_map) if doc_map else None
-    common = {"queries": queries, "doc_map": doc_map}
+    common = {"queries": queries and display_name(queries),
+              "doc_map": doc_map and display_name(doc_map)}
     if len(files) == 2:
         qrels, run = read_qrels(files[0], qrels_format), read_run(files[1], run_format)
         scores = score_run(qrels, run, measures, policy, query_set, mapping)
-        return [ScoredRun(None, scores, {"qrels": files[0], "run": files[1], **common})]
+        return [ScoredRun(None, scores, {"qrels": qrels.source, "run": run.source, **common})]
     if len(files) == 1:
         fixture = read_fixture(files[0])
         return [ScoredRun(name if fixture.named else None,
                           score_run(fixture.qrels, run, measures, policy, query_set, mapping),
-                          {"fixture": files[0], **({"run": name} if fixture.named else {}),
+                          {"fixture": display_name(files[0]), **({"run": name} if fixture.named else {}),
                            **common})
                 for name, run in fixture.runs.items()]
     raise InputError("gate score", f"got {len(files)} files",

@@ -20,6 +20,7 @@ from dataclasses import dataclass
 import numpy as np
 
 from retrieval_gate.errors import InputError
+from retrieval_gate.formats.limits import MAX_CUTOFF, MAX_GRADE, MIN_GRADE
 from retrieval_gate.model import JudgedRows
 
 EXPONENTIAL = "exponential"
@@ -225,25 +226,33 @@ def parse_measure(text: str, default_gain: str = EXPONENTIAL) -> Measure:
         raise InputError(source, f"unknown measure name '{match['name']}'", _FIX_NAME)
     k = None
     if match["k"] is not None:
-        if not re.fullmatch(r"[0-9]+", match["k"]) or int(match["k"]) <= 0:
-            raise InputError(source, f"cutoff k = '{match['k']}' is not a positive integer",
-                             "write a cutoff of 1 or more, e.g. @10")
+        if not re.fullmatch(r"[0-9]+", match["k"]) or not _small(match["k"], 1, MAX_CUTOFF):
+            shown = match["k"] if len(match["k"]) <= 24 else f"{match['k'][:12]}…"
+            raise InputError(source, f"cutoff k = '{shown}' is not a positive integer up to "
+                             f"{MAX_CUTOFF:,}", "write a cutoff such as @10, or leave out @k "
+                             "to cover the whole list")
         k = int(match["k"])
     rel = None
     gain = _GAINS[default_gain] if family.name == "nDCG" else None
     for param in filter(None, (p.strip() for p in (match["params"] or "").split(","))):
         key, _, value = (s.strip() for s in param.partition("="))
         key = key.lower()
-        if key == "rel" and family.binary and re.fullmatch(r"-?[0-9]+", value):
+        if key == "rel" and family.binary and re.fullmatch(r"-?[0-9]+", value) and _small(
+                value, MIN_GRADE, MAX_GRADE):
             rel = int(value)
         elif key == "gain" and family.name == "nDCG" and value.lower() in _GAINS:
             gain = _GAINS[value.lower()]
         else:
-            allowed = "rel=N (an integer grade)" if family.binary else (
+            allowed = f"rel=N (an integer grade, {MIN_GRADE}..{MAX_GRADE})" if family.binary else (
                 "gain=exponential|linear" if family.name == "nDCG" else "no parameters")
             raise InputError(source, f"parameter '{param}' is not valid for {family.name}",
                              f"{family.name} takes {allowed}")
     return Measure(family.name, k, rel, gain)
+
+
+def _small(digits: str, low: int, high: int) -> bool:
+    """True when the integer written ``digits`` lies in [low, high] (read only if short)."""
+    return len(digits) <= 12 and low <= int(digits) <= high
 
 
 def parse_measures(names: Iterable[str], default_gain: str = EXPONENTIAL

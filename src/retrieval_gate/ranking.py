@@ -67,43 +67,66 @@ def hash_ids(ids: np.ndarray, salt: np.ndarray | None = None) -> np.ndarray:
     return out if salt is None else salted(out, salt)
 
 
-def span_words(data: np.ndarray, offsets: np.ndarray) -> Iterator[np.ndarray]:
-    """Word ``j`` (bytes ``8j`` to ``8j + 7``, zero past the end) of every byte string
-    ``data[offsets[i]:offsets[i + 1]]`` (the layout of a pyarrow binary array), for ``j`` from 0
-    until the longest string ends: the words :func:`hash_ids` reads from an ``S`` array, read
-    straight from ``data``."""
-    starts, lengths = offsets[:-1], np.diff(offsets)
-    if not len(starts):
+def span_words(data: np.ndarray, starts: np.ndarray, lengths: np.ndarray
+               ) -> Iterator[tuple[np.ndarray | None, np.ndarray]]:
+    """``(rows, word)`` for ``j`` = 0, 8, 16, ... until the longest of the byte strings
+    ``data[starts[i]:starts[i] + lengths[i]]`` ends: ``word`` holds bytes ``j`` to ``j + 7``
+    (zero past the string's end) of the strings ``rows`` — every string when ``rows`` is None,
+    else (an index array) only those longer than ``j``. These are the words :func:`hash_ids`
+    reads from an ``S`` array, read straight from ``data``.
+
+    Strings of similar lengths are read all together, word by word; when their lengths are
+    very unequal (one long id among short ones), they are ordered by length once and word ``j``
+    reads only the strings longer than ``j``, so the work is linear in their total length."""
+    n = len(starts)
+    if not n:
         return
     longest, shortest = int(lengths.max()), int(lengths.min())
-    padded = np.zeros(len(data) + longest + 8, dtype=np.uint8)  # every read stays in bounds
+    padded = np.zeros(len(data) + 8, dtype=np.uint8)  # every read stays in bounds
     padded[: len(data)] = data
     # words[i] is the eight bytes at padded[i:i + 8] (an unaligned view, no copy)
-    words = np.ndarray((len(padded) - 7,), dtype=np.uint64, buffer=padded, strides=(1,))
+    words = np.ndarray((len(data) + 1,), dtype=np.uint64, buffer=padded, strides=(1,))
+    n_words = -(-longest // 8)
+    if n * n_words <= 2 * int(((lengths + 7) // 8).sum()) + n:
+        for j in range(0, longest, 8):
+            word = words[np.minimum(starts + j, len(data))]
+            if j + 8 > shortest:  # keep each string's own bytes only
+                word &= _BYTE_MASKS[np.clip(lengths - j, 0, 8)]
+            yield None, word
+        return
+    order = np.argsort(lengths, kind="stable")[::-1]  # longest first
+    descending = -lengths[order]
     for j in range(0, longest, 8):
-        word = words[starts + j]
-        if j + 8 > shortest:  # keep each string's own bytes only
-            word &= _BYTE_MASKS[np.clip(lengths - j, 0, 8)]
-        yield word
+        rows = order[: int(np.searchsorted(descending, -j, side="left"))]
+        yield rows, words[starts[rows] + j] & _BYTE_MASKS[np.minimum(lengths[rows] - j, 8)]
 
 
-def hash_spans(data: np.ndarray, offsets: np.ndarray) -> np.ndarray:
-    """:func:`hash_ids` of the byte strings ``data[offsets[i]:offsets[i + 1]]``, computed from
-    their :func:`span_words`: no ``S`` array is built."""
-    h = np.full(len(offsets) - 1, _FNV_OFFSET, dtype=np.uint64)
-    for word in span_words(data, offsets):
-        h = _mix(h, word)
+def hash_spans(data: np.ndarray, starts: np.ndarray, lengths: np.ndarray) -> np.ndarray:
+    """:func:`hash_ids` of the byte strings ``data[starts[i]:starts[i] + lengths[i]]``,
+    computed from their :func:`span_words`: no ``S`` array is built."""
+    h = np.full(len(starts), _FNV_OFFSET, dtype=np.uint64)
+    for rows, word in span_words(data, starts, lengths):
+        if rows is None:
+            h = _mix(h, word)
+        else:
+            h[rows] = _mix(h[rows], word)
     return h
 
 
-def same_as_previous(data: np.ndarray, offsets: np.ndarray) -> np.ndarray:
-    """Per byte string of ``data``/``offsets`` (as :func:`span_words`): True when it equals the
-    string before it, byte for byte (False for the first)."""
-    lengths = np.diff(offsets)
+def same_as_previous(data: np.ndarray, starts: np.ndarray, lengths: np.ndarray) -> np.ndarray:
+    """Per byte string (as :func:`span_words`): True when it equals the string before it, byte
+    for byte (False for the first)."""
     same = np.zeros(len(lengths), dtype=bool)
     same[1:] = lengths[1:] == lengths[:-1]
-    for word in span_words(data, offsets):
-        same[1:] &= word[1:] == word[:-1]
+    previous = np.zeros(len(lengths), dtype=np.uint64)  # each row's word, for its successor
+    for rows, word in span_words(data, starts, lengths):
+        if rows is None:
+            same[1:] &= word[1:] == word[:-1]
+        else:  # a row equal in length to the one before is active exactly when that one is
+            previous[rows] = word
+            later = rows[rows > 0]
+            later = later[same[later]]
+            same[later] &= previous[later] == previous[later - 1]
     return same
 
 

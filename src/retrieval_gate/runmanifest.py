@@ -7,6 +7,10 @@ the snapshot moves on, the gate can say *which* component changed. It also recor
 that produced the run (free-form) and provenance (commit, creation time); an approved baseline
 carries an ``approved`` record.
 
+A run is read once: its SHA-256 is checked on the bytes read, and those bytes are scored
+(:func:`load_checked_run` returns them), so a run replaced between the two cannot pass for the
+pinned one.
+
 Two runs are comparable only if both manifests name the snapshot's current fingerprint. A label
 correction changes the qrels' hash and version, hence the fingerprint: it can never pass for a
 retrieval change.
@@ -30,8 +34,8 @@ from retrieval_gate.errors import InputError, ManyErrors, NotComparableError
 from retrieval_gate.formats.atomic import write_text_atomic
 from retrieval_gate.formats.jsonfmt import loads
 from retrieval_gate.formats.jsonfmt import path as json_path
-from retrieval_gate.formats.source import read_text
-from retrieval_gate.snapshot import COMPONENTS, Snapshot, fingerprint, sha256_file
+from retrieval_gate.formats.source import Blob, display_name, read_blob
+from retrieval_gate.snapshot import COMPONENTS, Snapshot, fingerprint
 
 
 def manifest_path(run: str | os.PathLike[str]) -> Path:
@@ -73,13 +77,29 @@ class RunManifest:
         return self.document["system"]
 
 
+def read_run_file(run: str | os.PathLike[str]) -> Blob:
+    """The run file read once (memory-mapped when large): hash and parse these bytes."""
+    from retrieval_gate.formats import arrow
+
+    return read_blob(run, arrow.MAP_FROM)
+
+
+def load_checked_run(run: str | os.PathLike[str],
+                     manifest: str | os.PathLike[str] | None = None
+                     ) -> tuple[RunManifest, Blob]:
+    """Read the manifest of ``run`` (beside it unless ``manifest`` is given) and check it (see
+    :func:`read_run_manifest`), then read the run once: its bytes must have the recorded
+    SHA-256 (exit 3). Returns the manifest and those bytes, to be parsed."""
+    loaded = read_run_manifest(run, manifest)
+    blob = read_run_file(run)
+    verify_run_hash(loaded, blob.sha256)
+    return loaded, blob
+
+
 def load_run_manifest(run: str | os.PathLike[str],
                       manifest: str | os.PathLike[str] | None = None) -> RunManifest:
-    """Read the manifest of ``run`` (beside it unless ``manifest`` is given) and check it: see
-    :func:`read_run_manifest`, then the run file must have the recorded SHA-256 (exit 3)."""
-    loaded = read_run_manifest(run, manifest)
-    verify_run_hash(loaded, sha256_file(run))
-    return loaded
+    """:func:`load_checked_run` without the run's bytes."""
+    return load_checked_run(run, manifest)[0]
 
 
 def read_run_manifest(run: str | os.PathLike[str],
@@ -87,21 +107,22 @@ def read_run_manifest(run: str | os.PathLike[str],
     """Read and check a run's manifest without hashing the run: schema (every error at once,
     exit 2), and its recorded fingerprint matches its recorded components (exit 2: edited by
     hand). Pair it with :func:`verify_run_hash`."""
-    source = str(manifest or manifest_path(run))
+    where = manifest or manifest_path(run)
+    source, shown = display_name(where), display_name(run)
     if not Path(run).is_file():
-        raise InputError(str(run), "run file not found", "check the path")
-    if not Path(source).is_file():
-        raise InputError(str(run), f"has no run manifest ({source} not found)",
+        raise InputError(shown, "run file not found", "check the path")
+    if not Path(where).is_file():
+        raise InputError(shown, f"has no run manifest ({source} not found)",
                          "write one with: gate run-manifest --snapshot SNAPSHOT --run "
-                         f"{run}, or name it with --run-manifest")
-    document = loads(read_text(source), source)
+                         f"{shown}, or name it with --run-manifest")
+    document = loads(read_blob(where).text(), source)
     schema.validate(document, "run-manifest", source)
     recorded = document["snapshot"]
     if fingerprint(recorded["components"]) != recorded["fingerprint"]:
         raise InputError(source, "the recorded fingerprint does not match the recorded "
                          "snapshot components (the manifest was edited)",
                          "rewrite it with gate run-manifest", json_path("snapshot"))
-    return RunManifest(source, str(run), document)
+    return RunManifest(source, shown, document)
 
 
 def verify_run_hash(manifest: RunManifest, actual: str) -> None:
@@ -115,17 +136,19 @@ def verify_run_hash(manifest: RunManifest, actual: str) -> None:
             "the baseline)")
 
 
-def make_run_manifest(snapshot: Snapshot, run: str | os.PathLike[str],
+def make_run_manifest(snapshot: Snapshot, run: str | os.PathLike[str] | Blob,
                       system: Mapping[str, Any] | None = None, commit: str | None = None,
                       created: str | None = None) -> dict[str, Any]:
-    """The manifest document of ``run`` made on ``snapshot``. ``created`` defaults to now (UTC,
-    whole seconds); ``commit`` to :func:`current_commit`."""
+    """The manifest document of ``run`` (a path, or the run as read and scored: its bytes are
+    what the manifest pins) made on ``snapshot``. ``created`` defaults to now (UTC, whole
+    seconds); ``commit`` to :func:`current_commit`."""
     if created is not None and not re.fullmatch(r"\d{4}-\d{2}-\d{2}T\d{2}:\d{2}:\d{2}Z", created):
         raise InputError("--created", f"'{created}' is not a UTC time such as "
                          "2026-11-30T12:00:00Z", "write YYYY-MM-DDTHH:MM:SSZ, or leave it out "
                          "for now")
+    blob = run if isinstance(run, Blob) else read_run_file(run)
     return {
-        "run": {"file": Path(run).name, "sha256": sha256_file(run)},
+        "run": {"file": Path(blob.name).name, "sha256": blob.sha256},
         "snapshot": {"name": snapshot.name, "fingerprint": snapshot.fingerprint,
                      "components": snapshot.identity},
         "system": dict(system or {}),

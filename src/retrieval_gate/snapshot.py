@@ -13,6 +13,10 @@ and the measures as a sorted list of canonical names (``MRR@10`` and ``RR@10`` a
 The **fingerprint** is ``sha256:`` + the SHA-256 of the identity's canonical JSON (keys sorted, no
 white space, UTF-8). Renaming the snapshot, rewording its description, moving its files or
 reordering its keys or measures leave the fingerprint unchanged; any change of content does not.
+
+The files the gate parses (the query set and the judgments) are read once: their pinned SHA-256
+is checked on the bytes read, and those same bytes are parsed, so a file replaced between the
+check and the parse cannot pass for the pinned one.
 """
 
 from __future__ import annotations
@@ -21,7 +25,7 @@ import hashlib
 import json
 import os
 from collections.abc import Mapping, Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from pathlib import Path, PurePosixPath
 from typing import Any
 
@@ -31,7 +35,7 @@ from retrieval_gate.formats import read_qrels, read_queries
 from retrieval_gate.formats.atomic import write_text_atomic
 from retrieval_gate.formats.jsonfmt import loads
 from retrieval_gate.formats.jsonfmt import path as json_path
-from retrieval_gate.formats.source import read_text
+from retrieval_gate.formats.source import Blob, display_name, read_blob
 from retrieval_gate.measures import EXPONENTIAL, Measure, default_measures, parse_measures
 from retrieval_gate.model import Qrels, Query
 from retrieval_gate.scoring import query_set
@@ -39,6 +43,7 @@ from retrieval_gate.scoring_policy import POLICY_NAMES, ScoringPolicy
 
 COMPONENTS = ("queries", "qrels", "corpus", "chunking", "permissions")
 FILE_COMPONENTS = ("queries", "qrels", "corpus", "permissions")
+PARSED_COMPONENTS = ("queries", "qrels")  # read once: hashed and parsed from the same bytes
 DEFAULT_CUTOFF = 10
 _DEFAULT_POLICY = ScoringPolicy()
 _POLICY_FIELDS = ("threshold", *POLICY_NAMES)
@@ -52,9 +57,10 @@ def sha256_file(path: str | os.PathLike[str]) -> str:
             for block in iter(lambda: handle.read(1 << 20), b""):
                 digest.update(block)
     except FileNotFoundError:
-        raise InputError(str(path), "file not found", "check the path") from None
+        raise InputError(display_name(path), "file not found", "check the path") from None
     except OSError as exc:
-        raise InputError(str(path), f"cannot be read ({exc.strerror})", "check the file") from None
+        raise InputError(display_name(path), f"cannot be read ({exc.strerror})",
+                         "check the file") from None
     return digest.hexdigest()
 
 
@@ -71,7 +77,8 @@ def fingerprint(identity: Mapping[str, Any]) -> str:
 
 @dataclass(frozen=True, eq=False)
 class Snapshot:
-    """A loaded, schema-valid snapshot manifest with its scoring policy resolved."""
+    """A loaded, schema-valid snapshot manifest with its scoring policy resolved; ``blobs``
+    holds the query set and judgments as read when their hashes were checked."""
 
     source: str
     folder: Path
@@ -82,17 +89,27 @@ class Snapshot:
     gain: str
     identity: dict[str, Any]
     fingerprint: str
+    blobs: dict[str, Blob] = field(default_factory=dict)
 
     def file(self, component: str) -> Path | None:
         """The component's file, resolved against the manifest's folder (None if it has none)."""
         relative = self.document[component].get("path")
         return None if relative is None else self.folder / relative
 
+    def _source(self, component: str) -> Blob | Path:
+        """The bytes whose hash was checked, else (files not verified) the file."""
+        blob = self.blobs.get(component)
+        if blob is not None:
+            return blob
+        file = self.file(component)
+        assert file is not None  # the schema requires a path for queries and qrels
+        return file
+
     def read_queries(self) -> tuple[Query, ...]:
-        return read_queries(self.file("queries"))
+        return read_queries(self._source("queries"))
 
     def read_qrels(self) -> Qrels:
-        return read_qrels(self.file("qrels"))
+        return read_qrels(self._source("qrels"))
 
 
 def load_snapshot(path: str | os.PathLike[str], verify_files: bool = True) -> Snapshot:
@@ -103,16 +120,17 @@ def load_snapshot(path: str | os.PathLike[str], verify_files: bool = True) -> Sn
     an absolute path or one leaving the manifest's folder, an unknown measure, a missing file;
     NotComparableError / ManyErrors (exit 3) when a file's hash differs from the manifest's.
     """
-    source = str(path)
-    snapshot = _resolve(loads(read_text(path), source), source)
+    manifest = read_blob(path)
+    snapshot = _resolve(loads(manifest.text(), manifest.name), manifest.name)
     if verify_files:
-        _verify_hashes(snapshot)
+        return _verified(snapshot)
     return snapshot
 
 
-def _resolve(document: Any, source: str) -> Snapshot:
+def _resolve(document: Any, source: str, blobs: dict[str, Blob] | None = None) -> Snapshot:
     """The snapshot a manifest ``document`` stored at ``source`` describes: schema-valid, paths
-    inside its folder, measures parsed, every scoring default filled in (files not read)."""
+    inside its folder, measures parsed, every scoring default filled in (files not read;
+    ``blobs``, the files already read, are kept)."""
     found = schema.problems(document, "snapshot", source) + _path_problems(document, source)
     if found:
         raise ManyErrors(found)
@@ -126,7 +144,7 @@ def _resolve(document: Any, source: str) -> Snapshot:
                            origin="snapshot")
     identity = _identity(document, measures, policy, gain)
     return Snapshot(source, Path(source).parent, document["name"], document, measures, policy,
-                    gain, identity, fingerprint(identity))
+                    gain, identity, fingerprint(identity), dict(blobs or {}))
 
 
 def _parse_listed(names: Sequence[str], gain: str, source: str) -> tuple[Measure, ...]:
@@ -182,9 +200,12 @@ def _path_problems(document: Any, source: str) -> list[InputError]:
     return errors
 
 
-def _verify_hashes(snapshot: Snapshot) -> None:
-    """Every pinned file exists (exit 2) and has the pinned SHA-256 (exit 3)."""
+def _verified(snapshot: Snapshot) -> Snapshot:
+    """``snapshot`` once every pinned file exists (exit 2) and has the pinned SHA-256 (exit 3),
+    with the parsed components' bytes kept (:data:`PARSED_COMPONENTS`): they are what the hash
+    was checked on."""
     mismatches = []
+    blobs = {}
     for component in FILE_COMPONENTS:
         entry = snapshot.document[component]
         file = snapshot.file(component)
@@ -194,7 +215,11 @@ def _verify_hashes(snapshot: Snapshot) -> None:
             raise InputError(snapshot.source, f"{component} file '{entry['path']}' does not "
                              "exist", "restore it, or correct the path",
                              json_path(component, "path"))
-        actual = sha256_file(file)
+        if component in PARSED_COMPONENTS:
+            blobs[component] = read_blob(file)
+            actual = blobs[component].sha256
+        else:
+            actual = sha256_file(file)
         if actual != entry["sha256"]:
             mismatches.append(NotComparableError(
                 f"{snapshot.source}:{json_path(component, 'sha256')}: {component} file "
@@ -203,6 +228,7 @@ def _verify_hashes(snapshot: Snapshot) -> None:
                 f"snapshot with a new {component} version and re-approve the baseline"))
     if mismatches:
         raise ManyErrors(mismatches)
+    return _resolve(snapshot.document, snapshot.source, blobs)
 
 
 @dataclass(frozen=True)
@@ -241,31 +267,45 @@ def freeze(output: str | os.PathLike[str], *, queries: str | os.PathLike[str],
     written."""
     folder = Path(output).resolve().parent
     document: dict[str, Any] = {"name": name or folder.name}
+    blobs = {}
     for component, file, version in (("queries", queries, queries_version),
                                      ("qrels", qrels, qrels_version)):
-        document[component] = _pin(file, folder, f"--{component}", version)
-    document["corpus"] = (_pin(corpus_file, folder, "--corpus-file", corpus_version)
+        _inside(file, folder, f"--{component}")
+        blobs[component] = read_blob(file)
+        document[component] = _pin(file, folder, blobs[component].sha256, version)
+    document["corpus"] = (_pin(corpus_file, folder, _hashed(corpus_file, folder, "--corpus-file"),
+                               corpus_version)
                           if corpus_file else {"version": corpus_version})
     document["chunking"] = {"version": chunking_version, "params": dict(chunking_params or {})}
-    document["permissions"] = (_pin(permissions_file, folder, "--permissions-file",
+    document["permissions"] = (_pin(permissions_file, folder,
+                                    _hashed(permissions_file, folder, "--permissions-file"),
                                     permissions_version)
                                if permissions_file else {"version": permissions_version})
     chosen = parse_measures(measures, gain) if measures else default_measures(DEFAULT_CUTOFF)
     document["scoring"] = {"measures": [str(m) for m in chosen], "gain": gain, **policy.as_dict()}
     text = json.dumps(document, indent=2, ensure_ascii=False) + "\n"
-    load_test_set(_resolve(document, str(output)))
+    frozen = _resolve(document, display_name(output), blobs)
+    load_test_set(frozen)
     write_text_atomic(output, text)
-    return load_snapshot(output)
+    return frozen
 
 
-def _pin(file: str | os.PathLike[str], folder: Path, option: str, version: str | None
+def _inside(file: str | os.PathLike[str], folder: Path, option: str) -> None:
+    """InputError unless ``file`` lies in ``folder`` or below it."""
+    if not Path(file).resolve().is_relative_to(folder):
+        raise InputError(option, f"'{display_name(file)}' is not inside the snapshot's folder "
+                         f"{display_name(folder)}", "put the file beside the manifest (or "
+                         "below it), or write the manifest where the files are")
+
+
+def _hashed(file: str | os.PathLike[str], folder: Path, option: str) -> str:
+    """The SHA-256 of a pinned file that is not parsed (corpus, permissions)."""
+    _inside(file, folder, option)
+    return sha256_file(file)
+
+
+def _pin(file: str | os.PathLike[str], folder: Path, digest: str, version: str | None
          ) -> dict[str, str]:
-    """``{"path", "sha256", "version"}`` for a file that must lie under ``folder``."""
-    resolved = Path(file).resolve()
-    if not resolved.is_relative_to(folder):
-        raise InputError(option, f"'{file}' is not inside the snapshot's folder {folder}",
-                         "put the file beside the manifest (or below it), or write the manifest "
-                         "where the files are")
-    digest = sha256_file(file)
-    return {"path": resolved.relative_to(folder).as_posix(), "sha256": digest,
+    """``{"path", "sha256", "version"}`` for a file under ``folder`` whose hash is ``digest``."""
+    return {"path": Path(file).resolve().relative_to(folder).as_posix(), "sha256": digest,
             "version": version or f"sha256:{digest[:12]}"}

@@ -9,13 +9,14 @@ from pathlib import Path
 from typing import Any
 
 from retrieval_gate.errors import InputError
-from retrieval_gate.formats import read_run
+from retrieval_gate.formats import Source, read_run
 from retrieval_gate.measures import Measure
 from retrieval_gate.runmanifest import (
     RunManifest,
-    load_run_manifest,
+    load_checked_run,
     make_run_manifest,
     manifest_path,
+    read_run_file,
     require_made_on,
     resolve_run,
     write_run_manifest,
@@ -42,18 +43,19 @@ class Validation:
 
 def check_run(snapshot: Snapshot, test_set: TestSet, run: str | os.PathLike[str],
               role: str = "run", manifest: str | os.PathLike[str] | None = None) -> CheckedRun:
-    """Load ``run`` and its manifest, require that the manifest names ``snapshot`` (exit 3 with
-    the differences), and score the run under the snapshot's policy (which checks its format,
-    duplicates, and query coverage: missing and extra queries)."""
+    """Load ``run`` and its manifest (the run's hash checked on the bytes read), require that
+    the manifest names ``snapshot`` (exit 3 with the differences), and score those bytes under
+    the snapshot's policy (which checks the run's format, duplicates, and query coverage:
+    missing and extra queries)."""
     run = resolve_run(run)
-    loaded = load_run_manifest(run, manifest)
+    loaded, blob = load_checked_run(run, manifest)
     require_made_on(snapshot, (loaded, role))
-    return CheckedRun(str(run), loaded, score_on(snapshot, test_set, run))
+    return CheckedRun(loaded.run, loaded, score_on(snapshot, test_set, blob))
 
 
-def score_on(snapshot: Snapshot, test_set: TestSet, run: str | os.PathLike[str],
+def score_on(snapshot: Snapshot, test_set: TestSet, run: Source,
              measures: Sequence[Measure] | None = None) -> Scores:
-    """Score ``run`` under the snapshot's policy, on its measures unless ``measures`` are
+    """Score ``run`` (a path, or a run file already read) under the snapshot's policy, on its measures unless ``measures`` are
     given; reading and scoring it checks its format, duplicates and query coverage (missing and
     extra queries)."""
     return score_run(test_set.qrels, read_run(run), measures or snapshot.measures,
@@ -65,11 +67,14 @@ def record_run(snapshot: str | os.PathLike[str], run: str | os.PathLike[str],
                created: str | None = None, output: str | os.PathLike[str] | None = None
                ) -> tuple[Path, Snapshot]:
     """Check ``run`` against ``snapshot`` (hashes, test set, scoring) and write its manifest to
-    ``output`` (default: beside the run); returns where it went and the snapshot."""
+    ``output`` (default: beside the run), pinning the bytes that were scored; returns where it
+    went and the snapshot."""
     loaded = load_snapshot(snapshot)
-    score_on(loaded, load_test_set(loaded), run)
+    test_set = load_test_set(loaded)
+    blob = read_run_file(run)
+    score_on(loaded, test_set, blob)
     target = Path(output) if output else manifest_path(run)
-    write_run_manifest(make_run_manifest(loaded, run, system, commit, created), target)
+    write_run_manifest(make_run_manifest(loaded, blob, system, commit, created), target)
     return target, loaded
 
 

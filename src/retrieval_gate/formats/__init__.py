@@ -7,15 +7,18 @@ import os
 import re
 from dataclasses import dataclass
 from types import ModuleType
-from typing import Any
+from typing import Any, Union
 
 from retrieval_gate.errors import InputError
 from retrieval_gate.formats import trec
-from retrieval_gate.formats.source import read_bytes, read_text
+from retrieval_gate.formats.source import Blob, read_blob
 from retrieval_gate.model import Qrels, Query, RunRows
 
 QRELS_FORMATS = ("trec", "json", "jsonl")
 RUN_FORMATS = ("trec", "json", "jsonl")
+Source = Union[str, "os.PathLike[str]", Blob]
+"""A file to read: a path, or a :class:`~retrieval_gate.formats.source.Blob` already read (the
+bytes a manifest's hash was checked on)."""
 
 
 def _json() -> ModuleType:
@@ -26,13 +29,18 @@ def _json() -> ModuleType:
     return jsonfmt
 
 
-def _detect(data: bytes) -> str:
-    """'json', 'jsonl' or 'trec' from the first non-blank character and the document's shape."""
-    first = re.match(rb"\s*(\S)", data)
-    if first is not None and first[1] in (b"{", b"["):
-        text = data.decode("utf-8", errors="replace")
-        return "jsonl" if _json().is_json_lines(text) else "json"
-    return "trec"
+def _blob(source: Source, map_from: int | None = None) -> Blob:
+    """``source`` read (once), with content."""
+    blob = source if isinstance(source, Blob) else read_blob(source, map_from)
+    blob.require_content()
+    return blob
+
+
+def _looks_like_json(data: Any) -> bool:
+    """True when the first non-blank character (after a UTF-8 BOM) opens a JSON array or
+    object."""
+    first = re.match(rb"(?:\xef\xbb\xbf)?\s*(\S)", data[:4096])
+    return first is not None and first[1] in (b"{", b"[")
 
 
 def _check_format(fmt: str | None, allowed: tuple[str, ...], option: str) -> None:
@@ -40,61 +48,74 @@ def _check_format(fmt: str | None, allowed: tuple[str, ...], option: str) -> Non
         raise InputError(option, f"unknown format '{fmt}'", f"use one of {', '.join(allowed)}")
 
 
-def read_qrels(path: str | os.PathLike[str], format: str | None = None) -> Qrels:
+def read_qrels(source: Source, format: str | None = None) -> Qrels:
     """Qrels as TREC (``qid iter docid grade``), JSONL (``{"query_id","doc_id","grade"}``),
     or JSON (``{"q": {"d": grade}}`` graded, ``{"q": ["d"]}`` binary)."""
     _check_format(format, QRELS_FORMATS, "--qrels-format")
-    name = str(path)
-    data = read_bytes(path)
-    fmt = format or _detect(data)
-    if fmt == "trec":
-        return trec.read_trec_qrels(data, name)
-    text = read_text(path)
-    if fmt == "jsonl":
-        return _json().qrels_from_jsonl(text, name)
-    return _json().qrels_from_json(_json().loads(text, name), name)
+    blob = _blob(source)
+    if format == "trec" or (format is None and not _looks_like_json(blob.data)):
+        return trec.read_trec_qrels(blob.data, blob.name)
+    text = blob.text()
+    if format == "jsonl":
+        return _json().qrels_from_jsonl(text, blob.name)
+    document, lines = _document(text, blob.name, format)
+    if lines:
+        return _json().qrels_from_jsonl(text, blob.name)
+    return _json().qrels_from_json(document, blob.name)
 
 
-def read_run(path: str | os.PathLike[str], format: str | None = None) -> RunRows:
+def _document(text: str, name: str, format: str | None) -> tuple[Any, bool]:
+    """(document, False) for a JSON document, (None, True) for JSON Lines when the format is
+    detected: several values, or one line shaped as a JSON Lines record (``"query_id"`` with a
+    string, which no query of a JSON document maps to); a forced ``json`` is one document."""
+    if format == "json":
+        return _json().loads(text, name), False
+    document, lines = _json().document_or_lines(text, name)
+    if isinstance(document, dict) and isinstance(document.get("query_id"), str):
+        return None, True
+    return document, lines
+
+
+def read_run(source: Source, format: str | None = None) -> RunRows:
     """A run as TREC (``qid Q0 docid rank score tag``), JSON (``{"q": {"d": score}}`` or
     ``{"q": ["d1", "d2"]}``), or JSONL (``{"query_id", "items": [{"id", "score"?,
-    "doc_id"?}]}``)."""
+    "doc_id"?}]}``). A large run is memory-mapped, and read with pyarrow when it can be."""
     _check_format(format, RUN_FORMATS, "--run-format")
-    name = str(path)
-    if format in (None, "trec"):
-        from retrieval_gate.formats import arrow
+    from retrieval_gate.formats import arrow
 
-        fast = arrow.read_trec_run(path, name, detect=format is None)
-        if fast is not None:
-            return fast
-    data = read_bytes(path)
-    fmt = format or _detect(data)
-    if fmt == "trec":
-        return trec.read_trec_run(data, name)
-    text = read_text(path)
-    if fmt == "jsonl":
-        return _json().run_from_jsonl(text, name)
-    return _json().run_from_json(_json().loads(text, name), name)
+    blob = _blob(source, arrow.MAP_FROM)
+    if format == "trec" or (format is None and not _looks_like_json(blob.data)):
+        fast = arrow.read_trec_run(blob, blob.name, detect=format is None)
+        return fast if fast is not None else trec.read_trec_run(blob.data, blob.name)
+    text = blob.text()
+    if format == "jsonl":
+        return _json().run_from_jsonl(text, blob.name)
+    document, lines = _document(text, blob.name, format)
+    if lines:
+        return _json().run_from_jsonl(text, blob.name)
+    return _json().run_from_json(document, blob.name)
 
 
-def read_queries(path: str | os.PathLike[str]) -> tuple[Query, ...]:
+def read_queries(source: Source) -> tuple[Query, ...]:
     """The query set, JSON Lines: ``{"id", "text", "tags", "answerable"}`` per line."""
-    return _json().queries_from_jsonl(read_text(path), str(path))
+    blob = _blob(source)
+    return _json().queries_from_jsonl(blob.text(), blob.name)
 
 
-def read_doc_map(path: str | os.PathLike[str]) -> dict[str, str]:
+def read_doc_map(source: Source) -> dict[str, str]:
     """Chunk id → document id, as a JSON object or as two whitespace-separated columns."""
-    name = str(path)
-    data = read_bytes(path)
-    if _detect(data) == "json":
-        return _json().doc_map_from_json(_json().loads(read_text(path), name), name)
-    (chunks, docs), lines = trec.read_fields(data, name, (0, 1), 2, "a doc map line is "
-                                             "'chunk_id doc_id'")
+    blob = _blob(source)
+    if _looks_like_json(blob.data):
+        return _json().doc_map_from_json(_json().loads(blob.text(), blob.name), blob.name)
     mapping: dict[str, str] = {}
-    for chunk, doc, line in zip(chunks.tolist(), docs.tolist(), lines.tolist()):
-        if mapping.setdefault(chunk.decode(), doc.decode()) != doc.decode():
-            raise InputError(name, f"chunk '{chunk.decode()}' is mapped twice to different "
-                             "documents", "map each chunk to one document", line)
+    fix = "a doc map line is 'chunk_id doc_id'"
+    for tokens in trec.tokenized(blob.data, blob.name, (0, 1), 2, fix, ids=(0, 1)):
+        for chunk, doc, line in zip(trec.field_values(blob.data, tokens, 0),
+                                    trec.field_values(blob.data, tokens, 1),
+                                    tokens.lines.tolist()):
+            if mapping.setdefault(chunk.decode(), doc.decode()) != doc.decode():
+                raise InputError(blob.name, f"chunk '{chunk.decode()}' is mapped twice to "
+                                 "different documents", "map each chunk to one document", line)
     return mapping
 
 
@@ -114,11 +135,12 @@ def _is_named_runs(runs: dict[str, Any]) -> bool:
                for v in runs.values())
 
 
-def read_fixture(path: str | os.PathLike[str]) -> Fixture:
+def read_fixture(source: Source) -> Fixture:
     """The seeds' fixture files: ``{"qrels": ..., "runs": {q: ranking}}`` (one run) or
     ``{"qrels": ..., "runs": {"A": {q: ranking}, "B": ...}}`` (named runs)."""
-    name = str(path)
-    document = _json().loads(read_text(path), name)
+    blob = _blob(source)
+    name = blob.name
+    document = _json().loads(blob.text(), name)
     if not isinstance(document, dict) or set(document) != {"qrels", "runs"}:
         raise InputError(name, "is not a fixture (an object with exactly 'qrels' and 'runs')",
                          "give QRELS and RUN as two files, or write the fixture as "

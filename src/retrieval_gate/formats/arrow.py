@@ -9,7 +9,8 @@ exact error messages, does the work. Both produce the same rows.
 
 Item ids are copied out of Arrow's buffers into one byte buffer with offsets, hashed from
 there once, and gathered into numpy ``S`` arrays only for the rows ranking asks for
-(:class:`ByteSpans`). Query ids become codes block by block (a run lists a query's lines
+(:class:`~retrieval_gate.formats.trec.ByteSpans`). An id longer than the documented limit, or
+a leading BOM, also leaves the file to the numpy reader. Query ids become codes block by block (a run lists a query's lines
 together), without a Python object per line.
 """
 
@@ -17,56 +18,52 @@ from __future__ import annotations
 
 import mmap
 import os
-from dataclasses import dataclass
 from typing import Any
 
 import numpy as np
 
-from retrieval_gate.formats.trec import byte_ranges, gather_bytes
+from retrieval_gate.formats.limits import MAX_ID_BYTES
+from retrieval_gate.formats.source import BOM, Blob, read_blob, release_pages
+from retrieval_gate.formats.trec import ByteSpans, byte_ranges
 from retrieval_gate.model import RowLines, RunRows
 from retrieval_gate.ranking import hash_spans, same_as_previous
 
 _MIN_BYTES = 1 << 24  # below this, importing pyarrow costs more than it saves
+MAP_FROM = _MIN_BYTES  # runs this large are memory-mapped rather than copied
 _BLOCK = 1 << 22  # bytes per CSV block (the unit of work of a thread)
 _REGION = 1 << 25  # bytes of whole lines parsed at a time
 _COLUMNS = ["qid", "q0", "docid", "rank", "score", "tag"]
 
 
-def read_trec_run(path: str | os.PathLike[str], name: str, detect: bool) -> RunRows | None:
-    """The run, or None when the file is small, unreadable, pyarrow is missing (or hidden with
-    the environment variable ``RETRIEVAL_GATE_NO_ARROW=1``), the file looks like JSON while
-    ``detect`` is set, or it needs the general reader (which also gives the exact error message
-    for a bad line)."""
+def available() -> bool:
+    """True when pyarrow can be imported and is not hidden with the environment variable
+    ``RETRIEVAL_GATE_NO_ARROW=1``."""
     if os.environ.get("RETRIEVAL_GATE_NO_ARROW") == "1":
-        return None
+        return False
     try:
-        if os.stat(path).st_size < _MIN_BYTES:
-            return None
         import pyarrow  # noqa: F401 — only to learn whether the fast path is available
-    except (OSError, ImportError):
+    except ImportError:
+        return False
+    return True
+
+
+def read_trec_run(source: Blob | str | os.PathLike[str], name: str, detect: bool
+                  ) -> RunRows | None:
+    """The run in ``source`` (a file read once, or a path), or None when the file is small,
+    pyarrow is missing (or hidden), the file looks like JSON while ``detect`` is set, or it
+    needs the general reader (which also gives the exact error message for a bad line)."""
+    blob = source if isinstance(source, Blob) else read_blob(source, _MIN_BYTES)
+    if len(blob) < _MIN_BYTES or not available():
         return None
-    try:
-        with open(path, "rb") as handle:
-            mapped = mmap.mmap(handle.fileno(), 0, access=mmap.ACCESS_READ)
-    except (OSError, ValueError):
-        return None
-    # The map is closed when the last reference to it goes (pyarrow may hold one).
-    if detect and mapped[:1] in (b"{", b"["):
+    data = blob.data
+    if detect and data[:1] in (b"{", b"["):
         return None  # JSON (a run the fast path takes never starts with white space)
-    if not plain_bytes(mapped):
+    if data[: len(BOM)] == BOM or not plain_bytes(data):
         return None
-    return _read_columns(mapped, name)
+    return _read_columns(data, name)
 
 
-def _release(mapped: mmap.mmap, start: int, end: int) -> None:
-    """Drop the pages of ``mapped[start:end]`` from resident memory (they stay in the page
-    cache, and are mapped again if read again); nothing where ``madvise`` is missing."""
-    if hasattr(mapped, "madvise") and hasattr(mmap, "MADV_DONTNEED"):
-        first = start - start % mmap.PAGESIZE
-        mapped.madvise(mmap.MADV_DONTNEED, first, end - first)
-
-
-def plain_bytes(mapped: mmap.mmap) -> bool:
+def plain_bytes(mapped: bytes | mmap.mmap) -> bool:
     """True when the only white space is spaces and ``\\n`` (no tab, carriage return,
     vertical tab or form feed, which pyarrow would not split on as trec_eval does), there is no
     NUL byte, and the bytes are valid UTF-8."""
@@ -99,10 +96,11 @@ def _read_table(region: Any) -> Any:
     )
 
 
-def _read_columns(mapped: mmap.mmap, name: str) -> RunRows | None:
+def _read_columns(mapped: bytes | mmap.mmap, name: str) -> RunRows | None:
     """Split a run with pyarrow's CSV reader, a region of whole lines at a time; None if a line
-    does not have six non-empty fields (a blank line, a leading, trailing or doubled space), a
-    score is not a finite number, or a line is a comment.
+    does not have six non-empty fields (a blank line, a leading, trailing or doubled space), an
+    id is longer than :data:`~retrieval_gate.formats.limits.MAX_ID_BYTES`, a score is not a
+    finite number, or a line is a comment.
 
     While the rows of one region are stored, pyarrow already splits the next one (in a second
     thread, as both release the GIL); a region's pages are released once it is split."""
@@ -115,7 +113,7 @@ def _read_columns(mapped: mmap.mmap, name: str) -> RunRows | None:
     def split(region: tuple[int, int]) -> Any:
         start, end = region
         table = _read_table(whole.slice(start, end - start))
-        _release(mapped, start, end)
+        release_pages(mapped, start, end)
         return table
 
     columns = _Columns(len(mapped))
@@ -130,7 +128,8 @@ def _read_columns(mapped: mmap.mmap, name: str) -> RunRows | None:
                 if any(column.null_count for column in table.columns):
                     return None
                 for batch in table.to_batches():
-                    columns.add(batch)
+                    if not columns.add(batch):
+                        return None
     except (pa.ArrowInvalid, pa.ArrowTypeError, pa.ArrowCapacityError,
             pa.ArrowNotImplementedError):
         return None
@@ -152,22 +151,28 @@ class _Columns:
         self.codes: dict[bytes, int] = {}  # query id -> code, in order of first appearance
         self.n = 0  # rows filled
 
-    def add(self, batch: Any) -> None:
-        """Append a record batch of the CSV reader (columns qid, docid, score, ...)."""
-        rows = slice(self.n, self.n + len(batch))
-        self.qcodes[rows] = self._query_codes(*_buffers(batch.column("qid")))
-        self.scores[rows] = batch.column("score").to_numpy()
+    def add(self, batch: Any) -> bool:
+        """Append a record batch of the CSV reader (columns qid, docid, score, ...); False
+        (nothing appended) when an id is longer than the limit."""
+        qids, qid_offsets = _buffers(batch.column("qid"))
         data, offsets = _buffers(batch.column("docid"))
-        self.hashes[rows] = hash_spans(data, offsets)
+        if len(batch) and max(int(np.diff(qid_offsets).max()),
+                              int(np.diff(offsets).max())) > MAX_ID_BYTES:
+            return False
+        rows = slice(self.n, self.n + len(batch))
+        self.qcodes[rows] = self._query_codes(qids, qid_offsets)
+        self.scores[rows] = batch.column("score").to_numpy()
+        self.hashes[rows] = hash_spans(data, offsets[:-1], np.diff(offsets))
         first = self.id_offsets[self.n]
         self.id_bytes[first : first + len(data)] = data
         self.id_offsets[self.n + 1 : self.n + len(batch) + 1] = offsets[1:] + first
         self.n += len(batch)
+        return True
 
     def _query_codes(self, data: np.ndarray, offsets: np.ndarray) -> np.ndarray:
         """The code of each row's query id: rows split into blocks of equal ids (compared byte
         for byte; a run lists a query's lines together), each block's id looked up once."""
-        firsts = np.flatnonzero(~same_as_previous(data, offsets))
+        firsts = np.flatnonzero(~same_as_previous(data, offsets[:-1], np.diff(offsets)))
         codes = [self.codes.setdefault(data[offsets[i] : offsets[i + 1]].tobytes(),
                                        len(self.codes)) for i in firsts.tolist()]
         return np.repeat(np.array(codes, dtype=np.int32),
@@ -191,25 +196,3 @@ def _buffers(column: Any) -> tuple[np.ndarray, np.ndarray]:
         column.offset : column.offset + len(column) + 1]
     values = np.frombuffer(column.buffers()[2], dtype=np.uint8)[offsets[0] : offsets[-1]]
     return values, offsets - offsets[0]
-
-
-@dataclass(frozen=True, eq=False)
-class ByteSpans:
-    """Item ids as one byte buffer: id ``i`` is ``data[offsets[i]:offsets[i + 1]]``, with its
-    hash computed when read (:class:`~retrieval_gate.model.ItemIds`)."""
-
-    data: np.ndarray
-    offsets: np.ndarray
-    row_hashes: np.ndarray
-
-    def __len__(self) -> int:
-        return len(self.row_hashes)
-
-    def hashes(self) -> np.ndarray:
-        return self.row_hashes
-
-    def take(self, rows: np.ndarray) -> np.ndarray:
-        """The ids of ``rows`` as a numpy ``S`` array, without a Python object per value."""
-
-        rows = np.asarray(rows)
-        return gather_bytes(self.data, self.offsets[rows], self.offsets[rows + 1])

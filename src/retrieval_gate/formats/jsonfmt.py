@@ -10,19 +10,43 @@ from __future__ import annotations
 
 import json
 import math
+import re
 from typing import Any
 
 import numpy as np
 
 from retrieval_gate.errors import InputError
-from retrieval_gate.formats.trec import add_judgment
+from retrieval_gate.formats.limits import MAX_GRADE, MAX_ID_BYTES, MAX_JSON_DEPTH, MIN_GRADE
+from retrieval_gate.formats.trec import (
+    CR_FIX,
+    CR_PROBLEM,
+    GRADE_RANGE_FIX,
+    add_judgment,
+    grade_range_problem,
+)
 from retrieval_gate.model import Qrels, Query, RunRows
+
+_STRING = re.compile(r'"[^"\\\n]*(?:\\.[^"\\\n]*)*"')  # a JSON string on one line
+_DEPTH_STEP = np.zeros(256, dtype=np.int8)
+_DEPTH_STEP[[ord("["), ord("{")]] = 1
+_DEPTH_STEP[[ord("]"), ord("}")]] = -1
+_DEPTH_CHUNK = 1 << 24
+_SURROGATE_ESCAPE = re.compile(r"\\u[dD][89a-fA-F]")
+_SURROGATE = re.compile("[\ud800-\udfff]")
+_LONE_CR = re.compile(r"\r(?!\n|\Z)")
+_INT_DIGITS = 4300  # Python's default limit on the digits of an int read from text
 
 
 class _DuplicateKey(ValueError):
     def __init__(self, key: str):
         super().__init__(key)
         self.key = key
+
+
+class _OutOfRange(ValueError):
+    def __init__(self, literal: str):
+        super().__init__(literal)
+        self.literal = literal
 
 
 def _no_duplicates(pairs: list[tuple[str, Any]]) -> dict[str, Any]:
@@ -38,35 +62,143 @@ def _reject_constant(token: str) -> float:
     raise ValueError(f"{token} is not a finite number")
 
 
-def loads(text: str, name: str, line: int | None = None) -> Any:
-    """Parse JSON strictly (no duplicate keys, no NaN/Infinity), errors naming the line."""
+def _finite_float(literal: str) -> float:
+    value = float(literal)
+    if math.isinf(value):
+        raise _OutOfRange(literal)
+    return value
+
+
+def printable(text: str) -> str:
+    """``text`` with lone surrogates (which cannot be written as UTF-8) shown as ``\\udXXX``."""
+    return text.encode("utf-8", "backslashreplace").decode("utf-8")
+
+
+def _line_of(text: str, position: int, first_line: int) -> int:
+    return first_line + text.count("\n", 0, max(position, 0))
+
+
+def check_depth(text: str, name: str, first_line: int = 1) -> None:
+    """InputError naming the line where arrays and objects nest deeper than
+    :data:`~retrieval_gate.formats.limits.MAX_JSON_DEPTH` (brackets inside strings do not
+    count). Linear in the text; nothing is parsed."""
+    if text.count("[") + text.count("{") <= MAX_JSON_DEPTH:
+        return
+    structure = np.frombuffer(_STRING.sub("", text).encode("utf-8", "surrogatepass"),
+                              dtype=np.uint8)
+    depth = 0
+    for start in range(0, len(structure), _DEPTH_CHUNK):
+        part = structure[start : start + _DEPTH_CHUNK]
+        levels = np.cumsum(_DEPTH_STEP[part], dtype=np.int64) + depth
+        deep = np.flatnonzero(levels > MAX_JSON_DEPTH)
+        if len(deep):
+            end = start + int(deep[0])
+            line = first_line + int(np.count_nonzero(structure[:end] == ord("\n")))
+            raise InputError(name, f"arrays and objects nest deeper than {MAX_JSON_DEPTH} "
+                             "levels", "no input of the gate needs more than a few levels: "
+                             "check what wrote the file", line)
+        depth = int(levels[-1])
+
+
+def check_line_ends(text: str, name: str) -> None:
+    """InputError for a carriage return that is neither followed by a line feed nor the last
+    character: line-based files end lines with ``\\n`` or ``\\r\\n``."""
+    if "\r" in text:
+        lone = _LONE_CR.search(text)
+        if lone is not None:
+            raise InputError(name, CR_PROBLEM, CR_FIX, _line_of(text, lone.start(), 1))
+
+
+def _surrogate_path(value: Any, keys: tuple[str | int, ...] = ()) -> tuple[str | int, ...] | None:
+    """The JSON path of the first string (or key) holding a lone surrogate, or None."""
+    if isinstance(value, str):
+        return keys if _SURROGATE.search(value) else None
+    if isinstance(value, dict):
+        for key, item in value.items():
+            if _SURROGATE.search(key):
+                return (*keys, key)
+            found = _surrogate_path(item, (*keys, key))
+            if found is not None:
+                return found
+    elif isinstance(value, list):
+        for i, item in enumerate(value):
+            found = _surrogate_path(item, (*keys, i))
+            if found is not None:
+                return found
+    return None
+
+
+class _LinesFollow(Exception):
+    """The text holds more than one JSON value: it is JSON Lines."""
+
+
+def _parse(text: str, name: str, line: int | None, lines_follow: bool = False) -> Any:
+    """json.loads, strictly: no duplicate keys, no NaN/Infinity, numbers within float64, no
+    lone surrogate; errors name the line (``line`` for one line of a JSON Lines file). With
+    ``lines_follow``, a second value after the first raises :class:`_LinesFollow`."""
+    first = 1 if line is None else line
     try:
-        return json.loads(text, object_pairs_hook=_no_duplicates, parse_constant=_reject_constant)
+        value = json.loads(text, object_pairs_hook=_no_duplicates,
+                           parse_constant=_reject_constant, parse_float=_finite_float)
     except _DuplicateKey as exc:
-        raise InputError(name, f"key '{exc.key}' appears twice in one object",
+        raise InputError(name, f"key '{printable(exc.key)}' appears twice in one object",
                          "keep each key once", line) from None
+    except _OutOfRange as exc:
+        raise InputError(name, f"number {exc.literal[:40]} is beyond the range of a float64 "
+                         "(about ±1.8e308)", "write a finite number",
+                         _line_of(text, text.find(exc.literal), first)) from None
     except json.JSONDecodeError as exc:
+        if lines_follow and exc.msg == "Extra data":
+            raise _LinesFollow from None
         where = exc.lineno if line is None else line
         raise InputError(name, f"invalid JSON ({exc.msg}, column {exc.colno})",
                          "fix the JSON syntax", where) from None
     except ValueError as exc:
+        long_int = re.search(f"[0-9]{{{_INT_DIGITS + 1},}}", text)
+        if long_int is not None:
+            raise InputError(name, f"an integer of {long_int.end() - long_int.start()} digits "
+                             "is out of range", "write numbers within the ranges the README "
+                             "gives", _line_of(text, long_int.start(), first)) from None
         raise InputError(name, str(exc), "write finite numbers", line) from None
+    if "\\u" in text and _SURROGATE_ESCAPE.search(text):
+        found = _surrogate_path(value)
+        if found is not None:
+            place = printable(path(*found))
+            problem = "holds a lone surrogate escape (\\ud800-\\udfff), which is not text"
+            fix = "write the character itself, or a complete surrogate pair"
+            if line is None:
+                raise InputError(name, f"the string {problem}", fix, place)
+            raise InputError(name, f"the string at {place} {problem}", fix, line)
+    return value
 
 
-def is_json_lines(text: str) -> bool:
-    """True when the text is several JSON values, one per line, rather than one document."""
+def loads(text: str, name: str, line: int | None = None) -> Any:
+    """Parse one JSON document strictly: nesting at most
+    :data:`~retrieval_gate.formats.limits.MAX_JSON_DEPTH`, no duplicate keys, no NaN/Infinity,
+    numbers within float64, no lone surrogate escape; errors name the line or the JSON path."""
+    check_depth(text, name, 1 if line is None else line)
+    return _parse(text, name, line)
+
+
+def document_or_lines(text: str, name: str) -> tuple[Any, bool]:
+    """``(document, False)`` for a text that is one JSON document, ``(None, True)`` for JSON
+    Lines (several JSON values, one per line); the document is parsed as :func:`loads` does."""
+    check_depth(text, name)
     try:
-        json.loads(text)
-    except json.JSONDecodeError as exc:
-        return exc.msg == "Extra data"
-    return False
+        return _parse(text, name, None, lines_follow=True), False
+    except _LinesFollow:
+        return None, True
 
 
 def json_lines(text: str, name: str):
-    """(line number, object) for every non-blank line of a JSON Lines file."""
-    for number, line in enumerate(text.splitlines(), 1):
-        if line.strip():
-            value = loads(line, name, number)
+    """(line number, object) for every non-blank line of a JSON Lines file. Lines end at
+    ``\\n`` only (U+2028 and U+2029 are characters of a string, as in JSON), a ``\\r``
+    before it is dropped, and a ``\\r`` anywhere else is an error."""
+    check_line_ends(text, name)
+    check_depth(text, name)
+    for number, line in enumerate(text.split("\n"), 1):
+        if line.strip(" \t\r"):
+            value = _parse(line, name, number)
             if not isinstance(value, dict):
                 raise InputError(name, "line is not a JSON object",
                                  "write one JSON object per line", number)
@@ -74,31 +206,48 @@ def json_lines(text: str, name: str):
 
 
 def path(*keys: str | int) -> str:
-    return "$" + "".join(f"[{k}]" if isinstance(k, int) else f'["{k}"]' for k in keys)
+    """The JSON path of a place in a document: ``$["q1"][3]`` (keys written as JSON strings)."""
+    return "$" + "".join(f"[{k}]" if isinstance(k, int) else f"[{json.dumps(k, ensure_ascii=False)}]"
+                         for k in keys)
 
 
 def check_id(value: Any, name: str, where: int | str, what: str) -> str:
+    """``value`` if it is a non-empty string without NUL of at most
+    :data:`~retrieval_gate.formats.limits.MAX_ID_BYTES` UTF-8 bytes; else InputError."""
     if not isinstance(value, str) or not value or "\x00" in value:
-        raise InputError(name, f"{what} {json.dumps(value)} is not a non-empty string",
+        raise InputError(name, f"{what} {json.dumps(value)[:60]} is not a non-empty string",
                          f"write the {what} as a non-empty JSON string", where)
+    if len(value) > MAX_ID_BYTES // 4 and len(value.encode("utf-8")) > MAX_ID_BYTES:
+        raise InputError(name, f"{what} of {len(value.encode('utf-8'))} bytes is longer than "
+                         f"{MAX_ID_BYTES} bytes", f"shorten the {what} (or map long ids to short "
+                         "ones)", where)
     return value
 
 
 def check_grade(value: Any, name: str, where: int | str) -> int:
+    """``value`` if it is an integer grade in [MIN_GRADE, MAX_GRADE]; else InputError."""
     if isinstance(value, bool) or not isinstance(value, int):
-        raise InputError(name, f"grade {json.dumps(value)} is not an integer",
+        raise InputError(name, f"grade {json.dumps(value)[:40]} is not an integer",
                          "write relevance grades as whole numbers (e.g. 0, 1, 2, 3)", where)
+    if not MIN_GRADE <= value <= MAX_GRADE:
+        raise InputError(name, grade_range_problem(str(value)), GRADE_RANGE_FIX, where)
     return value
 
 
 def check_score(value: Any, name: str, where: int | str) -> float:
+    """``value`` as a float64 if it is a finite JSON number; else InputError."""
     if isinstance(value, bool) or not isinstance(value, (int, float)):
-        raise InputError(name, f"score {json.dumps(value)} is not a number",
+        raise InputError(name, f"score {json.dumps(value)[:40]} is not a number",
                          "write the retrieval score as a JSON number", where)
-    if not math.isfinite(value):
-        raise InputError(name, f"score {value} is not finite",
+    try:
+        score = float(value)
+    except OverflowError:
+        score = math.inf
+    if not math.isfinite(score):
+        shown = str(value) if isinstance(value, float) else f"of {len(str(value))} digits"
+        raise InputError(name, f"score {shown} is not a finite float64",
                          "write a finite retrieval score (no NaN or infinity)", where)
-    return float(value)
+    return score
 
 
 def _require_object(value: Any, name: str, what: str) -> dict[str, Any]:

@@ -1,0 +1,22 @@
+"""The documented limits on input values. Each is far above any legitimate input and low enough
+that nothing downstream overflows, becomes NaN or infinite, recurses too deep, or takes time or
+memory beyond linear in the input."""
+
+MAX_JSON_DEPTH = 100
+"""Nesting of arrays and objects in any JSON document or JSON Lines line (runs and qrels need
+2 to 4 levels, manifests a few more). Deeper documents are refused before they are parsed, so
+neither the parser nor anything that walks the result (schema validation, canonical JSON) can
+recurse too deep."""
+
+MAX_ID_BYTES = 1024
+"""Length of a query, item, document or chunk id in UTF-8 bytes. Rankings hold ids in
+fixed-width arrays as wide as the longest id they hold, so the limit bounds their memory."""
+
+MIN_GRADE = -100
+MAX_GRADE = 100
+"""Relevance grades are integers in [MIN_GRADE, MAX_GRADE]: the exponential nDCG gain
+2^g − 1 of the largest grade, and any sum of such gains over the judgments a file can hold,
+stay finite in float64."""
+
+MAX_CUTOFF = 1_000_000
+"""The largest cutoff k of a measure name such as ``nDCG@10``."""
