@@ -44,7 +44,7 @@ from retrieval_gate.check import check
 from retrieval_gate.policy import GatedMeasure, GatePolicy
 from retrieval_gate.report.markdown import MARKER, MAX_CHARS, NAME, TEXT, report_markdown
 from retrieval_gate.report.text import report_text
-from retrieval_gate.report.untrusted import capped, command_safe, visible
+from retrieval_gate.untrusted import capped, command_safe, visible
 
 PAYLOADS = [
     "\n::add-mask::secret", "x\r::warning title=forged::pwn", "y\r\n::notice::crlf",
@@ -234,6 +234,38 @@ def test_text_report_keeps_one_line_per_line(hostile):
     table = [line for line in lines if line.startswith(("measure ", "nDCG@10 ", "Hit@10 "))]
     assert len(table) == 1 + 1 + len(SLICES)  # header, all, one row per slice
 
+
+
+def test_every_other_command_prints_no_command_under_actions(hostile, actions, tmp_path):
+    """score, validate, snapshot freeze, run-manifest and baseline approve quote names, ids,
+    paths and system values on standard output: under GitHub Actions none is a command, and no
+    value breaks a line."""
+    folder = hostile
+    outputs = []
+    for args in (
+        ("score", folder / "qrels.json", folder / BASE_FILE),
+        ("score", folder / "qrels.json", folder / BASE_FILE, "--output-format", "json"),
+        ("validate", folder / "snapshot.json", folder / BASE_FILE, folder / CAND_FILE),
+        ("snapshot", "freeze", "--queries", folder / "queries.jsonl", "--qrels",
+         folder / "qrels.json", "--corpus-version", "c\n::error::v", "--chunking-version", "w",
+         "--permissions-version", "p", "--name", SNAPSHOT_NAME, "-o",
+         folder / "again\n::error::x.json"),
+        ("run-manifest", "--snapshot", folder / "snapshot.json", "--run", folder / BASE_FILE,
+         "-o", tmp_path / "m\r::add-mask::z.json"),
+        ("baseline", "approve", "--candidate", folder / CAND_FILE, "--snapshot",
+         folder / "snapshot.json", "--to", tmp_path / "base\n::warning::w"),
+    ):
+        code, out, err = gate(*args, env=actions)
+        assert code == 0, err
+        assert_no_foreign_command(out)
+        assert_no_foreign_command(err)
+        outputs.append(out)
+    assert "again\\n::error::x.json" in outputs[3]  # one line, the break shown
+    for out in outputs:
+        if not out.startswith("{"):
+            assert not any(unicodedata.category(c) in ("Cc", "Zl", "Zp") for c in out
+                           if c != "\n")
+    assert json.loads(outputs[1])["per_query"]  # JSON stays JSON
 
 # -- Markdown --------------------------------------------------------------------------------
 

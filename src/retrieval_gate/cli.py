@@ -17,6 +17,8 @@ from retrieval_gate.errors import (
     GateError,
 )
 
+_INTERRUPTED = "interrupted — nothing was left half-written; run the command again"
+
 
 class _Gate(click.Group):
     """Turns GateError into ``error: message`` and its exit code; an OSError that no reader
@@ -28,19 +30,18 @@ class _Gate(click.Group):
         try:
             return super().invoke(ctx)
         except GateError as exc:
-            _report(exc)
+            _report(str(exc))
             ctx.exit(exc.exit_code)
         except OSError as exc:
-            _report(environment_fault(exc))
+            _report(str(environment_fault(exc)))
             ctx.exit(EXIT_ENVIRONMENT)
         except (KeyboardInterrupt, click.Abort):
-            _report(GateError("interrupted — nothing was left half-written; run the command "
-                              "again"))
+            _report(_INTERRUPTED)
             ctx.exit(EXIT_INTERRUPTED)
         except (click.exceptions.Exit, click.ClickException):
             raise
         except Exception as exc:  # noqa: BLE001 — a bug: say so, and ask for a report
-            from retrieval_gate.report.untrusted import command_safe, visible
+            from retrieval_gate.untrusted import command_safe, visible
 
             message = command_safe(visible(f"{type(exc).__name__}: {exc}"))
             click.echo(f"internal error: {message} — this is a bug in "
@@ -49,14 +50,35 @@ class _Gate(click.Group):
             ctx.exit(EXIT_INTERNAL)
 
 
-def _report(exc: GateError) -> None:
-    """``error: LINE`` on standard error for each line of the message. Messages quote input
+def _report(message: str, kind: str = "error") -> None:
+    """``error: LINE`` (or ``KIND: LINE``) on standard error for each line of ``message``. Messages quote input
     (ids, paths): any other line break or control character in a line is shown as an escape,
     and no line can be a GitHub workflow command (the runner reads standard error too)."""
-    from retrieval_gate.report.untrusted import command_safe, visible
+    from retrieval_gate.untrusted import command_safe, visible
 
-    for line in str(exc).rstrip("\n").split("\n"):
-        click.echo(command_safe(f"error: {visible(line)}"), err=True)
+    for line in message.rstrip("\n").split("\n"):
+        click.echo(command_safe(f"{kind}: {visible(line)}"), err=True)
+
+
+def _shown(value: object) -> str:
+    """A name or path from the input, as one visible run of text (its line breaks escaped)."""
+    from retrieval_gate.untrusted import visible
+
+    return visible(str(value))
+
+
+def _print(text: str, nl: bool = True, json: bool = False) -> None:
+    """Write ``text`` to standard output, line by line: any control or separator character
+    within a line is shown as an escape (not in ``json``, whose strings escape what breaks a
+    line already), and under GitHub Actions no line can be taken for a workflow command (the
+    text quotes input: names, ids, paths)."""
+    import os
+
+    from retrieval_gate.untrusted import command_safe, visible
+
+    safe = command_safe if os.environ.get("GITHUB_ACTIONS") == "true" else str
+    shown = str if json else visible
+    click.echo("\n".join(safe(shown(line)) for line in text.split("\n")), nl=nl)
 
 
 def environment_fault(exc: OSError) -> EnvironmentFault:
@@ -147,7 +169,7 @@ def score(files, measures, k, threshold, unjudged, duplicates, missing, extra, u
     if output:
         write_text_atomic(output, text)
     else:
-        click.echo(text, nl=False)
+        _print(text, nl=False, json=output_format == "json")
 
 
 def _key_values(option: str, pairs: tuple[str, ...]) -> dict[str, object]:
@@ -228,7 +250,8 @@ def freeze(queries, queries_version, qrels, qrels_version, corpus_version, corpu
         permissions_version=permissions_version, permissions_file=permissions_file, name=name,
         measures=measures, gain=gain,
         policy=ScoringPolicy(threshold, unjudged, duplicates, missing, extra, unlabeled))
-    click.echo(f"{output}: snapshot '{frozen.name}', fingerprint {frozen.fingerprint}")
+    _print(f"{_shown(output)}: snapshot '{_shown(frozen.name)}', fingerprint "
+           f"{frozen.fingerprint}")
 
 
 @cli.command()
@@ -245,7 +268,7 @@ def validate(snapshot_file, runs, run_manifest):
     from retrieval_gate.validate import validate as validate_all
     from retrieval_gate.validate import validation_text
 
-    click.echo(validation_text(validate_all(snapshot_file, runs, run_manifest)), nl=False)
+    _print(validation_text(validate_all(snapshot_file, runs, run_manifest)), nl=False)
 
 
 @cli.command("run-manifest")
@@ -264,7 +287,8 @@ def run_manifest(snapshot_file, run, system, commit, created, output):
 
     target, loaded = record_run(snapshot_file, run, _key_values("--system", system), commit,
                                 created, output)
-    click.echo(f"{target}: run {run} on snapshot '{loaded.name}' ({loaded.fingerprint})")
+    _print(f"{_shown(target)}: run {_shown(run)} on snapshot '{_shown(loaded.name)}' "
+           f"({loaded.fingerprint})")
 
 
 @cli.command()
@@ -319,11 +343,10 @@ def check(ctx, snapshot_file, baseline, candidate, config, fail_on, json_out, ma
             for line in publish_failure(str(exc), code):
                 click.echo(line)
         raise
-    if not github and os.environ.get("GITHUB_ACTIONS") == "true":
-        from retrieval_gate.report.untrusted import command_safe
-
-        out = "\n".join(map(command_safe, out.split("\n")))
-    click.echo(out, nl=False)
+    if github:  # made workflow-safe by write_reports, followed by the gate's own annotations
+        click.echo(out, nl=False)
+    else:
+        _print(out, nl=False, json=output_format == "json")
     ctx.exit(report.exit_code)
 
 
@@ -348,11 +371,11 @@ def approve(candidate, to, snapshot_file, force):
     from retrieval_gate.config import snapshot_path
 
     done = approve_baseline(candidate, to, snapshot_path(snapshot_file), force)
-    click.echo(f"approved {done.run} ({done.manifest})"
-               + "".join(f"; replaced {old}" for old in done.replaced))
+    _print(f"approved {_shown(done.run)} ({_shown(done.manifest)})"
+           + "".join(f"; replaced {_shown(old)}" for old in done.replaced))
     for leftover in done.kept:
-        click.echo(f"warning: could not delete the leftover {leftover} — the next approval "
-                   "tries again", err=True)
+        _report(f"could not delete the leftover {leftover} — the next approval tries again",
+                "warning")
 
 
 def main() -> None:
@@ -366,10 +389,10 @@ def main() -> None:
         exc.show()
         code = exc.exit_code
     except click.Abort:
-        _report(GateError("interrupted — nothing was left half-written; run the command again"))
+        _report(_INTERRUPTED)
         code = EXIT_INTERRUPTED
     except OSError as exc:
-        _report(environment_fault(exc))
+        _report(str(environment_fault(exc)))
         code = EXIT_ENVIRONMENT
     if code == EXIT_ENVIRONMENT:
         _discard_stdout()

@@ -23,6 +23,7 @@ from retrieval_gate.runmanifest import (
 )
 from retrieval_gate.scoring import Scores, score_run
 from retrieval_gate.snapshot import Snapshot, TestSet, load_snapshot, load_test_set
+from retrieval_gate.untrusted import visible
 
 
 @dataclass(frozen=True, eq=False)
@@ -96,14 +97,16 @@ def validation_text(result: Validation) -> str:
     """One line for the snapshot, then one per run."""
     snap, tests = result.snapshot, result.test_set
     judgments = sum(len(j) for j in tests.qrels.judgments.values())
-    head = (f"{snap.source}: valid — snapshot '{snap.name}', fingerprint {snap.fingerprint}; "
+    head = (f"{visible(snap.source)}: valid — snapshot '{visible(snap.name)}', fingerprint "
+            f"{snap.fingerprint}; "
             f"{len(tests.queries)} queries ({len(tests.answerable)} answerable, "
             f"{len(tests.unanswerable)} unanswerable), {judgments} judgments; every pinned "
             "file matches its hash")
-    lines = [head, *(f"warning: {w}" for w in tests.warnings)]
+    lines = [head, *(f"warning: {visible(w)}" for w in tests.warnings)]
     for run in result.runs:
-        system = ", ".join(f"{k}={v}" for k, v in run.manifest.system.items()) or "no system"
-        lines.append(f"{run.path}: valid — made on this snapshot ({system}); "
+        system = ", ".join(f"{visible(k)}={visible(str(v))}"
+                           for k, v in run.manifest.system.items()) or "no system"
+        lines.append(f"{visible(run.path)}: valid — made on this snapshot ({system}); "
                      f"{len(run.scores.query_ids)} queries scored")
-        lines += [f"warning: {w}" for w in run.scores.warnings]
+        lines += [f"warning: {visible(w)}" for w in run.scores.warnings]
     return "\n".join(lines) + "\n"

@@ -4,7 +4,7 @@ step outputs.
 - Summary: the Markdown report appended to ``$GITHUB_STEP_SUMMARY`` (at most
   :data:`~retrieval_gate.report.markdown.MAX_CHARS` characters, far below GitHub's 1 MiB).
 - Standard output (:func:`workflow_safe`): the report, every line made
-  :func:`~retrieval_gate.report.untrusted.command_safe` and the whole between
+  :func:`~retrieval_gate.untrusted.command_safe` and the whole between
   ``::stop-commands::TOKEN`` and ``::TOKEN::`` (a fresh random token each run), so nothing read
   from the inputs can run as a workflow command; then the gate's own annotations.
 - Annotations: ``::error`` for each regression, ``::warning`` for each inconclusive comparison
@@ -30,7 +30,7 @@ from retrieval_gate.errors import EXIT_INVALID, EXIT_NOT_COMPARABLE
 from retrieval_gate.report.markdown import LINE, MARKER, escape
 from retrieval_gate.report.model import Report
 from retrieval_gate.report.text import signed
-from retrieval_gate.report.untrusted import capped, command_safe, visible
+from retrieval_gate.untrusted import capped, command_safe, visible
 
 __all__ = ["annotations", "error_verdict", "escape_data", "escape_property", "publish",
            "publish_failure", "workflow_safe"]

@@ -5,7 +5,7 @@ Every value from the inputs is shown as text, never as markup — as GitHub rend
 including what it adds afterwards (@-mentions, #-references, bare links):
 
 - in table cells and list items (:func:`escape`): cut to a length per kind of value with "…";
-  made :func:`~retrieval_gate.report.untrusted.visible` (a CR, LF or U+2028 cannot end the
+  made :func:`~retrieval_gate.untrusted.visible` (a CR, LF or U+2028 cannot end the
   cell or the line); ``&``, ``<``, ``>`` and ``"`` as HTML entities (no raw HTML); every other
   ASCII character that can start Markdown, ``\\ ` * _ [ ] ( ) ! # + - . | ~ $ =``,
   backslash-escaped (no link, image, emphasis, code, heading, list, math or extra table cell);
@@ -28,7 +28,7 @@ import re
 
 from retrieval_gate.report.model import Report
 from retrieval_gate.report.text import headline, mean_cell, p_value, signed
-from retrieval_gate.report.untrusted import capped, visible
+from retrieval_gate.untrusted import capped, visible
 
 __all__ = ["MARKER", "MAX_CHARS", "code", "escape", "html_text", "report_markdown"]
 

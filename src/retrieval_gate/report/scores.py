@@ -13,6 +13,7 @@ from collections.abc import Mapping
 from typing import Any
 
 from retrieval_gate.scoring import Scores
+from retrieval_gate.untrusted import visible
 
 
 def scores_document(scores: Scores, inputs: Mapping[str, Any]) -> dict[str, Any]:
@@ -64,16 +65,17 @@ def _cell(value: float | None) -> str:
 def scores_text(scores: Scores, inputs: Mapping[str, Any], title: str | None = None) -> str:
     """Per-query rows, a mean row, the definitions (gain and threshold) and the warnings."""
     names = [str(m) for m in scores.measures]
-    width = max([len("query"), len("mean"), *(len(q) for q in scores.query_ids)])
+    ids = [visible(q) for q in scores.query_ids]  # one line per query, whatever the id holds
+    width = max([len("query"), len("mean"), *(len(q) for q in ids)])
     columns = [max(len(n), 6) for n in names]
     lines = []
     if title:
-        lines.append(f"== {title} ==")
-    lines.append("  ".join(f"{k}: {v}" for k, v in inputs.items() if v is not None))
+        lines.append(f"== {visible(title)} ==")
+    lines.append("  ".join(f"{k}: {visible(str(v))}" for k, v in inputs.items() if v is not None))
     lines.extend(f"  {m.describe(scores.policy.threshold)}" for m in scores.measures)
     lines.append("")
     lines.append("  ".join(["query".ljust(width), *(n.rjust(c) for n, c in zip(names, columns))]))
-    for qid, row in scores.per_query().items():
+    for qid, row in zip(ids, scores.per_query().values()):
         lines.append("  ".join([qid.ljust(width), *(_cell(row[n]).rjust(c)
                                                      for n, c in zip(names, columns))]))
     means = scores.means()
@@ -82,6 +84,6 @@ def scores_text(scores: Scores, inputs: Mapping[str, Any], title: str | None = N
     lines.append(f"{len(scores.query_ids)} answerable queries averaged (macro mean)")
     if scores.unanswerable:
         lines.append(f"unanswerable, not averaged ({len(scores.unanswerable)}): "
-                     + ", ".join(scores.unanswerable))
-    lines.extend(f"warning: {w}" for w in scores.warnings)
+                     + ", ".join(map(visible, scores.unanswerable)))
+    lines.extend(f"warning: {visible(w)}" for w in scores.warnings)
     return "\n".join(lines) + "\n"

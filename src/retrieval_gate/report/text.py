@@ -3,17 +3,17 @@
 largest per-query drops, warnings, definitions.
 
 Every string from the inputs (paths, the snapshot's name, slices, query ids and texts,
-warnings) is made :func:`~retrieval_gate.report.untrusted.visible` first, so a CR, LF, U+2028
+warnings) is made :func:`~retrieval_gate.untrusted.visible` first, so a CR, LF, U+2028
 or escape sequence in it can neither break a line of the table nor forge one (a fake
 ``PASS: ...``); and every line is made
-:func:`~retrieval_gate.report.untrusted.command_safe`, so none is a GitHub workflow command."""
+:func:`~retrieval_gate.untrusted.command_safe`, so none is a GitHub workflow command."""
 
 from __future__ import annotations
 
 from dataclasses import replace
 
 from retrieval_gate.report.model import Comparison, QueryChange, Report
-from retrieval_gate.report.untrusted import command_safe, visible
+from retrieval_gate.untrusted import command_safe, visible
 
 __all__ = ["headline", "mean_cell", "p_value", "report_text", "signed"]
 
