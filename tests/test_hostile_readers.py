@@ -135,7 +135,7 @@ def test_nesting_at_the_limit_is_read_validated_and_reported(testset):
     value = nested(MAX_JSON_DEPTH - 3)  # inside the document, "chunking" and "params"
     snapshot.write_text(snapshot.read_text().replace('"params": {}', f'"params": {{"x": {value}}}'))
     code, _, err = gate("validate", snapshot)
-    assert code == 2 and err.count("\n") == 1 and "is not a string or number" in err
+    assert code == 2 and err.count("\n") == 1 and "is not a string or a number" in err
 
 
 # -- 2. numbers ------------------------------------------------------------------------------

@@ -193,7 +193,7 @@ def test_path_escape_is_refused(testset, path, problem):
     (lambda d: d["queries"].update(sha256="abc"),
      '$["queries"]["sha256"]: "abc" does not have the expected form — write the SHA-256'),
     (lambda d: d["scoring"].update(threshold="1"),
-     '$["scoring"]["threshold"]: "1" is not a integer'),
+     '$["scoring"]["threshold"]: "1" is not an integer'),
     (lambda d: d["scoring"].update(duplicates="keep"),
      '$["scoring"]["duplicates"]: "keep" is not one of "error", "first"'),
     (lambda d: d["scoring"].update(measures=[]), '$["scoring"]["measures"]: is empty'),
@@ -203,7 +203,7 @@ def test_path_escape_is_refused(testset, path, problem):
      '$["scoring"]["measures"][0]: measure \'Bogus@10\': unknown measure name'),
     (lambda d: d["corpus"].pop("sha256"), "'path' is given without 'sha256'"),
     (lambda d: d["chunking"].update(params={"size": [1]}),
-     '$["chunking"]["params"]["size"]: [1] is not a string or number or boolean or null'),
+     '$["chunking"]["params"]["size"]: [1] is not a string or a number or a boolean or null'),
 ])
 def test_schema_mistakes_are_named_with_their_json_path(testset, change, expected):
     assert freeze(testset)[0] == 0

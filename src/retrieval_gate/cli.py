@@ -294,10 +294,10 @@ def run_manifest(snapshot_file, run, system, commit, created, output):
 @cli.command()
 @click.option("--snapshot", "snapshot_file", type=click.Path(dir_okay=False),
               help="The snapshot manifest.  [default: from the config]")
-@click.option("--baseline", type=click.Path(),
+@click.option("--baseline", type=click.Path(readable=False),
               help="The approved baseline: a run (manifest beside it) or a baseline folder.  "
                    "[default: from the config]")
-@click.option("--candidate", type=click.Path(),
+@click.option("--candidate", type=click.Path(readable=False),
               help="The candidate run (manifest beside it).  [default: from the config]")
 @click.option("--config", type=click.Path(dir_okay=False),
               help="gate.toml or pyproject.toml.  [default: ./gate.toml, else "

@@ -113,8 +113,8 @@ def read_run_manifest(run: str | os.PathLike[str],
         raise InputError(shown, "run file not found", "check the path")
     if not Path(where).is_file():
         raise InputError(shown, f"has no run manifest ({source} not found)",
-                         "write one with: gate run-manifest --snapshot SNAPSHOT --run "
-                         f"{shown}, or name it with --run-manifest")
+                         "write one beside the run with: gate run-manifest --snapshot SNAPSHOT "
+                         f"--run {shown}")
     document = loads(read_blob(where).text(), source)
     schema.validate(document, "run-manifest", source)
     recorded = document["snapshot"]

@@ -69,7 +69,9 @@ def _explain(error: Any) -> tuple[str, str]:
         return (f"'{present}' is given without {', '.join(map(repr, needed))}",
                 "give both, or neither")
     if kind == "type":
-        wanted = "a " + (" or ".join(expected) if isinstance(expected, list) else expected)
+        kinds = expected if isinstance(expected, list) else [expected]
+        wanted = " or ".join(k if k == "null" else ("an " if k[0] in "aeiou" else "a ") + k
+                             for k in kinds)
         return f"{json.dumps(value)[:60]} is not {wanted}", f"write {wanted}" + _said(description)
     if kind in ("enum", "const"):
         wanted = ", ".join(json.dumps(v) for v in (expected if kind == "enum" else [expected]))
