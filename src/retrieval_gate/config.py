@@ -29,7 +29,7 @@ from retrieval_gate import schema
 from retrieval_gate.errors import InputError, ManyErrors
 from retrieval_gate.formats.jsonfmt import path as json_path
 from retrieval_gate.formats.source import read_text
-from retrieval_gate.policy import GatedMeasure, GatePolicy
+from retrieval_gate.policy import FailOn, GatedMeasure, GatePolicy
 
 _TABLE = "retrieval-gate"
 
@@ -194,7 +194,7 @@ class GateInputs:
 
 def gate_inputs(snapshot: str | None = None, baseline: str | None = None,
                 candidate: str | None = None, config: str | None = None,
-                fail_on: str | None = None, folder: str | os.PathLike[str] = ".") -> GateInputs:
+                fail_on: FailOn | None = None, folder: str | os.PathLike[str] = ".") -> GateInputs:
     """Combine options with the configuration (``config``, else the one :func:`find_config`
     finds in ``folder``): an option given wins over the file; a path missing from both is a
     usage error naming the option and the config key."""

@@ -8,6 +8,8 @@ line: ``FILE:LINE: problem — fix``. The CLI prints ``error: <message>`` and ex
 
 from __future__ import annotations
 
+from collections.abc import Sequence
+
 EXIT_PASS = 0
 EXIT_REGRESSION = 1
 EXIT_INVALID = 2
@@ -52,7 +54,7 @@ class ManyErrors(GateError):
     """Several problems found at once (every schema error of a manifest, every component whose
     hash differs), one per line; the exit code is that of the first."""
 
-    def __init__(self, errors: list[GateError]):
+    def __init__(self, errors: Sequence[GateError]):
         self.errors = list(errors)
         self.exit_code = self.errors[0].exit_code
         super().__init__("\n".join(str(e) for e in self.errors))

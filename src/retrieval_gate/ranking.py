@@ -237,6 +237,7 @@ class TrecOrder:
             return self.perm[positions]
         if self.moved is None or not len(positions):
             return positions
+        assert self.moved_rows is not None  # set together with moved
         at = np.minimum(np.searchsorted(self.moved, positions), len(self.moved) - 1)
         hit = self.moved[at] == positions
         return np.where(hit, self.moved_rows[at], positions)
@@ -259,11 +260,11 @@ def trec_order(qcodes: np.ndarray, scores: np.ndarray | None, fetch: Fetch) -> T
     if scores is None:
         if grouped:
             return TrecOrder(None, qcodes, None, True)
-        perm = np.argsort(qcodes, kind="stable")
-        return TrecOrder(perm, qcodes[perm], None, False)
+        stable = np.argsort(qcodes, kind="stable")
+        return TrecOrder(stable, qcodes[stable], None, False)
     in_order = grouped and bool((~(qcodes[1:] == qcodes[:-1]) | (scores[1:] <= scores[:-1])
                                  ).all())
-    perm = None if in_order else np.lexsort((-scores, qcodes))
+    perm: np.ndarray | None = None if in_order else np.lexsort((-scores, qcodes))
     q, s = (qcodes, scores) if perm is None else (qcodes[perm], scores[perm])
     tied = (q[1:] == q[:-1]) & (s[1:] == s[:-1])
     if not tied.any():

@@ -22,8 +22,8 @@ def schema_text(name: str) -> str:
     if name not in SCHEMA_NAMES:
         raise InputError("gate schema", f"no schema named '{name}'",
                          f"use one of {', '.join(SCHEMA_NAMES)}")
-    return resources.files("retrieval_gate").joinpath("schemas", f"{name}.schema.json").read_text(
-        "utf-8")
+    folder = resources.files("retrieval_gate").joinpath("schemas")
+    return folder.joinpath(f"{name}.schema.json").read_text("utf-8")
 
 
 @cache

@@ -110,9 +110,10 @@ def score_run(qrels: Qrels, run: RunRows, measures: Sequence[Measure],
         raise InputError("--measure", "no measure to compute", "name at least one measure")
     answerable, unanswerable, warnings = query_set(qrels, queries, policy)
 
-    cutoffs = [m.k for m in measures]
+    cutoffs = [m.k for m in measures if m.k is not None]
     # Items below the deepest cutoff (+1, to see ties at it) cannot change a score.
-    depth = None if None in cutoffs or policy.unjudged == "error" else max(cutoffs) + 1
+    depth = (None if len(cutoffs) < len(measures) or policy.unjudged == "error"
+             else max(cutoffs) + 1)
     ranked = rank_run(run, policy.duplicates, doc_map, depth,
                       "remove the repeat, or keep its best rank: " + policy.fix("duplicates", "first"))
     index = {q: i for i, q in enumerate(answerable)}
@@ -166,7 +167,9 @@ def _judge(ranked: RankedRun, qrels: Qrels, answerable: list[str], index: dict[s
     starts = np.repeat(ranked.offsets[:-1], counts)[selected]
     rank = (selected - starts + 1).astype(np.int64)
 
-    j_qidx, j_docs, j_grades = [], [], []
+    j_qidx: list[int] = []
+    j_docs: list[bytes] = []
+    j_grades: list[int] = []
     for qid in answerable:
         labels = qrels.judgments.get(qid, {})
         j_qidx.extend([index[qid]] * len(labels))

@@ -148,7 +148,7 @@ def _resolve(document: Any, source: str, blobs: dict[str, Blob] | None = None) -
 
 
 def _parse_listed(names: Sequence[str], gain: str, source: str) -> tuple[Measure, ...]:
-    measures = []
+    measures: list[Measure] = []
     for i, name in enumerate(names):
         try:
             measures.extend(parse_measures([name], gain))

@@ -104,7 +104,7 @@ def _read_columns(mapped: bytes | mmap.mmap, name: str) -> RunRows | None:
 
     While the rows of one region are stored, pyarrow already splits the next one (in a second
     thread, as both release the GIL); a region's pages are released once it is split."""
-    from concurrent.futures import ThreadPoolExecutor
+    from concurrent.futures import Future, ThreadPoolExecutor
 
     import pyarrow as pa
 
@@ -120,7 +120,7 @@ def _read_columns(mapped: bytes | mmap.mmap, name: str) -> RunRows | None:
     regions = byte_ranges(mapped, _REGION)
     try:
         with ThreadPoolExecutor(1) as ahead:
-            pending = ahead.submit(split, next(regions))  # the file is not empty
+            pending: Future[Any] | None = ahead.submit(split, next(regions))  # not empty
             while pending is not None:
                 table = pending.result()
                 following = next(regions, None)

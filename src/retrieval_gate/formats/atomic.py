@@ -189,6 +189,7 @@ def _place(output: _Output, back_up: bool) -> None:
     try:
         if back_up and os.path.lexists(output.place):
             output.backup = _backup(output.place)
+        assert output.temporary is not None  # staged before it is placed
         os.replace(output.temporary, output.place)
     except OSError as exc:
         raise _refused(output.given, exc, "cannot write") from None

@@ -301,7 +301,8 @@ def _scores(data: bytes | mmap.mmap, tokens: Tokens, field: int, name: str) -> n
     for row in np.flatnonzero(long).tolist():
         text = data[tokens.offset + int(starts[row]) : tokens.offset + int(ends[row])]
         scores[row] = _parse_number(text, name, int(tokens.lines[row]))
-        _require_finite(scores[row : row + 1], [text], tokens.lines[row : row + 1], name)
+        _require_finite(scores[row : row + 1], np.array([text]), tokens.lines[row : row + 1],
+                        name)
     return scores
 
 

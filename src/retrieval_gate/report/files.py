@@ -53,6 +53,7 @@ def write_reports(report: Report, output_format: str, json_out: str | None = Non
         if github:
             from retrieval_gate.report.github import publish, workflow_safe
 
+            assert json_out is not None  # set above in GitHub mode
             lines = publish(report, markdown, Path(json_out))
             out = workflow_safe(out) + "".join(f"{line}\n" for line in lines)
     return out

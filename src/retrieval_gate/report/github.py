@@ -32,8 +32,15 @@ from retrieval_gate.report.model import Report
 from retrieval_gate.report.text import signed
 from retrieval_gate.untrusted import capped, command_safe, visible
 
-__all__ = ["annotations", "error_verdict", "escape_data", "escape_property", "publish",
-           "publish_failure", "workflow_safe"]
+__all__ = [
+    "error_verdict",
+    "escape_data",
+    "escape_property",
+    "publish",
+    "publish_failure",
+    "workflow_annotations",
+    "workflow_safe",
+]
 
 MAX_PER_KIND = 10
 _MESSAGE = 1000  # characters of untrusted text in one annotation
@@ -77,7 +84,7 @@ def _capped(kind: str, items: list[tuple[str, str]]) -> list[str]:
     return lines
 
 
-def annotations(report: Report) -> list[str]:
+def workflow_annotations(report: Report) -> list[str]:
     """The workflow commands for ``report`` (see the module docstring)."""
     errors, warnings = [], []
     for c in report.comparisons:
@@ -120,7 +127,7 @@ def publish(report: Report, markdown: str, json_path: Path,
     _append(env.get("GITHUB_STEP_SUMMARY"), markdown)
     _outputs({"verdict": report.verdict, "exit-code": str(report.exit_code),
               "report": str(json_path)}, env)
-    return annotations(report)
+    return workflow_annotations(report)
 
 
 def error_verdict(exit_code: int) -> str:
