@@ -129,9 +129,11 @@ def main(argv: list[str] | None = None) -> int:
     queries = read_jsonl(PYDOC / "queries.jsonl")
     status = 0
     for system in SYSTEMS:
-        chunks = [c for d in docs for c in chunk(d["id"], d["text"], system.chunking)]
-        text = {d["id"]: d["text"] for d in docs}
-        texts = [text[str(c["doc_id"])][int(c["start"]):int(c["end"])] for c in chunks]
+        chunks, texts = [], []
+        for doc in docs:
+            for c in chunk(doc["id"], doc["text"], system.chunking):
+                chunks.append(c)
+                texts.append(doc["text"][int(c["start"]):int(c["end"])])
         run = bm25_run(texts, [str(c["id"]) for c in chunks], queries, system.tag)
         status |= not write_or_check(system.table, jsonl_lines(chunks), check)
         status |= not write_or_check(system.run, run, check)
