@@ -327,10 +327,14 @@ ask("p26", "What does defining __slots__ change for the instances of a class?", 
 NO_GLOBAL_NO_ASSIGN = E("global", 'It would be impossible to assign to a global variable '
                         'without "global", although free variables may refer to globals without '
                         'being declared global.')
+GLOBAL_REFERS = E("execmodel naming", 'If the "global" statement occurs within a block, all uses '
+                  'of the names specified in the statement refer to the bindings of those names '
+                  'in the top-level namespace.')
 ask("p27", "How can a function assign to a module-level variable?", "scoping", {
     "f1": [E("global", 'It means that the listed identifiers are to be interpreted as globals.  '
              'It would be impossible to assign to a global variable without "global", although '
-             'free variables may refer to globals without being declared global.')],
+             'free variables may refer to globals without being declared global.'),
+           GLOBAL_REFERS],
 })
 
 ask("p28", "What does the nonlocal statement do?", "scoping", {
@@ -349,10 +353,7 @@ ask("p29", "Why do I get UnboundLocalError when a function reads a global variab
         "f2": [E("execmodel naming", 'If the current scope is a function scope, and the name '
                  'refers to a local variable that has not yet been bound to a value at the point '
                  'where the name is used, an "UnboundLocalError" exception is raised.')],
-        "f3": [E("execmodel naming", 'If the "global" statement occurs within a block, all uses '
-                 'of the names specified in the statement refer to the bindings of those names '
-                 'in the top-level namespace.'),
-               NO_GLOBAL_NO_ASSIGN],
+        "f3": [GLOBAL_REFERS, NO_GLOBAL_NO_ASSIGN],
     })
 
 CLASS_SCOPE = E("execmodel naming", 'The scope of names defined in a class block is limited to '
