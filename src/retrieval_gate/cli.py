@@ -141,6 +141,13 @@ def _policy_options(command):
 @click.option("--queries", type=click.Path(dir_okay=False), help="Query set (JSON Lines).")
 @click.option("--doc-map", type=click.Path(dir_okay=False),
               help="Chunk id → doc id map; items collapse to their document's first rank.")
+@click.option("--corpus", type=click.Path(dir_okay=False),
+              help="The corpus (JSON Lines documents, or a list of ids): every document the "
+                   "run names must be in it; span judgments need it.")
+@click.option("--chunks", type=click.Path(dir_okay=False),
+              help="The run's chunk table (JSON Lines: id, doc_id, start, end, tokens).")
+@click.option("--min-coverage", type=click.FloatRange(0, 1, min_open=True), default=1.0,
+              show_default=True, help="Share of a judged span the items must cover.")
 @click.option("--qrels-format", type=click.Choice(["trec", "json", "jsonl"]),
               help="Force the qrels format (default: detected).")
 @click.option("--run-format", type=click.Choice(["trec", "json", "jsonl"]),
@@ -150,7 +157,8 @@ def _policy_options(command):
 @click.option("-o", "--output", type=click.Path(dir_okay=False),
               help="Write the report to this file (atomically) instead of standard output.")
 def score(files, measures, k, threshold, unjudged, duplicates, missing, extra, unlabeled,
-          queries, doc_map, qrels_format, run_format, output_format, output):
+          queries, doc_map, corpus, chunks, min_coverage, qrels_format, run_format,
+          output_format, output):
     """Score a run per query: gate score QRELS RUN, or gate score FIXTURE.json."""
     from retrieval_gate.evaluate import choose_measures, score_files
     from retrieval_gate.formats.atomic import write_text_atomic
@@ -159,7 +167,8 @@ def score(files, measures, k, threshold, unjudged, duplicates, missing, extra, u
 
     policy = ScoringPolicy(threshold, unjudged, duplicates, missing, extra, unlabeled)
     chosen = choose_measures(measures, k)
-    results = score_files(files, chosen, policy, queries, doc_map, qrels_format, run_format)
+    results = score_files(files, chosen, policy, queries, doc_map, qrels_format, run_format,
+                          corpus, chunks, min_coverage)
     named = results[0].name is not None
     if output_format == "json":
         documents = {r.name: scores_document(r.scores, r.inputs) for r in results}
