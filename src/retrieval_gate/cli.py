@@ -229,10 +229,20 @@ def snapshot() -> None:
 @click.option("--qrels-version", help="Default: sha256: + the first 12 hex digits of the file.")
 @click.option("--corpus-version", required=True, help="Version of the document collection.")
 @click.option("--corpus-file", type=click.Path(dir_okay=False),
-              help="Pin the corpus by this file's hash.")
-@click.option("--chunking-version", required=True, help="Version of the chunking rules.")
+              help="Pin the corpus by this file's hash (JSON Lines documents with their text, or "
+                   "a list of ids): runs are checked against it; span judgments need it.")
+@click.option("--unit", type=click.Choice(["document", "span", "chunk"]),
+              help="What a judgment is about.  [default: span for judgments with start and "
+                   "end; else chunk with --chunking-version, document without]")
+@click.option("--chunking-version",
+              help="Chunk judgments: the chunking whose chunk ids they name.")
 @click.option("--chunking-param", "chunking_params", multiple=True, metavar="KEY=VALUE",
-              help="A chunking parameter (repeatable); numbers and true/false are typed.")
+              help="Chunk judgments: a chunking parameter (repeatable); numbers and true/false "
+                   "are typed.")
+@click.option("--chunks", "chunks_file", type=click.Path(dir_okay=False),
+              help="Chunk judgments: pin the chunking's chunk table by its hash.")
+@click.option("--min-coverage", type=click.FloatRange(0, 1, min_open=True),
+              help="Span judgments: the share of a span the items must cover.  [default: 1]")
 @click.option("--permissions-version", required=True, help="Version of the access rules.")
 @click.option("--permissions-file", type=click.Path(dir_okay=False),
               help="Pin the permissions by this file's hash.")
@@ -244,9 +254,10 @@ def snapshot() -> None:
 @_policy_options
 @click.option("-o", "--output", required=True, type=click.Path(dir_okay=False),
               help="The manifest to write; every file must lie in its folder or below.")
-def freeze(queries, queries_version, qrels, qrels_version, corpus_version, corpus_file,
-           chunking_version, chunking_params, permissions_version, permissions_file, name,
-           measures, gain, threshold, unjudged, duplicates, missing, extra, unlabeled, output):
+def freeze(queries, queries_version, qrels, qrels_version, corpus_version, corpus_file, unit,
+           chunking_version, chunking_params, chunks_file, min_coverage, permissions_version,
+           permissions_file, name, measures, gain, threshold, unjudged, duplicates, missing,
+           extra, unlabeled, output):
     """Pin queries, qrels, corpus, chunking, permissions and the scoring policy."""
     from retrieval_gate.scoring_policy import ScoringPolicy
     from retrieval_gate.snapshot import freeze as freeze_snapshot
@@ -254,8 +265,9 @@ def freeze(queries, queries_version, qrels, qrels_version, corpus_version, corpu
     frozen = freeze_snapshot(
         output, queries=queries, queries_version=queries_version, qrels=qrels,
         qrels_version=qrels_version, corpus_version=corpus_version, corpus_file=corpus_file,
-        chunking_version=chunking_version,
+        unit=unit, chunking_version=chunking_version,
         chunking_params=_key_values("--chunking-param", chunking_params),
+        chunks_file=chunks_file, min_coverage=min_coverage,
         permissions_version=permissions_version, permissions_file=permissions_file, name=name,
         measures=measures, gain=gain,
         policy=ScoringPolicy(threshold, unjudged, duplicates, missing, extra, unlabeled))
@@ -288,14 +300,22 @@ def validate(snapshot_file, runs, run_manifest):
               help="What produced the run: retriever, model, index, parameters (repeatable).")
 @click.option("--commit", help="Source commit.  [default: $GITHUB_SHA, else git rev-parse HEAD]")
 @click.option("--created", help="Creation time, YYYY-MM-DDTHH:MM:SSZ.  [default: now, UTC]")
+@click.option("--chunks", type=click.Path(dir_okay=False),
+              help="The run's chunk table (JSON Lines: id, doc_id, start, end, tokens), pinned "
+                   "by its hash: its items are chunks of it.")
+@click.option("--chunking-version", help="A name for the run's chunking (with --chunks).")
+@click.option("--chunking-param", "chunking_params", multiple=True, metavar="KEY=VALUE",
+              help="A parameter of the run's chunking (with --chunks; repeatable).")
 @click.option("-o", "--output", type=click.Path(dir_okay=False),
               help="Where to write it.  [default: RUN.manifest.json]")
-def run_manifest(snapshot_file, run, system, commit, created, output):
+def run_manifest(snapshot_file, run, system, commit, created, chunks, chunking_version,
+                 chunking_params, output):
     """Write the manifest of a run made on a snapshot (after checking the run against it)."""
     from retrieval_gate.validate import record_run
 
     target, loaded = record_run(snapshot_file, run, _key_values("--system", system), commit,
-                                created, output)
+                                created, output, chunks, chunking_version,
+                                _key_values("--chunking-param", chunking_params))
     _print(f"{_shown(target)}: run {_shown(run)} on snapshot '{_shown(loaded.name)}' "
            f"({loaded.fingerprint})")
 

@@ -7,11 +7,11 @@ from dataclasses import dataclass
 from typing import Any
 
 from retrieval_gate.errors import InputError
+from retrieval_gate.evidence import attach_chunks
 from retrieval_gate.formats import read_doc_map, read_fixture, read_qrels, read_queries, read_run
+from retrieval_gate.formats.corpus import read_chunk_table, read_corpus
 from retrieval_gate.formats.source import display_name
 from retrieval_gate.measures import Measure, default_measures, parse_measures
-from retrieval_gate.evidence import attach_chunks
-from retrieval_gate.formats.corpus import read_chunk_table, read_corpus
 from retrieval_gate.model import Qrels, RunRows
 from retrieval_gate.scoring import Scores, score_run
 from retrieval_gate.scoring_policy import ScoringPolicy

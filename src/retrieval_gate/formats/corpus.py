@@ -5,9 +5,9 @@
 - JSON Lines, one document per line: ``{"id": "d1", "text": "..."}`` (``text`` is needed for
   span judgments, whose offsets it bounds; other fields — a title, access data — are kept for
   later use and ignored here), or
-- a list of ids, one per line (the first white-space separated field of each line; ``#``
-  comments and blank lines as in TREC files): enough to check that every item of a run is a
-  document of the corpus, not to check offsets.
+- a list of ids, one per line (the first white-space separated field of each line, further
+  fields ignored; ``#`` comments and blank lines as in TREC files): enough to check that every
+  item of a run is a document of the corpus, not to check offsets.
 
 **Chunk table** (a run's chunking), JSON Lines, one chunk per line:
 ``{"id": "d1#0", "doc_id": "d1", "start": 0, "end": 812, "tokens": 150}`` — ``start`` and
@@ -34,8 +34,12 @@ def read_corpus(source: Source) -> Corpus:
     """The corpus file: JSON Lines documents, or a list of ids (see the module docstring)."""
     blob = source_blob(source)
     if re.match(rb"(?:\xef\xbb\xbf)?\s*\{", blob.data[:4096]) is None:
-        (ids,), lines = trec.read_fields(bytes(blob.data), blob.name, (0,), 1, _ID_LIST_FIX)
-        _require_distinct(ids, lines, blob.name, "document")
+        parts = [(trec.gather_bytes(t.buf, t.starts[0], t.ends[0]), t.lines)
+                 for t in trec.tokenized(blob.data, blob.name, (0,), 1, _ID_LIST_FIX, ids=(0,))]
+        width = max(part.dtype.itemsize for part, _ in parts)
+        ids = np.concatenate([part.astype(f"S{width}") for part, _ in parts])
+        _require_distinct(ids, np.concatenate([lines for _, lines in parts]), blob.name,
+                          "document")
         return Corpus(blob.name, ids, None)
     from retrieval_gate.formats.jsonfmt import check_id, json_lines
 
