@@ -4,6 +4,7 @@ invariant that span scoring of one-span items is chunk scoring."""
 
 from __future__ import annotations
 
+import itertools
 import json
 import math
 from pathlib import Path
@@ -218,7 +219,8 @@ def chunked_runs(draw):
     for d in range(draw(st.integers(1, 3))):
         cuts = sorted(draw(st.sets(st.integers(1, 59), max_size=4)))
         bounds = [0, *cuts, 60]
-        chunks += [(f"d{d}#{i}", f"d{d}", s, e) for i, (s, e) in enumerate(zip(bounds, bounds[1:]))]
+        chunks += [(f"d{d}#{i}", f"d{d}", s, e)
+                   for i, (s, e) in enumerate(itertools.pairwise(bounds))]
     queries = {}
     for q in range(draw(st.integers(1, 3))):
         judged = draw(st.lists(st.sampled_from(chunks), min_size=1, unique=True, max_size=5))
