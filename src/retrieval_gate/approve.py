@@ -83,7 +83,7 @@ def approve_baseline(candidate: str | os.PathLike[str], to: str | os.PathLike[st
     chunks = checked.manifest.chunks_file()
     if chunks is not None:  # the run's chunk table travels with it, beside it
         if chunks.name in (source.name, manifest_path(source).name):
-            raise InputError(str(chunks), f"has the name of the run or its manifest, and the "
+            raise InputError(str(chunks), "has the name of the run or its manifest, and the "
                              "approved version keeps them side by side",
                              "rename the chunk table and rewrite the run's manifest")
         document["chunking"] = {**document["chunking"], "file": chunks.name}
