@@ -262,3 +262,104 @@ def test_span_scoring_of_one_span_items_is_chunk_scoring(tmp_path, data):
     assert spans.keys() == ids.keys()
     for qid in ids:
         assert spans[qid] == pytest.approx(ids[qid], abs=1e-12), qid
+
+
+# -- snapshots, run manifests, gate check ------------------------------------------------------
+
+def _freeze(folder: Path, *extra: str | Path) -> tuple[int, str, str]:
+    return gate("snapshot", "freeze", "--queries", folder / "queries.jsonl", "--qrels",
+                folder / "qrels.jsonl", "--corpus-file", folder / "corpus.jsonl",
+                "--corpus-version", "c1", "--permissions-version", "p", "-m", "Recall@5",
+                "-m", "FactCoverage@5", "-m", "nDCG@5", *extra, "-o", folder / "snapshot.json")
+
+
+@pytest.fixture
+def spans(fixture: Path) -> Path:
+    jsonl(fixture / "queries.jsonl", [{"id": "q1", "text": "what?"}])
+    code, out, err = _freeze(fixture)
+    assert code == 0, err
+    assert json.loads((fixture / "snapshot.json").read_text())["chunking"] == {"unit": "span"}
+    for name, table in (("run.trec", "chunks.jsonl"), ("other.trec", "other.jsonl")):
+        if name == "other.trec":
+            jsonl(fixture / table, [{"id": "x1", "doc_id": "b", "start": 0, "end": 50},
+                                    {"id": "x2", "doc_id": "a", "start": 0, "end": 100}])
+            (fixture / name).write_text("q1 Q0 x2 1 2 t\nq1 Q0 x1 2 1 t\n")
+        code, _, err = gate("run-manifest", "--snapshot", fixture / "snapshot.json", "--run",
+                            fixture / name, "--chunks", fixture / table, "--chunking-version",
+                            table.removesuffix(".jsonl"), "--chunking-param", "size=5")
+        assert code == 0, err
+    return fixture
+
+
+def test_two_chunkings_compare_on_one_span_snapshot(spans):
+    manifest = json.loads((spans / "other.trec.manifest.json").read_text())
+    assert manifest["chunking"]["file"] == "other.jsonl"
+    assert manifest["chunking"]["version"] == "other"
+    assert manifest["chunking"]["params"] == {"size": 5}
+    (spans / "gate.toml").write_text('resamples = 1000\nmin-queries = 1\n[[gate]]\n'
+                                     'measure = "Recall@5"\nmargin = 0.1\n')
+    code, out, err = gate("check", "--config", spans / "gate.toml", "--snapshot",
+                          spans / "snapshot.json", "--baseline", spans / "run.trec",
+                          "--candidate", spans / "other.trec", "--output-format", "json")
+    assert code in (0, 1), err
+    report = json.loads(out)
+    assert report["candidate"]["chunking"]["version"] == "other"
+    assert report["baseline"]["chunking"]["version"] == "chunks"
+    assert report["candidate"]["means"]["Recall@5"] == 1.0  # a[0:100] and b[0:50]: all spans
+    code, out, _ = gate("check", "--config", spans / "gate.toml", "--snapshot",
+                        spans / "snapshot.json", "--baseline", spans / "run.trec",
+                        "--candidate", spans / "other.trec")
+    assert "evidence unit span (min coverage 1); chunking: candidate other (size=5), " \
+           "baseline chunks (size=5)" in out
+
+
+def test_a_chunk_table_changed_after_the_manifest_is_not_comparable(spans):
+    table = spans / "other.jsonl"
+    table.write_text(table.read_text().replace('"end": 50', '"end": 49'))
+    code, _, err = gate("validate", spans / "snapshot.json", spans / "other.trec")
+    assert code == 3 and "the chunking changed after the manifest was written" in err
+
+
+def test_approval_keeps_the_chunk_table_beside_the_run(spans):
+    code, _, err = gate("baseline", "approve", "--candidate", spans / "other.trec", "--to",
+                        spans / "base", "--snapshot", spans / "snapshot.json")
+    assert code == 0, err
+    version = spans / "base" / (spans / "base" / "CURRENT").read_text().strip()
+    assert sorted(p.name for p in version.iterdir()) == [
+        "other.jsonl", "other.trec", "other.trec.manifest.json"]
+    manifest = json.loads((version / "other.trec.manifest.json").read_text())
+    assert manifest["chunking"]["file"] == "other.jsonl"
+    code, _, err = gate("validate", spans / "snapshot.json", spans / "base")
+    assert code == 0, err
+
+
+def test_chunk_judgments_refuse_a_run_of_another_chunking(tmp_path):
+    jsonl(tmp_path / "queries.jsonl", [{"id": "q", "text": "?"}])
+    jsonl(tmp_path / "qrels.jsonl", [{"query_id": "q", "doc_id": "a#0", "grade": 1}])
+    jsonl(tmp_path / "corpus.jsonl", [{"id": "a", "text": "x" * 40}])
+    for name, size in (("c20.jsonl", 20), ("c10.jsonl", 10)):
+        jsonl(tmp_path / name, [{"id": f"a#{i}", "doc_id": "a", "start": s, "end": s + size}
+                                for i, s in enumerate(range(0, 40, size))])
+    code, _, err = gate("snapshot", "freeze", "--queries", tmp_path / "queries.jsonl",
+                        "--qrels", tmp_path / "qrels.jsonl", "--corpus-file",
+                        tmp_path / "corpus.jsonl", "--corpus-version", "c", "--unit", "chunk",
+                        "--chunking-version", "c20", "--chunks", tmp_path / "c20.jsonl",
+                        "--permissions-version", "p", "-o", tmp_path / "snapshot.json")
+    assert code == 0, err
+    (tmp_path / "run.trec").write_text("q Q0 a#0 1 1 t\n")
+    code, _, err = gate("run-manifest", "--snapshot", tmp_path / "snapshot.json", "--run",
+                        tmp_path / "run.trec", "--chunks", tmp_path / "c10.jsonl")
+    assert code == 0, err  # the run is valid; comparing it is not
+    code, _, err = gate("validate", tmp_path / "snapshot.json", tmp_path / "run.trec")
+    assert code == 3
+    assert ("not comparable: run " in err and "chunking: chunk table sha256" in err
+            and "judge spans or documents to compare chunkings" in err)
+
+
+@pytest.mark.parametrize("args, message", [
+    (("--unit", "document"), "the unit is document, but the judgments"),
+    (("--chunking-version", "v1", "--unit", "span"), "span judgments compare runs of any"),
+])
+def test_freeze_explains_a_unit_mismatch(spans, args, message):
+    code, _, err = _freeze(spans, *args)
+    assert code == 2 and message in err and err.count("\n") == 1

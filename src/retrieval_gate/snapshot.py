@@ -360,7 +360,8 @@ def freeze(output: str | os.PathLike[str], *, queries: str | os.PathLike[str],
                          "chunking, so the snapshot pins none",
                          "record each run's chunking in its run manifest (gate run-manifest "
                          "--chunks), or freeze with --unit chunk")
-    document["chunking"] = chunking
+    document = {**{k: v for k, v in document.items() if k != "permissions"},
+                "chunking": chunking, "permissions": document["permissions"]}
     chosen = parse_measures(measures, gain) if measures else default_measures(DEFAULT_CUTOFF)
     document["scoring"] = {"measures": [str(m) for m in chosen], "gain": gain, **policy.as_dict()}
     if min_coverage is not None:
