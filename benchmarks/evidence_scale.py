@@ -138,12 +138,47 @@ def spans(repeat: int, seed: int) -> tuple[float, float]:
     return documents, spanned
 
 
+def membership(repeat: int, seed: int) -> tuple[float, float]:
+    """``gate check`` on check_scale.py's large case, with and without the corpus list."""
+    sys.path.insert(0, str(ROOT / "benchmarks"))
+    from check_scale import prepare  # the large case's data and manifests
+    from score_scale import LARGE, PASSAGES
+
+    source = prepare(LARGE, ROOT / "benchmarks" / "data", seed, regenerate=False).folder
+    corpus = DATA / "passages.txt"
+    if not corpus.exists():
+        _write(corpus, (f"{i}\n" for i in range(PASSAGES)))
+    seconds = []
+    for name, pinned in (("by-version", False), ("pinned", True)):
+        folder = DATA / f"membership-{name}"
+        if not (folder / "candidate.trec.manifest.json").exists():
+            folder.mkdir(parents=True, exist_ok=True)
+            for file in ("queries.jsonl", "qrels.tsv", "baseline.trec", "candidate.trec"):
+                if not (folder / file).exists():
+                    os.link(source / file, folder / file)
+            if pinned and not (folder / corpus.name).exists():
+                os.link(corpus, folder / corpus.name)
+            freeze = ["snapshot", "freeze", "--queries", "queries.jsonl", "--qrels", "qrels.tsv",
+                      "--unit", "document", "--corpus-version", "msmarco-passages",
+                      *(["--corpus-file", corpus.name] if pinned else []),
+                      "--permissions-version", "public", "-o", "snapshot.json"]
+            for argv in (freeze, *(["run-manifest", "--snapshot", "snapshot.json", "--run", run]
+                                   for run in ("baseline.trec", "candidate.trec"))):
+                subprocess.run([str(GATE), *argv], cwd=folder, check=True, capture_output=True)
+        seconds.append(best_time(["check", "--snapshot", folder / "snapshot.json", "--baseline",
+                                  folder / "baseline.trec", "--candidate",
+                                  folder / "candidate.trec", "--fail-on", "never", "--json",
+                                  folder / "report.json"], repeat))
+    return seconds[0], seconds[1]
+
+
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("--repeat", type=int, default=3, help="timed runs per command")
     parser.add_argument("--seed", type=int, default=0)
     parser.add_argument("--skip-membership", action="store_true",
-                        help="only the span part (the membership part needs ~4 GB of data)")
+                        help="only the span part (the membership part generates ~1 GB of data "
+                             "and takes minutes)")
     options = parser.parse_args(argv)
     documents, spanned = spans(options.repeat, options.seed)
     ratio = spanned / documents
@@ -152,9 +187,7 @@ def main(argv: list[str] | None = None) -> int:
     print(f"  span scoring      {spanned:7.2f} s   ratio {ratio:.2f}×   target ≤ 2×: "
           f"{'MET' if ratio <= 2 else 'MISSED'}")
     if not options.skip_membership:
-        from membership_scale import membership  # noqa: PLC0415 — the heavy part, on demand
-
-        without, with_corpus = membership(options.repeat)
+        without, with_corpus = membership(options.repeat, options.seed)
         overhead = with_corpus / without - 1
         print("6,980 queries × 1,000 passages × 2 runs, 8,841,823-id corpus list")
         print(f"  gate check, corpus by version  {without:7.2f} s")
