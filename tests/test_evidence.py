@@ -276,7 +276,7 @@ def _freeze(folder: Path, *extra: str | Path) -> tuple[int, str, str]:
 @pytest.fixture
 def spans(fixture: Path) -> Path:
     jsonl(fixture / "queries.jsonl", [{"id": "q1", "text": "what?"}])
-    code, out, err = _freeze(fixture)
+    code, _, err = _freeze(fixture)
     assert code == 0, err
     assert json.loads((fixture / "snapshot.json").read_text())["chunking"] == {"unit": "span"}
     for name, table in (("run.trec", "chunks.jsonl"), ("other.trec", "other.jsonl")):

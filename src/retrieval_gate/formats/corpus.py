@@ -25,6 +25,7 @@ import numpy as np
 
 from retrieval_gate.errors import InputError
 from retrieval_gate.formats import Source, source_blob, trec
+from retrieval_gate.formats.source import Blob
 from retrieval_gate.model import ChunkTable, Corpus
 
 _ID_LIST_FIX = "a corpus id list has one document id per line"
@@ -34,13 +35,20 @@ def read_corpus(source: Source) -> Corpus:
     """The corpus file: JSON Lines documents, or a list of ids (see the module docstring)."""
     blob = source_blob(source)
     if re.match(rb"(?:\xef\xbb\xbf)?\s*\{", blob.data[:4096]) is None:
-        parts = [(trec.gather_bytes(t.buf, t.starts[0], t.ends[0]), t.lines)
-                 for t in trec.tokenized(blob.data, blob.name, (0,), 1, _ID_LIST_FIX, ids=(0,))]
-        width = max(part.dtype.itemsize for part, _ in parts)
-        ids = np.concatenate([part.astype(f"S{width}") for part, _ in parts])
-        _require_distinct(ids, np.concatenate([lines for _, lines in parts]), blob.name,
-                          "document")
-        return Corpus(blob.name, ids, None)
+        return _id_list(blob)
+    return _documents(blob)
+
+
+def _id_list(blob: Blob) -> Corpus:
+    parts = [(trec.gather_bytes(t.buf, t.starts[0], t.ends[0]), t.lines)
+             for t in trec.tokenized(blob.data, blob.name, (0,), 1, _ID_LIST_FIX, ids=(0,))]
+    width = max(part.dtype.itemsize for part, _ in parts)
+    ids = np.concatenate([part.astype(f"S{width}") for part, _ in parts])
+    _require_distinct(ids, np.concatenate([lines for _, lines in parts]), blob.name, "document")
+    return Corpus(blob.name, ids, None)
+
+
+def _documents(blob: Blob) -> Corpus:
     from retrieval_gate.formats.jsonfmt import check_id, json_lines
 
     ids: list[bytes] = []
@@ -85,8 +93,8 @@ def read_chunk_table(source: Source) -> ChunkTable:
         numbers.append(line)
     array = np.array(ids, dtype="S")
     _require_distinct(array, np.array(numbers), blob.name, "chunk")
-    start, end, tokens = (np.array(column, dtype=np.int64) for column in zip(*places))
-    return ChunkTable(blob.name, array, np.array(docs, dtype="S"), start, end, tokens)
+    columns = np.array(places, dtype=np.int64).reshape(-1, 3).T.copy()
+    return ChunkTable(blob.name, array, np.array(docs, dtype="S"), *columns)
 
 
 def _require_distinct(ids: np.ndarray, lines: np.ndarray, name: str, what: str) -> None:
