@@ -7,7 +7,8 @@ policies. The policy layer combines these pieces into a verdict.
 - :func:`sign_test` — wins / losses / ties and exact binomial p-values (one-sided toward
   regression, and two-sided), equal to ``scipy.stats.binomtest`` on ``wins + losses`` trials.
 - :func:`bootstrap_ci` — two-sided ``1 − alpha`` bootstrap interval (BCa or percentile) of the
-  mean difference, resampling *queries*; one resample index set is shared by every measure.
+  mean difference, resampling *queries*, and optionally the upper end of a wider interval from
+  the same resamples (a family's bound); one resample index set is shared by every measure.
   With the same generator it reproduces ``scipy.stats.bootstrap(..., vectorized=True)``.
 - :func:`holm` — Holm step-down adjusted p-values.
 - :func:`minimum_detectable_drop` — the smallest true mean drop the test set detects with a
@@ -16,8 +17,8 @@ policies. The policy layer combines these pieces into a verdict.
 Only numpy and the standard library are used on the gate's path: binomial tails are exact
 integer sums (``scipy.special.bdtrc`` only beyond :data:`EXACT_BINOMIAL_MAX` trials), normal
 quantiles come from :class:`statistics.NormalDist`. Importing ``scipy.special`` costs more than
-numpy itself, and ``scipy.stats`` about a second; both are the tests' oracles. No function returns NaN or ±inf for finite input:
-degenerate cases are defined in each docstring.
+numpy itself, and ``scipy.stats`` about a second; both are the tests' oracles. No function
+returns NaN or ±inf for finite input: degenerate cases are defined in each docstring.
 """
 
 from __future__ import annotations
@@ -515,8 +516,8 @@ def minimum_detectable_drop(
     """Smallest true mean drop this query set detects with probability ``power``.
 
     ``MDD = (z_{1−α/2} + z_{power}) · s_d / √n`` with ``s_d`` the sample standard deviation of
-    ``d`` (ddof = 1) and ``z_q = Φ⁻¹(q)``: the two-sided level-α test, matching the two-sided
-    ``1 − α`` interval the decision uses. This is the normal (known-variance) approximation; the
+    ``d`` (ddof = 1) and ``z_q = Φ⁻¹(q)``: the two-sided level-α test, matching a decision on
+    the two-sided ``1 − α`` interval (the gate passes its family's level, ``α/m``). This is the normal (known-variance) approximation; the
     exact paired-t answer (from the noncentral t distribution) is slightly larger for small n
     (about 4% at n = 25, under 0.5% at n = 1000 — e.g. σ_d = 0.10, α = 0.05, power 0.8:
     0.0560 vs 0.058 at n = 25). It is a property of n and the observed spread, not a
