@@ -4,6 +4,7 @@ regression rules, the minimum number of queries, and the labels every renderer p
 from __future__ import annotations
 
 import dataclasses
+from pathlib import Path
 
 import numpy as np
 import pytest
@@ -13,6 +14,8 @@ from hypothesis import strategies as st
 
 from retrieval_gate.check import check
 from retrieval_gate.compare import bootstrap_ci, holm, sign_test
+from retrieval_gate.config import config_from_mapping
+from retrieval_gate.errors import EXIT_INVALID, GateError
 from retrieval_gate.policy import (
     DEFAULT_MIN_QUERIES,
     GatedMeasure,
@@ -85,6 +88,21 @@ def test_decision_note_texts():
                                     "nor regression is certified")
     assert decision_note(24, 25).startswith("only 24 queries, fewer than min-queries = 25")
     assert decision_note(25, 25) is None
+
+
+def test_policy_values_from_the_configuration():
+    policy = config_from_mapping({"regression-rule": "interval", "min-queries": 10}, "gate.toml",
+                                 Path(".")).policy
+    assert (policy.regression_rule, policy.min_queries) == ("interval", 10)
+    defaults = config_from_mapping({}, "gate.toml", Path(".")).policy
+    assert (defaults.regression_rule, defaults.min_queries) == ("estimate", DEFAULT_MIN_QUERIES)
+    assert policy.as_dict()["regression_rule"] == "interval"
+    for bad in ({"regression-rule": "strict"}, {"min-queries": 0}, {"min-queries": 2.5}):
+        with pytest.raises(GateError) as raised:  # the schema's error, exit 2
+            config_from_mapping(bad, "gate.toml", Path("."))
+        assert raised.value.exit_code == EXIT_INVALID
+    with pytest.raises(ValueError):
+        GatePolicy(min_queries=0)
 
 
 # -- compare: families, rules, minimum n ---------------------------------------------------------
