@@ -7,8 +7,9 @@ policies. The policy layer combines these pieces into a verdict.
 - :func:`sign_test` — wins / losses / ties and exact binomial p-values (one-sided toward
   regression, and two-sided), equal to ``scipy.stats.binomtest`` on ``wins + losses`` trials.
 - :func:`bootstrap_ci` — two-sided ``1 − alpha`` bootstrap interval (BCa or percentile) of the
-  mean difference, resampling *queries*, and optionally the upper end of a wider interval from
-  the same resamples (a family's bound); one resample index set is shared by every measure.
+  mean difference, resampling *queries*, and optionally a studentized (bootstrap-t) upper
+  bound at a stricter level from the same resamples (a family's bound); one resample index
+  set is shared by every measure.
   With the same generator it reproduces ``scipy.stats.bootstrap(..., vectorized=True)``.
 - :func:`holm` — Holm step-down adjusted p-values.
 - :func:`minimum_detectable_drop` — the smallest true mean drop the test set detects with a
@@ -186,9 +187,10 @@ class BootstrapInterval:
       no resampling uncertainty); ``"empty"`` (n = 0: ``(0.0, 0.0)``, no evidence at all).
     - ``fallback``: ``None``, or why BCa was requested but the percentile interval is reported
       (the BCa correction is undefined for this bootstrap distribution). Reports should state it.
-    - ``upper``: when :func:`bootstrap_ci` is given ``upper_alpha``, the upper end of the
-      two-sided ``1 − upper_alpha`` interval of the same bootstrap distribution and method
-      (``≥ high``); else ``None``.
+    - ``upper``: when :func:`bootstrap_ci` is given ``upper_alpha``, the studentized
+      (bootstrap-t) upper bound at one-sided ``upper_alpha / 2`` — the upper end of a two-sided
+      ``1 − upper_alpha`` interval — from the same resamples, raised to ``high`` where it falls
+      below it (so ``≥ high``); else ``None``.
     """
 
     low: float
@@ -273,13 +275,16 @@ def _index_batches(
 
 
 def _bootstrap_means(
-    rows: np.ndarray, resamples: int, rng: np.random.Generator, chunk: int
-) -> np.ndarray:
+    rows: np.ndarray, resamples: int, rng: np.random.Generator, chunk: int,
+    squares: bool = False
+) -> tuple[np.ndarray, np.ndarray | None]:
     """Bootstrap distribution of the row means, shape ``(m, resamples)``: the batches of
     :func:`_index_batches`, every row gathered with the same indices. Each mean is ``np.mean``
-    over a contiguous resampled row, as in SciPy."""
+    over a contiguous resampled row, as in SciPy. With ``squares``, also the mean of the
+    squared values of each resampled row (for its standard deviation), else None."""
     m, n = rows.shape
     means = np.empty((m, resamples), dtype=np.float64)
+    second = np.empty((m, resamples), dtype=np.float64) if squares else None
     buf = np.empty((min(chunk, resamples), n), dtype=np.float64)
     start = 0
     for idx in _index_batches(rng, n, resamples, chunk):
@@ -288,8 +293,34 @@ def _bootstrap_means(
         for r in range(m):
             np.take(rows[r], idx, out=gathered, mode="clip")  # indices are in range
             np.mean(gathered, axis=-1, out=means[r, start:start + size])
+            if second is not None:
+                np.square(gathered, out=gathered)
+                np.mean(gathered, axis=-1, out=second[r, start:start + size])
         start += size
-    return means
+    return means, second
+
+
+def _studentized_upper(rows: np.ndarray, means: np.ndarray, second: np.ndarray,
+                       tail: float) -> np.ndarray:
+    """The bootstrap-t upper bound of each row's mean at one-sided level ``tail``
+    (Efron & Tibshirani 1993, ch. 12): ``θ̂ − q · ŝ/√n`` with ``q`` the ``tail`` quantile of
+    ``t*_b = (θ*_b − θ̂) / (s*_b/√n)`` over the resamples, ŝ and s*_b standard deviations
+    (ddof = 1). Studentizing each resample by its own spread lets the bound see that a sample
+    without the rare large values of a skewed distribution is less certain than its spread
+    says, which the percentile and BCa ends do not. A resample without spread has t* = ±∞ on
+    the side of its mean (0 at θ̂); the quantile is then taken as ±1e300, which keeps the
+    bound finite (and far from any decision)."""
+    n = rows.shape[1]
+    theta_hat = rows.mean(axis=-1, keepdims=True)
+    sd_hat = rows.std(axis=-1, ddof=1)
+    spread = np.sqrt(np.maximum(second - means * means, 0.0) * (n / (n - 1)))
+    offset = means - theta_hat
+    with np.errstate(divide="ignore", invalid="ignore"):
+        t = offset / (spread / math.sqrt(n))
+    t = np.where(spread > 0, t, np.sign(offset) * 1e300)
+    t.sort(axis=-1)
+    q = _linear_quantile(t, np.full((rows.shape[0], 1), tail))[:, 0]
+    return theta_hat[:, 0] - q * sd_hat / math.sqrt(n)
 
 
 def _bca_levels(
@@ -338,10 +369,13 @@ def bootstrap_ci(
     upper_alpha: float | None = None,
 ) -> tuple[BootstrapInterval, ...]:
     """Two-sided ``1 − alpha`` bootstrap intervals for the mean of each row of ``diffs``, and
-    optionally the upper end of the wider two-sided ``1 − upper_alpha`` interval
-    (``0 < upper_alpha ≤ alpha``; :attr:`BootstrapInterval.upper`) from the same resamples — the
-    bound a family of comparisons uses, e.g. ``upper_alpha = alpha / m`` for m simultaneous
-    intervals (Bonferroni).
+    optionally an upper bound at one-sided ``upper_alpha / 2`` (``0 < upper_alpha ≤ alpha``;
+    :attr:`BootstrapInterval.upper`) from the same resamples — the bound a family of
+    comparisons uses, e.g. ``upper_alpha = alpha / m`` for m simultaneous intervals
+    (Bonferroni). That bound is studentized (bootstrap-t, :func:`_studentized_upper`): with
+    few queries and a skewed distribution (most queries slightly worse, a few much better) the
+    percentile and BCa ends are too low, and a test set that happens to miss the rare large
+    values would be flagged too often.
 
     ``diffs`` has shape ``(m, n)``: m measures × n queries, each row the per-query differences
     of one measure over the same queries. The bootstrap resamples *queries* with replacement:
@@ -355,9 +389,9 @@ def bootstrap_ci(
       ``tail = (1 − (1 − alpha))/2`` (SciPy's arithmetic on ``confidence_level = 1 − alpha``);
     - ``"bca"``: bias-corrected and accelerated (Efron 1987), see :func:`_bca_levels`.
 
-    ``upper`` is the ``1 − tail'`` quantile (BCa-adjusted like ``high``) with ``tail'`` computed
-    the same way from ``upper_alpha``, raised to ``high`` if interpolation rounds it an ulp
-    below.
+    ``upper`` is the bootstrap-t bound at one-sided ``tail'`` (``tail'`` computed from
+    ``upper_alpha`` as ``tail`` from ``alpha``), raised to ``high`` when below it: a bound for a
+    family is never tighter than the interval reports show.
 
     Quantiles use SciPy's ``stats.quantile(method='linear')`` arithmetic. Equivalence with SciPy:
     for a row ``d`` with spread and a generator in the same state,
@@ -389,7 +423,8 @@ def bootstrap_ci(
     ``n ≤ 1`` or ``m = 0``. Same generator state and inputs → identical output.
 
     Memory and time: resamples are drawn in batches of ``chunk`` resamples (default: about
-    2**19 indices per batch); peak extra memory ≈ ``24·chunk·n + 16·m·resamples`` bytes.
+    2**19 indices per batch); peak extra memory ≈ ``24·chunk·n + 16·m·resamples`` bytes, and
+    ``16·m·resamples`` more with ``upper_alpha`` (the resamples' second moments).
     Time is dominated by drawing ``resamples·n`` indices plus one gather per row; for large
     draws the next batch is drawn on a second thread while the current one is gathered
     (:func:`_index_batches`), which hides the gathers behind the draws when a second core is
@@ -442,20 +477,21 @@ def bootstrap_ci(
         return tuple(out)  # type: ignore[arg-type]
 
     work = np.ascontiguousarray(rows[varying])
-    means = _bootstrap_means(work, resamples, rng, chunk)
+    means, second = _bootstrap_means(work, resamples, rng, chunk, squares=wider)
+    family = (None if second is None or upper_alpha is None
+              else _studentized_upper(work, means, second, _tail(upper_alpha)))
     means.sort(axis=-1)
     theta_hat = work.mean(axis=-1)
 
-    tails = [_tail(alpha)] + ([_tail(upper_alpha)] if upper_alpha is not None else [])
+    tail = _tail(alpha)
     k = work.shape[0]
-    # percentile levels tail, 1 − tail (and 1 − tail'); BCa adjusts z = Φ⁻¹(tail), −Φ⁻¹(tail), …
-    levels = np.tile(np.array([tails[0], *(1 - np.float64(t) for t in tails)]), (k, 1))
+    # percentile levels tail, 1 − tail; BCa adjusts z = Φ⁻¹(tail), −Φ⁻¹(tail)
+    levels = np.tile(np.array([tail, 1 - np.float64(tail)]), (k, 1))
     reasons: list[str | None] = [None] * k
     used: list[IntervalMethod] = ["percentile"] * k
     if method == "bca":
-        z_tail = float(_ndtri(np.array([tails[0]]))[0])
-        z = [z_tail, -z_tail, *(-float(_ndtri(np.array([t]))[0]) for t in tails[1:])]
-        bca_levels = _bca_levels(work, theta_hat, means, z)
+        z_tail = float(_ndtri(np.array([tail]))[0])
+        bca_levels = _bca_levels(work, theta_hat, means, [z_tail, -z_tail])
         ok = np.all(np.isfinite(bca_levels), axis=-1)
         one_sided = (means[:, 0] > theta_hat) | (means[:, -1] < theta_hat)
         for i in range(k):
@@ -465,10 +501,9 @@ def bootstrap_ci(
             else:
                 reasons[i] = _FALLBACK_ONE_SIDED if one_sided[i] else _FALLBACK_NONFINITE
 
-    ends = _linear_quantile(means, levels)
     # Interpolating between equal neighbours can round the ends one ulp across each other.
-    ci = np.sort(ends[:, :2], axis=-1)
-    upper = np.maximum(ends[:, 2], ci[:, 1]) if wider else None
+    ci = np.sort(_linear_quantile(means, levels), axis=-1)
+    upper = None if family is None else np.maximum(family, ci[:, 1])
     for i, r in enumerate(varying):
         out[r] = BootstrapInterval(float(ci[i, 0]), float(ci[i, 1]), used[i], reasons[i],
                                    None if upper is None else float(upper[i]))
