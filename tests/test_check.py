@@ -195,7 +195,7 @@ def test_config_file_margins_slices_and_errors(tmp_path):
     _write_set(s, base, cand, tags)
     (s / "gate.toml").write_text('snapshot = "snapshot.json"\nbaseline = "base.trec"\n'
                                  'candidate = "cand.trec"\nslices = ["all", "hard"]\n'
-                                 'resamples = 2000\nseed = 7\n'
+                                 'resamples = 2000\nseed = 7\nmin-queries = 20\n'
                                  '[[gate]]\nmeasure = "MRR@10"\nmargin = 0.05\n')
     code, out, err = gate("check", "--config", s / "gate.toml", "--output-format", "json")
     assert code == 1, err

@@ -37,7 +37,28 @@ def _counts(wins: int, losses: int, ties: int) -> np.ndarray:
 
 
 def _exact_tail_ge(k: int, n: int) -> Fraction:
-    return Fraction(sum(math.comb(n, j) for j in range(k, n + 1)), 2**n)
+    """P(X ≥ k) for X ~ Bin(n, ½) as an exact fraction, from ``math.comb`` over the fewest
+    terms: the j ≥ k, the j < k (complement), or the j between k and the middle, using the
+    symmetry Σ_{j > n/2} C(n, j) = (2**n − [n even]·C(n, n/2)) / 2. Points near the middle, where
+    p-values are moderate and decisions are made, cost a handful of terms even at n = 20,000."""
+    k = max(k, 0)
+    half = n // 2  # j > n/2 ⇔ j ≥ half + 1, for both parities
+    above_middle = (2**n - (math.comb(n, half) if n % 2 == 0 else 0)) // 2
+    routes = {
+        n - k + 1: lambda: sum(math.comb(n, j) for j in range(k, n + 1)),
+        k: lambda: 2**n - sum(math.comb(n, j) for j in range(k)),
+        abs(k - half - 1) + 1: lambda: (
+            above_middle + sum(math.comb(n, j) for j in range(k, half + 1)) if k <= half
+            else above_middle - sum(math.comb(n, j) for j in range(half + 1, k))),
+    }
+    return Fraction(routes[min(routes)](), 2**n)
+
+
+def test_exact_tail_oracle_routes_agree():
+    for n in (1, 2, 7, 10, 31, 40):
+        for k in range(n + 2):
+            direct = Fraction(sum(math.comb(n, j) for j in range(k, n + 1)), 2**n)
+            assert _exact_tail_ge(k, n) == direct
 
 
 # ------------------------------------------------------------------------------------------
@@ -122,7 +143,8 @@ def test_sign_test_small_cases_exact():
 
 
 @pytest.mark.parametrize("k, n", [(0, 10), (1, 1), (11, 10), (3, 7), (4, 7), (2480, 5000),
-                                  (2521, 5000), (9990, 20_000)])
+                                  (2521, 5000), (9990, 20_000), (10_000, 20_000),
+                                  (10_141, 20_000), (19_990, 20_000), (1501, 2999)])
 def test_binomial_upper_tail_is_correctly_rounded(k, n):
     exact = _exact_tail_ge(k, n) if k > 0 else Fraction(1)
     assert binomial_upper_tail(k, n) == float(exact)  # Fraction → float rounds correctly
@@ -196,12 +218,16 @@ SAMPLES = _samples()
 SAME_QUANTILES = tuple(int(p) for p in scipy.__version__.split(".")[:2]) >= (1, 17)
 
 
-def assert_same_percentile_interval(low: float, high: float, ref) -> None:
+def assert_same_percentile_end(got: float, ref: float) -> None:
     if SAME_QUANTILES:
-        assert (low, high) == (float(ref.low), float(ref.high))
+        assert got == float(ref)
     else:
-        assert low == pytest.approx(float(ref.low), rel=0, abs=1e-15)
-        assert high == pytest.approx(float(ref.high), rel=0, abs=1e-15)
+        assert got == pytest.approx(float(ref), rel=0, abs=1e-15)
+
+
+def assert_same_percentile_interval(low: float, high: float, ref) -> None:
+    assert_same_percentile_end(low, ref.low)
+    assert_same_percentile_end(high, ref.high)
 
 
 def _scipy_ci(d, *, resamples, seed, alpha, method, **kw):
@@ -270,6 +296,73 @@ def test_each_row_of_a_multi_row_call_matches_scipy_on_that_row():
             assert got[r].high == pytest.approx(float(ref.high), rel=0, abs=1e-12)
             if method == "percentile":
                 assert_same_percentile_interval(got[r].low, got[r].high, ref)
+
+
+def _bootstrap_t_upper(d: np.ndarray, resamples: int, seed: int, tail: float) -> float:
+    """An independent bootstrap-t upper bound: one draw of every resample's indices (as the
+    gate and SciPy draw them), each resample's mean and standard deviation, the t statistics,
+    and numpy's own linear quantile."""
+    n = d.size
+    idx = np.random.default_rng(seed).integers(0, n, (resamples, n))
+    sample = d[idx]
+    means, sds = sample.mean(axis=1), sample.std(axis=1, ddof=1)
+    with np.errstate(divide="ignore", invalid="ignore"):
+        t = (means - d.mean()) / (sds / np.sqrt(n))
+    t = np.where(sds > 0, t, np.sign(means - d.mean()) * 1e300)
+    return float(d.mean() - np.quantile(t, tail) * d.std(ddof=1) / np.sqrt(n))
+
+
+@pytest.mark.parametrize("method", ["percentile", "BCa"])
+@pytest.mark.parametrize("name", ["n5", "n40_ties", "n225_skew", "n225_rr"])
+def test_the_family_bound_is_the_bootstrap_t_upper_bound(name, method):
+    d = SAMPLES[name]
+    for upper_alpha in (0.05, 0.025, 0.05 / 8):
+        (got,) = bootstrap_ci(d[None], resamples=3000, rng=np.random.default_rng(1),
+                              alpha=0.05, method=method.lower(), upper_alpha=upper_alpha)
+        shown = _scipy_ci(d, resamples=3000, seed=1, alpha=0.05, method=method)
+        if method == "percentile":
+            assert_same_percentile_interval(got.low, got.high, shown)
+        else:
+            assert got.low == pytest.approx(float(shown.low), rel=0, abs=1e-12)
+        oracle = _bootstrap_t_upper(d, 3000, 1, upper_alpha / 2)
+        assert got.upper == pytest.approx(max(oracle, got.high), rel=0, abs=1e-12)
+        assert got.upper >= got.high
+
+
+def test_the_bootstrap_t_bound_is_wider_where_the_sample_is_skewed():
+    """Many small losses and a few large wins: the studentized bound sits well above the
+    percentile end at the same level; for a symmetric sample the two nearly agree."""
+    skewed = np.array([-0.05] * 22 + [0.4, 0.35, 0.3])
+    symmetric = np.linspace(-0.3, 0.3, 25)
+    for d, wider in ((skewed, True), (symmetric, False)):
+        (b,) = bootstrap_ci(d[None], resamples=4000, rng=np.random.default_rng(3), alpha=0.05,
+                            method="percentile", upper_alpha=0.05)
+        assert (b.upper - b.high > 0.02) == wider, (b.upper, b.high)
+
+
+def test_upper_end_of_degenerate_rows_and_bad_levels():
+    rng = np.random.default_rng(0)
+    assert bootstrap_ci(np.empty((1, 0)), rng=rng, upper_alpha=0.01) == (
+        BootstrapInterval(0.0, 0.0, "empty", upper=0.0),)
+    assert bootstrap_ci(np.full((1, 4), -0.25), rng=rng, resamples=10, upper_alpha=0.01) == (
+        BootstrapInterval(-0.25, -0.25, "constant", upper=-0.25),)
+    (plain,) = bootstrap_ci(SAMPLES["n5"][None], rng=rng, resamples=10)
+    assert plain.upper is None
+    for bad in (0.0, 0.051, -0.01):
+        with pytest.raises(ValueError):
+            bootstrap_ci(np.zeros((1, 5)), rng=rng, resamples=10, alpha=0.05, upper_alpha=bad)
+
+
+def test_prefetched_draws_give_scipys_interval_and_advance():
+    # 1,000 resamples × 6,980 queries: the next batch is drawn on a second thread
+    d = np.round(np.random.default_rng(4).normal(0, 0.1, 6980), 3)
+    rng = np.random.default_rng(21)
+    (got,) = bootstrap_ci(d[None], resamples=1000, rng=rng, method="percentile")
+    ref = _scipy_ci(d, resamples=1000, seed=21, alpha=0.05, method="percentile")
+    assert_same_percentile_interval(got.low, got.high, ref)
+    reference = np.random.default_rng(21)
+    reference.integers(0, 6980, (1000, 6980))
+    assert rng.bit_generator.state == reference.bit_generator.state
 
 
 def test_chunked_draws_equal_one_draw():

@@ -182,7 +182,9 @@ def _warnings(base: Scores, cand: Scores, comparisons: tuple[Comparison, ...],
         warnings.append(f"unjudged items in the {where} (scored as non-relevant): baseline "
                         f"{_percent(judged_shares[0])}, candidate {_percent(judged_shares[1])}")
     for c in comparisons:
-        if 0 < c.n < SMALL_N:
+        if c.decision_note:
+            warnings.append(f"{c.measure} on slice '{c.slice}': {c.decision_note}")
+        elif c.n < SMALL_N:
             warnings.append(f"{c.measure} on slice '{c.slice}': only {c.n} queries — drops "
                             "smaller than the detectable drop "
                             f"({'undefined' if c.mde is None else f'{c.mde:.3f}'}) go unseen")

@@ -7,7 +7,9 @@ policies. The policy layer combines these pieces into a verdict.
 - :func:`sign_test` — wins / losses / ties and exact binomial p-values (one-sided toward
   regression, and two-sided), equal to ``scipy.stats.binomtest`` on ``wins + losses`` trials.
 - :func:`bootstrap_ci` — two-sided ``1 − alpha`` bootstrap interval (BCa or percentile) of the
-  mean difference, resampling *queries*; one resample index set is shared by every measure.
+  mean difference, resampling *queries*, and optionally a studentized (bootstrap-t) upper
+  bound at a stricter level from the same resamples (a family's bound); one resample index
+  set is shared by every measure.
   With the same generator it reproduces ``scipy.stats.bootstrap(..., vectorized=True)``.
 - :func:`holm` — Holm step-down adjusted p-values.
 - :func:`minimum_detectable_drop` — the smallest true mean drop the test set detects with a
@@ -16,14 +18,15 @@ policies. The policy layer combines these pieces into a verdict.
 Only numpy and the standard library are used on the gate's path: binomial tails are exact
 integer sums (``scipy.special.bdtrc`` only beyond :data:`EXACT_BINOMIAL_MAX` trials), normal
 quantiles come from :class:`statistics.NormalDist`. Importing ``scipy.special`` costs more than
-numpy itself, and ``scipy.stats`` about a second; both are the tests' oracles. No function returns NaN or ±inf for finite input:
-degenerate cases are defined in each docstring.
+numpy itself, and ``scipy.stats`` about a second; both are the tests' oracles. No function
+returns NaN or ±inf for finite input: degenerate cases are defined in each docstring.
 """
 
 from __future__ import annotations
 
 import math
-from collections.abc import Sequence
+from collections.abc import Iterator, Sequence
+from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass
 from statistics import NormalDist
 from typing import Literal
@@ -48,9 +51,13 @@ IntervalMethod = Literal["bca", "percentile", "constant", "empty"]
 # (4 MiB) plus the same number of gathered float64 values (4 MiB). Batches of this size stay in
 # cache, which measured faster on the reference machine than batches of tens of MB.
 _AUTO_CHUNK_ELEMENTS = 1 << 19
+# From this many drawn indices on (about 15 ms of drawing), the next batch is drawn on a second
+# thread while the current one is gathered; below it the thread costs more than it saves.
+_PREFETCH_ELEMENTS = 1 << 22
 
 
-def _as_differences(d: np.ndarray | Sequence[float], ndim: int) -> np.ndarray:
+def _as_differences(d: np.ndarray | Sequence[float] | Sequence[Sequence[float]], ndim: int
+                     ) -> np.ndarray:
     """Return ``d`` as a C-contiguous float64 array of ``ndim`` dimensions, all finite."""
     arr = np.ascontiguousarray(d, dtype=np.float64)
     if arr.ndim != ndim:
@@ -180,12 +187,17 @@ class BootstrapInterval:
       no resampling uncertainty); ``"empty"`` (n = 0: ``(0.0, 0.0)``, no evidence at all).
     - ``fallback``: ``None``, or why BCa was requested but the percentile interval is reported
       (the BCa correction is undefined for this bootstrap distribution). Reports should state it.
+    - ``upper``: when :func:`bootstrap_ci` is given ``upper_alpha``, the studentized
+      (bootstrap-t) upper bound at one-sided ``upper_alpha / 2`` — the upper end of a two-sided
+      ``1 − upper_alpha`` interval — from the same resamples, raised to ``high`` where it falls
+      below it (so ``≥ high``); else ``None``.
     """
 
     low: float
     high: float
     method: IntervalMethod
     fallback: str | None = None
+    upper: float | None = None
 
 
 _FALLBACK_ONE_SIDED = (
@@ -237,34 +249,85 @@ def _linear_quantile(y_sorted: np.ndarray, p: np.ndarray) -> np.ndarray:
     return (1 - g) * lo + g * hi
 
 
-def _bootstrap_means(
-    rows: np.ndarray, resamples: int, rng: np.random.Generator, chunk: int
-) -> np.ndarray:
-    """Bootstrap distribution of the row means, shape ``(m, resamples)``.
+def _index_batches(
+    rng: np.random.Generator, n: int, resamples: int, chunk: int
+) -> Iterator[np.ndarray]:
+    """``rng.integers(0, n, (size, n))`` for consecutive batches of at most ``chunk`` resamples.
 
-    Draws ``rng.integers(0, n, (batch, n))`` for consecutive batches of at most ``chunk``
-    resamples; the batches concatenate to exactly the single draw
-    ``rng.integers(0, n, (resamples, n))`` that SciPy makes (the generator's bounded-integer
-    stream does not depend on how the request is split), and every row is gathered with the same
-    indices. Each mean is ``np.mean`` over a contiguous resampled row, as in SciPy.
+    The batches concatenate to exactly the single draw ``rng.integers(0, n, (resamples, n))``
+    that SciPy makes: the generator's bounded-integer stream does not depend on how the request
+    is split. From :data:`_PREFETCH_ELEMENTS` indices on, the next batch is drawn on a second
+    thread while the caller works on the current one (numpy releases the GIL while it draws);
+    the draws stay one after another in the same order, so the stream is the same.
     """
+    sizes = [min(chunk, resamples - start) for start in range(0, resamples, chunk)]
+    if resamples * n < _PREFETCH_ELEMENTS:
+        for size in sizes:
+            yield rng.integers(0, n, (size, n))
+        return
+    with ThreadPoolExecutor(max_workers=1, thread_name_prefix="bootstrap-draws") as pool:
+        pending = pool.submit(rng.integers, 0, n, (sizes[0], n))
+        for following in [*sizes[1:], None]:
+            batch = pending.result()
+            if following is not None:
+                pending = pool.submit(rng.integers, 0, n, (following, n))
+            yield batch
+
+
+def _bootstrap_means(
+    rows: np.ndarray, resamples: int, rng: np.random.Generator, chunk: int,
+    squares: bool = False
+) -> tuple[np.ndarray, np.ndarray | None]:
+    """Bootstrap distribution of the row means, shape ``(m, resamples)``: the batches of
+    :func:`_index_batches`, every row gathered with the same indices. Each mean is ``np.mean``
+    over a contiguous resampled row, as in SciPy. With ``squares``, also the mean of the
+    squared values of each resampled row (for its standard deviation), else None."""
     m, n = rows.shape
     means = np.empty((m, resamples), dtype=np.float64)
+    second = np.empty((m, resamples), dtype=np.float64) if squares else None
     buf = np.empty((min(chunk, resamples), n), dtype=np.float64)
-    for start in range(0, resamples, chunk):
-        size = min(chunk, resamples - start)
-        idx = rng.integers(0, n, (size, n))
+    start = 0
+    for idx in _index_batches(rng, n, resamples, chunk):
+        size = idx.shape[0]
         gathered = buf[:size]
         for r in range(m):
             np.take(rows[r], idx, out=gathered, mode="clip")  # indices are in range
             np.mean(gathered, axis=-1, out=means[r, start:start + size])
-    return means
+            if second is not None:
+                np.square(gathered, out=gathered)
+                np.mean(gathered, axis=-1, out=second[r, start:start + size])
+        start += size
+    return means, second
+
+
+def _studentized_upper(rows: np.ndarray, means: np.ndarray, second: np.ndarray,
+                       tail: float) -> np.ndarray:
+    """The bootstrap-t upper bound of each row's mean at one-sided level ``tail``
+    (Efron & Tibshirani 1993, ch. 12): ``θ̂ − q · ŝ/√n`` with ``q`` the ``tail`` quantile of
+    ``t*_b = (θ*_b − θ̂) / (s*_b/√n)`` over the resamples, ŝ and s*_b standard deviations
+    (ddof = 1). Studentizing each resample by its own spread lets the bound see that a sample
+    without the rare large values of a skewed distribution is less certain than its spread
+    says, which the percentile and BCa ends do not. A resample without spread has t* = ±∞ on
+    the side of its mean (0 at θ̂); the quantile is then taken as ±1e300, which keeps the
+    bound finite (and far from any decision)."""
+    n = rows.shape[1]
+    theta_hat = rows.mean(axis=-1, keepdims=True)
+    sd_hat = rows.std(axis=-1, ddof=1)
+    spread = np.sqrt(np.maximum(second - means * means, 0.0) * (n / (n - 1)))
+    offset = means - theta_hat
+    with np.errstate(divide="ignore", invalid="ignore"):
+        t = offset / (spread / math.sqrt(n))
+    t = np.where(spread > 0, t, np.sign(offset) * 1e300)
+    t.sort(axis=-1)
+    q = _linear_quantile(t, np.full((rows.shape[0], 1), tail))[:, 0]
+    return theta_hat[:, 0] - q * sd_hat / math.sqrt(n)
 
 
 def _bca_levels(
-    rows: np.ndarray, theta_hat: np.ndarray, means_sorted: np.ndarray, tail: float
-) -> tuple[np.ndarray, np.ndarray]:
-    """BCa quantile levels ``(alpha_1, alpha_2)`` per row (Efron 1987; Efron & Tibshirani §14.3).
+    rows: np.ndarray, theta_hat: np.ndarray, means_sorted: np.ndarray, z: Sequence[float]
+) -> np.ndarray:
+    """BCa quantile levels per row (Efron 1987; Efron & Tibshirani §14.3), shape
+    ``(rows, len(z))``, one column per standard normal quantile in ``z``.
 
     - ``z0 = Φ⁻¹(p)`` with ``p = (#{θ*_b < θ̂} + #{θ*_b ≤ θ̂}) / (2B)`` — SciPy's
       ``_percentile_of_score`` (the "mean" kind of ``percentileofscore``);
@@ -273,8 +336,8 @@ def _bca_levels(
       and ``a = Σ U³ / (6 (Σ U²)^{3/2})``; ``a`` is scale-free, so ``U`` is divided by
       ``max |U|`` first (no overflow/underflow). O(n) instead of SciPy's O(n²) jackknife; it
       differs from SciPy's value only by rounding;
-    - ``alpha_i = Φ(z0 + (z0 + z)/(1 − a (z0 + z)))`` for ``z = Φ⁻¹(tail)`` and ``−Φ⁻¹(tail)``,
-      with SciPy's order of operations.
+    - the level for ``z`` is ``Φ(z0 + (z0 + z)/(1 − a (z0 + z)))``, with SciPy's order of
+      operations (SciPy's two-sided interval uses ``z = Φ⁻¹(tail)`` and ``−Φ⁻¹(tail)``).
     """
     b = means_sorted.shape[-1]
     below = np.sum(means_sorted < theta_hat[:, None], axis=-1)
@@ -286,16 +349,13 @@ def _bca_levels(
     scale = np.max(np.abs(u), axis=-1, keepdims=True)
     scale[scale == 0] = 1.0
     v = u / scale
+    levels = np.empty((rows.shape[0], len(z)), dtype=np.float64)
     with np.errstate(divide="ignore", invalid="ignore"):
         a_hat = (1 / 6) * np.sum(v**3, axis=-1) / np.sum(v**2, axis=-1) ** (3 / 2)
-
-        z_alpha = float(_ndtri(np.array([tail]))[0])
-        z_1alpha = -z_alpha
-        num1 = z0 + z_alpha
-        alpha_1 = _ndtr(z0 + num1 / (1 - a_hat * num1))
-        num2 = z0 + z_1alpha
-        alpha_2 = _ndtr(z0 + num2 / (1 - a_hat * num2))
-    return alpha_1, alpha_2
+        for j, z_level in enumerate(z):
+            num = z0 + z_level
+            levels[:, j] = _ndtr(z0 + num / (1 - a_hat * num))
+    return levels
 
 
 def bootstrap_ci(
@@ -306,8 +366,16 @@ def bootstrap_ci(
     alpha: float = 0.05,
     method: BootstrapMethod = "bca",
     chunk: int | None = None,
+    upper_alpha: float | None = None,
 ) -> tuple[BootstrapInterval, ...]:
-    """Two-sided ``1 − alpha`` bootstrap intervals for the mean of each row of ``diffs``.
+    """Two-sided ``1 − alpha`` bootstrap intervals for the mean of each row of ``diffs``, and
+    optionally an upper bound at one-sided ``upper_alpha / 2`` (``0 < upper_alpha ≤ alpha``;
+    :attr:`BootstrapInterval.upper`) from the same resamples — the bound a family of
+    comparisons uses, e.g. ``upper_alpha = alpha / m`` for m simultaneous intervals
+    (Bonferroni). That bound is studentized (bootstrap-t, :func:`_studentized_upper`): with
+    few queries and a skewed distribution (most queries slightly worse, a few much better) the
+    percentile and BCa ends are too low, and a test set that happens to miss the rare large
+    values would be flagged too often.
 
     ``diffs`` has shape ``(m, n)``: m measures × n queries, each row the per-query differences
     of one measure over the same queries. The bootstrap resamples *queries* with replacement:
@@ -320,6 +388,10 @@ def bootstrap_ci(
     - ``"percentile"``: the ``tail`` and ``1 − tail`` quantiles of the bootstrap means, where
       ``tail = (1 − (1 − alpha))/2`` (SciPy's arithmetic on ``confidence_level = 1 − alpha``);
     - ``"bca"``: bias-corrected and accelerated (Efron 1987), see :func:`_bca_levels`.
+
+    ``upper`` is the bootstrap-t bound at one-sided ``tail'`` (``tail'`` computed from
+    ``upper_alpha`` as ``tail`` from ``alpha``), raised to ``high`` when below it: a bound for a
+    family is never tighter than the interval reports show.
 
     Quantiles use SciPy's ``stats.quantile(method='linear')`` arithmetic. Equivalence with SciPy:
     for a row ``d`` with spread and a generator in the same state,
@@ -351,12 +423,16 @@ def bootstrap_ci(
     ``n ≤ 1`` or ``m = 0``. Same generator state and inputs → identical output.
 
     Memory and time: resamples are drawn in batches of ``chunk`` resamples (default: about
-    2**19 indices per batch); peak extra memory ≈ ``16·chunk·n + 16·m·resamples`` bytes.
-    Time is dominated by drawing ``resamples·n`` indices plus one gather per row.
+    2**19 indices per batch); peak extra memory ≈ ``24·chunk·n + 16·m·resamples`` bytes, and
+    ``16·m·resamples`` more with ``upper_alpha`` (the resamples' second moments).
+    Time is dominated by drawing ``resamples·n`` indices plus one gather per row; for large
+    draws the next batch is drawn on a second thread while the current one is gathered
+    (:func:`_index_batches`), which hides the gathers behind the draws when a second core is
+    free.
 
     Raises ``ValueError`` for a non-2-D or non-finite ``diffs``, ``resamples < 1``,
-    ``alpha ∉ (0, 1)``, an unknown ``method`` or ``chunk < 1``; ``TypeError`` if ``rng`` is not
-    a ``numpy.random.Generator``.
+    ``alpha ∉ (0, 1)``, ``upper_alpha ∉ (0, alpha]``, an unknown ``method`` or ``chunk < 1``;
+    ``TypeError`` if ``rng`` is not a ``numpy.random.Generator``.
     """
     rows = _as_differences(diffs, 2)
     if not isinstance(rng, np.random.Generator):
@@ -365,6 +441,8 @@ def bootstrap_ci(
         raise ValueError(f"resamples must be a positive integer, got {resamples!r}")
     resamples = int(resamples)
     alpha = _check_probability("alpha", alpha)
+    if upper_alpha is not None and not 0.0 < float(upper_alpha) <= alpha:
+        raise ValueError(f"upper_alpha must lie in (0, alpha], got {upper_alpha!r}")
     if method not in ("bca", "percentile"):
         raise ValueError(f"method must be 'bca' or 'percentile', got {method!r}")
     m, n = rows.shape
@@ -376,12 +454,15 @@ def bootstrap_ci(
 
     if m == 0:
         return ()
+    wider = upper_alpha is not None
     if n == 0:
-        return tuple(BootstrapInterval(0.0, 0.0, "empty") for _ in range(m))
+        return tuple(BootstrapInterval(0.0, 0.0, "empty", upper=0.0 if wider else None)
+                     for _ in range(m))
 
     constant = rows.max(axis=-1) == rows.min(axis=-1)  # n == 1 is constant too
     out: list[BootstrapInterval | None] = [
-        BootstrapInterval(float(rows[r, 0]), float(rows[r, 0]), "constant") if constant[r]
+        BootstrapInterval(float(rows[r, 0]), float(rows[r, 0]), "constant",
+                          upper=float(rows[r, 0]) if wider else None) if constant[r]
         else None
         for r in range(m)
     ]
@@ -391,27 +472,26 @@ def bootstrap_ci(
     varying = np.flatnonzero(~constant)
     if varying.size == 0:
         # Keep the generator's advance independent of the data: draw and discard.
-        for start in range(0, resamples, chunk):
-            rng.integers(0, n, (min(chunk, resamples - start), n))
+        for _ in _index_batches(rng, n, resamples, chunk):
+            pass
         return tuple(out)  # type: ignore[arg-type]
 
     work = np.ascontiguousarray(rows[varying])
-    means = _bootstrap_means(work, resamples, rng, chunk)
+    means, second = _bootstrap_means(work, resamples, rng, chunk, squares=wider)
+    family = (None if second is None or upper_alpha is None
+              else _studentized_upper(work, means, second, _tail(upper_alpha)))
     means.sort(axis=-1)
     theta_hat = work.mean(axis=-1)
 
-    confidence = 1 - alpha
-    tail = (1 - confidence) / 2  # SciPy: alpha = (1 - confidence_level)/2
+    tail = _tail(alpha)
     k = work.shape[0]
-    pct_levels = np.empty((k, 2), dtype=np.float64)
-    pct_levels[:, 0] = tail
-    pct_levels[:, 1] = 1 - np.float64(tail)
-    levels = pct_levels.copy()
+    # percentile levels tail, 1 − tail; BCa adjusts z = Φ⁻¹(tail), −Φ⁻¹(tail)
+    levels = np.tile(np.array([tail, 1 - np.float64(tail)]), (k, 1))
     reasons: list[str | None] = [None] * k
     used: list[IntervalMethod] = ["percentile"] * k
     if method == "bca":
-        alpha_1, alpha_2 = _bca_levels(work, theta_hat, means, tail)
-        bca_levels = np.stack([alpha_1, alpha_2], axis=-1)
+        z_tail = float(_ndtri(np.array([tail]))[0])
+        bca_levels = _bca_levels(work, theta_hat, means, [z_tail, -z_tail])
         ok = np.all(np.isfinite(bca_levels), axis=-1)
         one_sided = (means[:, 0] > theta_hat) | (means[:, -1] < theta_hat)
         for i in range(k):
@@ -421,11 +501,19 @@ def bootstrap_ci(
             else:
                 reasons[i] = _FALLBACK_ONE_SIDED if one_sided[i] else _FALLBACK_NONFINITE
 
-    # Interpolating between equal neighbours can round the two ends one ulp across each other.
+    # Interpolating between equal neighbours can round the ends one ulp across each other.
     ci = np.sort(_linear_quantile(means, levels), axis=-1)
+    upper = None if family is None else np.maximum(family, ci[:, 1])
     for i, r in enumerate(varying):
-        out[r] = BootstrapInterval(float(ci[i, 0]), float(ci[i, 1]), used[i], reasons[i])
+        out[r] = BootstrapInterval(float(ci[i, 0]), float(ci[i, 1]), used[i], reasons[i],
+                                   None if upper is None else float(upper[i]))
     return tuple(out)  # type: ignore[arg-type]
+
+
+def _tail(alpha: float) -> float:
+    """One tail of the two-sided ``1 − alpha`` interval, with SciPy's arithmetic
+    (``(1 − confidence_level)/2``)."""
+    return (1 - (1 - alpha)) / 2
 
 
 # --------------------------------------------------------------------------------------------
@@ -464,8 +552,8 @@ def minimum_detectable_drop(
     """Smallest true mean drop this query set detects with probability ``power``.
 
     ``MDD = (z_{1−α/2} + z_{power}) · s_d / √n`` with ``s_d`` the sample standard deviation of
-    ``d`` (ddof = 1) and ``z_q = Φ⁻¹(q)``: the two-sided level-α test, matching the two-sided
-    ``1 − α`` interval the decision uses. This is the normal (known-variance) approximation; the
+    ``d`` (ddof = 1) and ``z_q = Φ⁻¹(q)``: the two-sided level-α test, matching a decision on
+    the two-sided ``1 − α`` interval (the gate passes its family's level, ``α/m``). This is the normal (known-variance) approximation; the
     exact paired-t answer (from the noncentral t distribution) is slightly larger for small n
     (about 4% at n = 25, under 0.5% at n = 1000 — e.g. σ_d = 0.10, α = 0.05, power 0.8:
     0.0560 vs 0.058 at n = 25). It is a property of n and the observed spread, not a

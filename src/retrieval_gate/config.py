@@ -3,7 +3,8 @@ of ``gate.toml``, validated against ``schemas/config.schema.json``.
 
 Keys (all optional): ``snapshot``, ``baseline``, ``candidate`` (paths, relative to the file that
 holds the configuration), ``gate`` (a list of ``{measure, margin}``), ``slices``, ``alpha``,
-``resamples``, ``seed``, ``tie-band``, ``bootstrap``, ``fail-on``. Without a file, a bare
+``resamples``, ``seed``, ``tie-band``, ``bootstrap``, ``regression-rule``, ``min-queries``,
+``fail-on``. Without a file, a bare
 ``gate check`` looks for ``gate.toml``, then for a ``pyproject.toml`` with a
 ``[tool.retrieval-gate]`` table, in the current folder.
 
@@ -130,6 +131,8 @@ def config_from_mapping(document: Any, source: str, base: Path,
         seed=int(document.get("seed", defaults.seed)),
         tie_band=float(document.get("tie-band", defaults.tie_band)),
         bootstrap=document.get("bootstrap", defaults.bootstrap),
+        regression_rule=document.get("regression-rule", defaults.regression_rule),
+        min_queries=int(document.get("min-queries", defaults.min_queries)),
         fail_on=document.get("fail-on", defaults.fail_on),
     )
     paths = {key: base / document[key] if key in document else None for key in _PATHS}

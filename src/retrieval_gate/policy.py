@@ -1,17 +1,42 @@
 """The gate's policy, its decision rule, and the paired comparison of two runs' per-query values.
 
-For one gated (measure, slice) with margin δ (the largest mean drop that is not material), the
-mean per-query difference d̄ = mean(candidate − baseline), the two-sided 1 − α bootstrap interval
-[ci_low, ci_high] and the Holm-adjusted one-sided sign-test p-value:
+Every gated (measure, slice) is one comparison; the m comparisons of a run of the gate form one
+family. For a comparison with margin δ (the largest mean drop that is not material), mean
+per-query difference d̄ = mean(candidate − baseline) and n queries:
 
-- ``regression`` — d̄ ≤ −δ, ci_high < 0 and sign_p_holm < α: a material drop, significant by both
-  the bootstrap and the sign test;
-- ``pass`` — ci_low > −δ: non-inferior (any drop is smaller than the margin);
-- ``inconclusive`` — otherwise: this test set cannot tell (too few queries or too much spread).
+- ``[ci_low, ci_high]`` — the two-sided 1 − α bootstrap interval of d̄ (the one reports show);
+- ``ci_high_adjusted`` — the upper end of the two-sided 1 − α/m interval: the family's m
+  intervals at that level hold together with probability ≥ 1 − α (Bonferroni);
+- ``sign_p_holm`` — the one-sided sign-test p-value toward regression, Holm-adjusted over the
+  family.
 
-``improvement`` is a separate flag: ci_low > 0. A slice without a query is ``inconclusive``.
-The overall verdict is ``regression`` if any comparison is, else ``inconclusive`` if any is, else
-``pass``; the exit code follows ``fail_on``.
+Decision, with n ≥ ``min_queries`` (fewer queries certify nothing: ``inconclusive``, and
+``decision_note`` says why):
+
+- ``regression`` — rule ``estimate`` (default): d̄ ≤ −δ, ``ci_high_adjusted`` < 0 and
+  ``sign_p_holm`` < α (a significant drop whose estimate reaches the margin); rule
+  ``interval``: additionally ``ci_high_adjusted`` < −δ (the drop exceeds the margin with
+  confidence);
+- ``pass`` — ``ci_low`` > −δ: non-inferior (any drop is smaller than the margin);
+- ``inconclusive`` — otherwise: this test set cannot tell.
+
+What each verdict guarantees (up to the bootstrap's approximation; measured by
+``benchmarks/calibration.py``):
+
+- ``regression``, rule ``estimate``: when no gated comparison is truly worse (every true mean
+  difference ≥ 0), the gate says ``regression`` with probability ≤ α/2 ≤ α — the chance that
+  one of the simultaneous intervals misses on its upper side. The sign test must agree as
+  well; the second factor of 2 absorbs the percentile/BCa intervals' small-sample optimism.
+- ``regression``, rule ``interval``: the same bound when every true drop is smaller than its
+  margin — a drop that is not material is flagged at most α of the time.
+- ``pass`` of the whole gate: every comparison must pass, so if any comparison truly drops by δ
+  or more, the gate says ``pass`` with probability ≤ α/2 (one-sided lower end of the
+  unadjusted 1 − α interval). Requiring all comparisons to pass is an intersection-union test:
+  no multiplicity adjustment is needed, and one would only make ``pass`` harder to reach.
+
+``improvement`` is a separate flag (``ci_low`` > 0, with n ≥ ``min_queries``). The overall
+verdict is ``regression`` if any comparison is, else ``inconclusive`` if any is, else ``pass``;
+the exit code follows ``fail_on``.
 """
 
 from __future__ import annotations
@@ -28,7 +53,10 @@ from retrieval_gate.errors import EXIT_INCONCLUSIVE, EXIT_PASS, EXIT_REGRESSION
 
 Decision = Literal["pass", "regression", "inconclusive"]
 FailOn = Literal["regression", "inconclusive", "never"]
+RegressionRule = Literal["estimate", "interval"]
+REGRESSION_RULES: tuple[RegressionRule, ...] = ("estimate", "interval")
 DEFAULT_MARGIN = 0.02
+DEFAULT_MIN_QUERIES = 25  # the smallest test set at which the calibration holds the guarantee
 POWER = 0.8  # power of the minimum detectable drop
 
 
@@ -45,7 +73,8 @@ class GatedMeasure:
 class GatePolicy:
     """Everything the decision depends on besides the data. Defaults: Recall@10 and nDCG@10
     with margin 0.02, the ``all`` slice, α = 0.05, 10,000 BCa resamples with seed 0, tie band 0,
-    fail on regression."""
+    regression rule ``estimate``, at least 25 queries to certify anything, fail on regression.
+    """
 
     gates: tuple[GatedMeasure, ...] = (GatedMeasure("Recall@10"), GatedMeasure("nDCG@10"))
     slices: tuple[str, ...] = ("all",)
@@ -54,8 +83,18 @@ class GatePolicy:
     seed: int = 0
     tie_band: float = 0.0
     bootstrap: Literal["bca", "percentile"] = "bca"
+    regression_rule: RegressionRule = "estimate"
+    min_queries: int = DEFAULT_MIN_QUERIES
     fail_on: FailOn = "regression"
     power: float = field(default=POWER, init=False)
+
+    def __post_init__(self) -> None:
+        if self.regression_rule not in REGRESSION_RULES:
+            raise ValueError(f"regression_rule must be one of {REGRESSION_RULES}, got "
+                             f"{self.regression_rule!r}")
+        if isinstance(self.min_queries, bool) or not isinstance(self.min_queries, int) \
+                or self.min_queries < 1:
+            raise ValueError(f"min_queries must be an integer ≥ 1, got {self.min_queries!r}")
 
     def as_dict(self) -> dict[str, object]:
         return {
@@ -66,21 +105,41 @@ class GatePolicy:
             "seed": self.seed,
             "tie_band": self.tie_band,
             "bootstrap": self.bootstrap,
+            "regression_rule": self.regression_rule,
+            "min_queries": self.min_queries,
             "fail_on": self.fail_on,
             "power": self.power,
         }
 
 
 def decide(n: int, mean_diff: float, ci_low: float, ci_high: float, sign_p_holm: float,
-           margin: float, alpha: float) -> Decision:
-    """The decision rule of the module docstring; ``n == 0`` → ``inconclusive``."""
-    if n == 0:
+           margin: float, alpha: float, *, ci_high_adjusted: float | None = None,
+           rule: RegressionRule = "estimate", min_queries: int = DEFAULT_MIN_QUERIES
+           ) -> Decision:
+    """The decision rule of the module docstring. ``ci_high_adjusted`` is the family's bound
+    (``None``: ``ci_high``, a family of one); ``n < min_queries`` (and ``n == 0``) →
+    ``inconclusive``."""
+    if n == 0 or n < min_queries:
         return "inconclusive"
-    if mean_diff <= -margin and ci_high < 0 and sign_p_holm < alpha:
+    bound = ci_high if ci_high_adjusted is None else ci_high_adjusted
+    below = -margin if rule == "interval" else 0.0
+    if mean_diff <= -margin and bound < below and sign_p_holm < alpha:
         return "regression"
     if ci_low > -margin:
         return "pass"
     return "inconclusive"
+
+
+def decision_note(n: int, min_queries: int) -> str | None:
+    """Why a comparison certifies nothing whatever its interval, or None: no query, or fewer
+    than ``min_queries`` (an interval from a few queries — one query, or two equal ones, give
+    an interval of zero width — says nothing about the queries the test set lacks)."""
+    if n == 0:
+        return "no query in this slice: nothing is certified"
+    if n < min_queries:
+        return (f"only {n} {'query' if n == 1 else 'queries'}, fewer than min-queries = "
+                f"{min_queries}: neither pass nor regression is certified")
+    return None
 
 
 def verdict(decisions: list[Decision]) -> Decision:
@@ -100,10 +159,62 @@ def exit_code(overall: Decision, fail_on: FailOn) -> int:
     return EXIT_INCONCLUSIVE if fail_on == "inconclusive" else EXIT_PASS
 
 
+# --------------------------------------------------------------------------------------------
+# Labels
+
+
+def percent(p: float) -> str:
+    """A probability as a percentage for a label, four significant digits: 0.95 → ``95``,
+    0.975 → ``97.5``, 0.99375 → ``99.38``."""
+    return f"{100 * p:.4g}"
+
+
+@dataclass(frozen=True)
+class Labels:
+    """The words every report uses for the policy's levels and rule, from one place, so that no
+    renderer prints a level the gate did not use.
+
+    - ``ci``: the shown interval, e.g. ``95% CI`` (two-sided 1 − α);
+    - ``intervals``: both levels in one phrase, e.g. ``95% intervals (97.5% for regression:
+      Bonferroni over 2 comparisons)``;
+    - ``power``: the minimum detectable drop's power, e.g. ``80% power``;
+    - ``rule``: the decision rule in one sentence.
+    """
+
+    ci: str
+    intervals: str
+    power: str
+    rule: str
+
+
+def labels(policy: GatePolicy, comparisons: int) -> Labels:
+    """The :class:`Labels` of ``policy`` for a family of ``comparisons`` (m ≥ 1)."""
+    m = max(comparisons, 1)
+    shown = percent(1 - policy.alpha)
+    family = percent(1 - policy.alpha / m)
+    intervals = (f"{shown}% intervals" if m == 1 else
+                 f"{shown}% intervals ({family}% for regression: Bonferroni over {m} "
+                 "comparisons)")
+    if policy.regression_rule == "interval":
+        regression = (f"regression when the whole {family}% interval lies below −margin and "
+                      f"the Holm-adjusted sign test p < {policy.alpha:g}")
+    else:
+        regression = (f"regression when Δ ≤ −margin, the {family}% interval lies below 0 and "
+                      f"the Holm-adjusted sign test p < {policy.alpha:g}")
+    rule = (f"{regression}; pass when the {shown}% interval's low end > −margin; neither with "
+            f"fewer than {policy.min_queries} queries; else inconclusive")
+    return Labels(f"{shown}% CI", intervals, f"{percent(policy.power)}% power", rule)
+
+
+# --------------------------------------------------------------------------------------------
+# The comparison
+
+
 @dataclass(frozen=True)
 class Comparison:
     """One gated (measure, slice): the paired statistics and the decision. ``ci_note`` says why
-    the interval is not a plain bootstrap interval (no query, no spread, BCa undefined)."""
+    the interval is not a plain bootstrap interval (no query, no spread, BCa undefined);
+    ``decision_note`` why nothing is certified (too few queries), else None."""
 
     measure: str
     slice: str
@@ -115,6 +226,7 @@ class Comparison:
     ci_high: float
     ci_method: str
     ci_note: str | None
+    ci_high_adjusted: float
     wins: int
     losses: int
     ties: int
@@ -124,6 +236,7 @@ class Comparison:
     mde: float | None
     margin: float
     decision: Decision
+    decision_note: str | None
     improvement: bool
 
 
@@ -133,11 +246,15 @@ def compare(baseline: np.ndarray, candidate: np.ndarray, measures: Sequence[str]
 
     ``baseline`` and ``candidate`` have shape (queries, measures): column j holds the values of
     ``measures[j]``, gated with the margin of ``policy.gates[j]``, and row i the same query in
-    both. ``slices`` maps a slice name to the row positions of its queries. Per slice, one
-    bootstrap with ``numpy.random.default_rng(policy.seed)`` resamples the slice's queries for
-    all measures at once (so a slice's interval does not depend on which other slices are
-    gated); the sign tests of every (measure, slice) form one Holm family. Comparisons come
-    slice by slice, measures in order."""
+    both. ``slices`` maps a slice name to the row positions of its queries. The family is every
+    (measure, slice), m = len(measures) · len(slices). Per slice, one bootstrap with
+    ``numpy.random.default_rng(policy.seed)`` resamples the slice's queries for all measures at
+    once (so a slice's interval does not depend on which other slices are gated) and gives both
+    the 1 − α interval and the 1 − α/m bound; the sign tests of the family are Holm-adjusted
+    together. The minimum detectable drop is at the bound's level (two-sided α/m). Comparisons
+    come slice by slice, measures in order."""
+    family = max(len(slices) * len(measures), 1)
+    family_alpha = policy.alpha / family
     rows: list[dict[str, Any]] = []
     for name, members in slices.items():
         b = baseline[members].T
@@ -145,7 +262,7 @@ def compare(baseline: np.ndarray, candidate: np.ndarray, measures: Sequence[str]
         d = c - b
         intervals = bootstrap_ci(d, rng=np.random.default_rng(policy.seed),
                                  resamples=policy.resamples, alpha=policy.alpha,
-                                 method=policy.bootstrap)
+                                 method=policy.bootstrap, upper_alpha=family_alpha)
         for j, (measure, interval) in enumerate(zip(measures, intervals)):
             n = len(members)
             signs = sign_test(d[j], policy.tie_band)
@@ -155,18 +272,22 @@ def compare(baseline: np.ndarray, candidate: np.ndarray, measures: Sequence[str]
                 "mean_diff": _mean(d[j]) or 0.0,
                 "ci_low": interval.low, "ci_high": interval.high, "ci_method": interval.method,
                 "ci_note": interval.fallback or _interval_note(interval.method),
+                "ci_high_adjusted": interval.upper,
                 "wins": signs.wins, "losses": signs.losses, "ties": signs.ties,
                 "sign_p": signs.p_regression, "sign_p_two_sided": signs.p_two_sided,
-                "mde": minimum_detectable_drop(d[j], policy.alpha, policy.power),
+                "mde": minimum_detectable_drop(d[j], family_alpha, policy.power),
                 "margin": policy.gates[j].margin,
             })
     adjusted = holm([r["sign_p"] for r in rows])
     comparisons = []
     for row, p_holm in zip(rows, adjusted.tolist()):
         decision = decide(row["n"], row["mean_diff"], row["ci_low"], row["ci_high"], p_holm,
-                          row["margin"], policy.alpha)
+                          row["margin"], policy.alpha, ci_high_adjusted=row["ci_high_adjusted"],
+                          rule=policy.regression_rule, min_queries=policy.min_queries)
+        note = decision_note(row["n"], policy.min_queries)
         comparisons.append(Comparison(**row, sign_p_holm=p_holm, decision=decision,
-                                      improvement=row["n"] > 0 and row["ci_low"] > 0))
+                                      decision_note=note,
+                                      improvement=note is None and row["ci_low"] > 0))
     return tuple(comparisons)
 
 

@@ -27,6 +27,7 @@ from collections.abc import Mapping
 from pathlib import Path
 
 from retrieval_gate.errors import EXIT_INVALID, EXIT_NOT_COMPARABLE
+from retrieval_gate.policy import labels
 from retrieval_gate.report.markdown import LINE, MARKER, escape
 from retrieval_gate.report.model import Report
 from retrieval_gate.report.text import signed
@@ -87,8 +88,9 @@ def _capped(kind: str, items: list[tuple[str, str]]) -> list[str]:
 def workflow_annotations(report: Report) -> list[str]:
     """The workflow commands for ``report`` (see the module docstring)."""
     errors, warnings = [], []
+    ci = labels(report.policy, len(report.comparisons)).ci
     for c in report.comparisons:
-        detail = (f"{c.measure} on '{c.slice}': Δ {signed(c.mean_diff)}, 95% CI "
+        detail = (f"{c.measure} on '{c.slice}': Δ {signed(c.mean_diff)}, {ci} "
                   f"[{signed(c.ci_low)}, {signed(c.ci_high)}], margin {c.margin:g}, n = {c.n}")
         if c.decision == "regression":
             errors.append((f"retrieval regression: {c.measure}", detail))

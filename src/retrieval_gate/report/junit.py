@@ -13,6 +13,7 @@ from __future__ import annotations
 
 from xml.etree import ElementTree
 
+from retrieval_gate.policy import labels
 from retrieval_gate.report.model import Report
 from retrieval_gate.report.text import p_value, signed
 from retrieval_gate.untrusted import visible
@@ -27,13 +28,14 @@ def report_junit(report: Report) -> str:
     attributes = {"name": "retrieval-gate", "tests": str(len(cases)),
                   "failures": str(len(failing)), "errors": "0", "skipped": "0"}
     suites = ElementTree.Element("testsuites", attributes)
+    ci = labels(report.policy, len(cases)).ci
     suite = ElementTree.SubElement(suites, "testsuite",
                                    {**attributes, "name": f"retrieval-gate {report.snapshot.name}"})
     for c in cases:
         case = ElementTree.SubElement(suite, "testcase", {
             "classname": f"retrieval-gate.{report.snapshot.name}.{c.slice}",
             "name": f"{c.measure} ({c.slice})"})
-        detail = (f"{c.decision}: Δ {signed(c.mean_diff)}, 95% CI [{signed(c.ci_low)}, "
+        detail = (f"{c.decision}: Δ {signed(c.mean_diff)}, {ci} [{signed(c.ci_low)}, "
                   f"{signed(c.ci_high)}], margin {c.margin:g}, n = {c.n}, W/L/T "
                   f"{c.wins}/{c.losses}/{c.ties}, sign p {p_value(c.sign_p)} (Holm "
                   f"{p_value(c.sign_p_holm)})")

@@ -26,6 +26,7 @@ from __future__ import annotations
 import html
 import re
 
+from retrieval_gate.policy import labels
 from retrieval_gate.report.model import Report
 from retrieval_gate.report.text import chunkings, headline, mean_cell, p_value, signed
 from retrieval_gate.untrusted import capped, visible
@@ -95,6 +96,7 @@ def report_markdown(report: Report) -> str:
     word, why = headline(report)
     snap = report.snapshot
     n_all = max((c.n for c in report.comparisons if c.slice == "all"), default=0)
+    lab = labels(report.policy, len(report.comparisons))
     lines = [
         MARKER,
         f"### {word} {_ICON[word]} retrieval-gate",
@@ -105,7 +107,7 @@ def report_markdown(report: Report) -> str:
         "",
         chunkings(report, lambda name: escape(name, NAME)) + ".",
         "",
-        ("| measure | slice | n | baseline | candidate | Δ | 95% CI | W/L/T | sign p (Holm) "
+        (f"| measure | slice | n | baseline | candidate | Δ | {lab.ci} | W/L/T | sign p (Holm) "
          "| decision |"),
         "|---|---|--:|--:|--:|--:|---|---|--:|---|",
     ]
@@ -144,12 +146,11 @@ def report_markdown(report: Report) -> str:
             f"{'BCa' if policy.bootstrap == 'bca' else 'percentile'} bootstrap resamples of the "
             f"queries, seed {policy.seed}; tie band {policy.tie_band:g}; Holm across "
             f"{len(report.comparisons)} comparisons; fail on {policy.fail_on}"),
-            "- detectable drop at 80% power: " + ", ".join(
+            f"- detectable drop at {lab.power}: " + ", ".join(
                 f"{escape(c.measure, NAME)} ({escape(c.slice, NAME)}) "
                 f"{'undefined' if c.mde is None else f'{c.mde:.4f}'}"
                 for c in report.comparisons),
-            ("- rule: regression when Δ ≤ −margin, the interval is below 0 and the Holm-adjusted "
-            "sign test < α; pass when the interval's low end > −margin; else inconclusive"),
+            f"- rule: {lab.rule}",
             *(f"- {escape(m.describe(snap.policy.threshold))}" for m in snap.measures)]
     lines += _details("How this was decided", body)
     return _fit(lines)

@@ -13,6 +13,7 @@ from __future__ import annotations
 from collections.abc import Callable
 from dataclasses import replace
 
+from retrieval_gate.policy import labels
 from retrieval_gate.report.model import Comparison, QueryChange, Report
 from retrieval_gate.untrusted import command_safe, visible
 
@@ -57,8 +58,8 @@ def _decision(c: Comparison) -> str:
     return c.decision + (", improved" if c.improvement else "")
 
 
-def _table(comparisons: tuple[Comparison, ...]) -> list[str]:
-    header = ["measure", "slice", "n", "baseline", "candidate", "Δ", "95% CI", "W/L/T",
+def _table(comparisons: tuple[Comparison, ...], ci: str) -> list[str]:
+    header = ["measure", "slice", "n", "baseline", "candidate", "Δ", ci, "W/L/T",
               "sign p (Holm)", "margin", "decision"]
     rows = [[c.measure, c.slice, str(c.n), mean_cell(c.baseline_mean), mean_cell(c.candidate_mean),
              signed(c.mean_diff), f"[{signed(c.ci_low)}, {signed(c.ci_high)}]",
@@ -113,18 +114,19 @@ def report_text(report: Report) -> str:
     n_all = max((c.n for c in report.comparisons if c.slice == "all"), default=None)
     queries = f", {n_all} answerable queries" if n_all is not None else ""
     method = "BCa" if policy.bootstrap == "bca" else "percentile"
+    lab = labels(policy, len(report.comparisons))
     lines = [
         f"{word}: {why} (exit {report.exit_code})",
         f"candidate {report.candidate.path} vs baseline {report.baseline.path}",
         f"snapshot {snap.name} ({snap.fingerprint}){queries}",
         chunkings(report, visible),
         (f"paired per query; {policy.resamples} {method} bootstrap resamples (seed "
-         f"{policy.seed}), {100 * (1 - policy.alpha):g}% intervals, sign test with Holm across "
+         f"{policy.seed}), {lab.intervals}, sign test with Holm across "
          f"{len(report.comparisons)} comparisons"),
         "",
-        *_table(report.comparisons),
+        *_table(report.comparisons, lab.ci),
         "",
-        f"Detectable drop ({100 * policy.power:g}% power): " + ", ".join(
+        f"Detectable drop ({lab.power}): " + ", ".join(
             f"{c.measure} ({c.slice}) {'undefined (n < 2)' if c.mde is None else f'{c.mde:.4f}'}"
             for c in report.comparisons),
     ]

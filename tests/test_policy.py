@@ -1,0 +1,248 @@
+"""The decision rule (policy.decide, policy.compare): the family's simultaneous intervals, the two
+regression rules, the minimum number of queries, and the labels every renderer prints."""
+
+from __future__ import annotations
+
+import dataclasses
+from pathlib import Path
+
+import numpy as np
+import pytest
+from conftest import BASELINE, RUNS, SNAPSHOT
+from hypothesis import given, settings
+from hypothesis import strategies as st
+
+from retrieval_gate.check import check
+from retrieval_gate.compare import bootstrap_ci, holm, sign_test
+from retrieval_gate.config import config_from_mapping
+from retrieval_gate.errors import EXIT_INVALID, GateError
+from retrieval_gate.policy import (
+    DEFAULT_MIN_QUERIES,
+    GatedMeasure,
+    GatePolicy,
+    compare,
+    decide,
+    decision_note,
+    labels,
+    percent,
+)
+from retrieval_gate.report.github import workflow_annotations
+from retrieval_gate.report.junit import report_junit
+from retrieval_gate.report.markdown import report_markdown
+from retrieval_gate.report.text import report_text
+
+ONE = GatePolicy(gates=(GatedMeasure("m", 0.02),), resamples=2000)
+
+# 30 per-query differences: the candidate loses a little on 25 queries and wins a lot on 3;
+# mean −0.036. The 95% BCa interval ends at −0.0013, but a sample that has only three of the
+# rare large wins is less certain than its spread says: the studentized (bootstrap-t) bound at
+# one-sided 2.5% ends at +0.0048, so even alone this is not a regression.
+SKEWED = np.array([-0.09, -0.09, -0.07, -0.09, -0.05, 0.03, -0.02, -0.05, -0.08, -0.05, -0.07,
+                   -0.02, -0.1, -0.05, -0.08, -0.08, -0.08, -0.04, -0.02, -0.05, -0.04, -0.05,
+                   -0.1, 0.2, 0.15, -0.02, 0.05, -0.04, -0.03, -0.05])
+# The same shifted down by 0.01 (mean −0.046): alone the bound ends at −0.0052 (regression); in
+# a family of four (one-sided 0.625%) at +0.0139 (inconclusive), though the sign test stays
+# significant.
+WORSE = np.round(SKEWED - 0.01, 3)
+
+
+def run(d: np.ndarray, policy: GatePolicy = ONE, slices: int = 1):
+    """compare() on one measure whose per-query differences are ``d``, gated on ``slices``
+    slices that all hold every query (a family of ``slices`` comparisons)."""
+    base = np.zeros((d.size, 1))  # candidate − baseline is exactly d
+    members = np.arange(d.size)
+    return compare(base, base + d[:, None], ["m"], {f"s{i}": members for i in range(slices)},
+                   policy)
+
+
+# -- decide, by hand -----------------------------------------------------------------------------
+
+@pytest.mark.parametrize("kwargs, expected", [
+    # the family's bound decides, not the shown interval's high end
+    ({"ci_high_adjusted": -0.001}, "regression"),
+    ({"ci_high_adjusted": 0.001}, "inconclusive"),
+    # rule interval: the bound must pass −margin
+    ({"ci_high_adjusted": -0.019, "rule": "interval"}, "inconclusive"),
+    ({"ci_high_adjusted": -0.021, "rule": "interval"}, "regression"),
+    # too few queries: nothing is certified
+    ({"ci_high_adjusted": -0.5, "min_queries": 51}, "inconclusive"),
+    ({"ci_high_adjusted": -0.5, "min_queries": 50}, "regression"),
+])
+def test_decide_regression_by_hand(kwargs, expected):
+    # n = 50, Δ = −0.03, shown interval [−0.05, −0.01], Holm p 0.01, margin 0.02, α 0.05
+    assert decide(50, -0.03, -0.05, -0.01, 0.01, 0.02, 0.05, **kwargs) == expected
+
+
+def test_decide_defaults_are_a_family_of_one_and_the_policy_defaults():
+    assert decide(50, -0.03, -0.05, -0.01, 0.01, 0.02, 0.05) == "regression"  # bound = ci_high
+    assert decide(DEFAULT_MIN_QUERIES - 1, 0.0, -0.001, 0.001, 1.0, 0.02, 0.05) == "inconclusive"
+    assert decide(DEFAULT_MIN_QUERIES, 0.0, -0.001, 0.001, 1.0, 0.02, 0.05) == "pass"
+
+
+def test_the_interval_rule_needs_more_than_the_estimate_rule():
+    # Δ −0.03, interval [−0.05, −0.01]: a significant drop whose estimate passes the margin,
+    # but a drop of only 0.01 (not material) is still inside the interval
+    args = (50, -0.03, -0.05, -0.01, 0.001, 0.02, 0.05)
+    assert decide(*args, rule="estimate") == "regression"
+    assert decide(*args, rule="interval") == "inconclusive"
+
+
+def test_decision_note_texts():
+    assert decision_note(0, 25) == "no query in this slice: nothing is certified"
+    assert decision_note(1, 25) == ("only 1 query, fewer than min-queries = 25: neither pass "
+                                    "nor regression is certified")
+    assert decision_note(24, 25).startswith("only 24 queries, fewer than min-queries = 25")
+    assert decision_note(25, 25) is None
+
+
+def test_policy_values_from_the_configuration():
+    policy = config_from_mapping({"regression-rule": "interval", "min-queries": 10}, "gate.toml",
+                                 Path(".")).policy
+    assert (policy.regression_rule, policy.min_queries) == ("interval", 10)
+    defaults = config_from_mapping({}, "gate.toml", Path(".")).policy
+    assert (defaults.regression_rule, defaults.min_queries) == ("estimate", DEFAULT_MIN_QUERIES)
+    assert policy.as_dict()["regression_rule"] == "interval"
+    for bad in ({"regression-rule": "strict"}, {"min-queries": 0}, {"min-queries": 2.5}):
+        with pytest.raises(GateError) as raised:  # the schema's error, exit 2
+            config_from_mapping(bad, "gate.toml", Path("."))
+        assert raised.value.exit_code == EXIT_INVALID
+    with pytest.raises(ValueError):
+        GatePolicy(min_queries=0)
+
+
+# -- compare: families, rules, minimum n ---------------------------------------------------------
+
+def test_one_query_or_two_equal_ones_certify_nothing():
+    for d in (np.array([0.5]), np.array([0.5, 0.5])):
+        (c,) = run(d)
+        assert (c.ci_low, c.ci_high, c.ci_method) == (0.5, 0.5, "constant")  # zero width …
+        assert c.decision == "inconclusive" and not c.improvement  # … but no certainty
+        assert c.decision_note is not None and "fewer than min-queries = 25" in c.decision_note
+    # what the minimum protects against: with min-queries 1 one query would pass, improved
+    (c,) = run(np.array([0.5]), dataclasses.replace(ONE, min_queries=1))
+    assert c.decision == "pass" and c.improvement and c.decision_note is None
+
+
+def test_many_identical_losses_are_a_regression_under_both_rules():
+    for rule in ("estimate", "interval"):
+        (c,) = run(np.full(30, -0.5), dataclasses.replace(ONE, regression_rule=rule))
+        assert c.ci_high_adjusted == c.ci_high == -0.5
+        assert c.sign_p_holm == 2.0**-30 and c.decision == "regression"
+
+
+def test_a_skewed_sample_is_not_flagged_on_its_bca_end_alone():
+    (alone,) = run(SKEWED)
+    assert alone.ci_high == pytest.approx(-0.0013, abs=1e-4)  # below 0 …
+    assert alone.ci_high_adjusted == pytest.approx(0.0048, abs=1e-4)  # … the bound is not
+    assert alone.sign_p_holm < 0.05 and alone.mean_diff <= -0.02
+    assert alone.decision == "inconclusive"
+
+
+def test_a_family_widens_the_regression_bound():
+    (alone,) = run(WORSE)
+    family = run(WORSE, slices=4)
+    assert alone.ci_high_adjusted == pytest.approx(-0.0052, abs=1e-4)
+    assert alone.decision == "regression"
+    for c in family:
+        # the shown interval does not change with the family; the bound does
+        assert (c.ci_low, c.ci_high) == (alone.ci_low, alone.ci_high)
+        assert c.ci_high_adjusted == pytest.approx(0.0139, abs=1e-4)
+        assert c.sign_p_holm == pytest.approx(4 * alone.sign_p_holm, rel=1e-12)
+        assert c.sign_p_holm < 0.05
+        assert c.decision == "inconclusive"
+
+
+def test_the_bound_is_the_bootstrap_upper_end_at_alpha_over_m():
+    for m in (1, 2, 3, 8):
+        c = run(SKEWED, slices=m)[0]
+        (expected,) = bootstrap_ci(SKEWED[None], rng=np.random.default_rng(ONE.seed),
+                                   resamples=ONE.resamples, alpha=ONE.alpha,
+                                   upper_alpha=ONE.alpha / m)
+        assert c.ci_high_adjusted == expected.upper
+        assert c.mde > run(SKEWED, slices=1)[0].mde or m == 1  # detectable at α/m too
+
+
+def test_too_few_queries_in_a_real_report_give_a_note_and_a_warning():
+    report = check(SNAPSHOT, BASELINE, RUNS / "hybrid.trec",
+                   GatePolicy(resamples=1000, min_queries=226))
+    assert report.verdict == "inconclusive"
+    for c in report.comparisons:
+        assert c.decision == "inconclusive" and not c.improvement
+        assert c.decision_note == ("only 225 queries, fewer than min-queries = 226: neither "
+                                   "pass nor regression is certified")
+        assert f"{c.measure} on slice 'all': {c.decision_note}" in report.warnings
+
+
+# -- properties ----------------------------------------------------------------------------------
+
+_values = st.lists(st.sampled_from([-1.0, -0.5, -0.2, -0.05, 0.0, 0.0, 0.1, 0.3, 1.0]),
+                   min_size=0, max_size=40)
+
+
+@settings(max_examples=60, deadline=None)
+@given(d=_values, margin=st.sampled_from([0.0, 0.02, 0.1]), slices=st.integers(1, 3),
+       min_queries=st.sampled_from([1, 5, 25]))
+def test_decisions_keep_their_guarantees(d, margin, slices, min_queries):
+    d = np.array(d, dtype=float)
+    base = dataclasses.replace(ONE, gates=(GatedMeasure("m", margin),), resamples=200,
+                               min_queries=min_queries)
+    estimate = run(d, base, slices)
+    strict = run(d, dataclasses.replace(base, regression_rule="interval"), slices)
+    for e, s in zip(estimate, strict):
+        assert e.ci_high_adjusted >= e.ci_high  # the family's interval is never narrower
+        if e.n < min_queries:
+            assert e.decision == s.decision == "inconclusive" and not e.improvement
+            assert e.decision_note is not None
+        if e.decision == "regression":
+            assert e.mean_diff <= -margin and e.ci_high_adjusted < 0 and e.sign_p_holm < 0.05
+        if s.decision == "regression":
+            assert s.ci_high_adjusted < -margin and s.mean_diff <= -margin
+            assert e.decision == "regression"  # the strict rule flags a subset
+        if e.decision == "pass":
+            assert e.ci_low > -margin and e.n >= min_queries
+        assert e.sign_p_holm == pytest.approx(
+            float(holm([sign_test(d).p_regression] * slices)[0]), rel=1e-12)
+
+
+@settings(max_examples=40, deadline=None)
+@given(d=st.lists(st.floats(-1, 1), min_size=25, max_size=60))
+def test_a_larger_family_never_adds_a_regression(d):
+    d = np.array(d, dtype=float)
+    smaller = run(d, slices=1)[0]
+    for m in (2, 5):
+        larger = run(d, slices=m)[0]
+        assert larger.ci_high_adjusted >= smaller.ci_high_adjusted
+        assert larger.sign_p_holm >= smaller.sign_p_holm
+        if larger.decision == "regression":
+            assert smaller.decision == "regression"
+
+
+# -- labels ----------------------------------------------------------------------------------------
+
+def test_percent_and_labels():
+    assert [percent(p) for p in (0.95, 0.975, 0.9, 1 - 0.05 / 8, 0.8)] == [
+        "95", "97.5", "90", "99.38", "80"]
+    one = labels(GatePolicy(), 1)
+    assert (one.ci, one.intervals, one.power) == ("95% CI", "95% intervals", "80% power")
+    two = labels(GatePolicy(alpha=0.1, regression_rule="interval", min_queries=30), 2)
+    assert two.ci == "90% CI"
+    assert two.intervals == "90% intervals (95% for regression: Bonferroni over 2 comparisons)"
+    assert two.rule == ("regression when the whole 95% interval lies below −margin and the "
+                        "Holm-adjusted sign test p < 0.1; pass when the 90% interval's low end > "
+                        "−margin; neither with fewer than 30 queries; else inconclusive")
+
+
+def test_every_renderer_labels_the_levels_the_policy_uses():
+    report = check(SNAPSHOT, BASELINE, RUNS / "bm25-titles.trec",
+                   GatePolicy(alpha=0.1, resamples=1000))
+    assert {c.decision for c in report.comparisons} == {"regression", "inconclusive"}
+    outputs = {"text": report_text(report), "markdown": report_markdown(report),
+               "github": "\n".join(workflow_annotations(report)).replace("%25", "%"),  # unescaped
+               "junit": report_junit(report)}
+    for name, text in outputs.items():
+        assert "90% CI" in text, name
+        assert "95% CI" not in text and "97.5%" not in text, name
+    assert "90% intervals (95% for regression: Bonferroni over 2 comparisons)" in outputs["text"]
+    assert "Detectable drop (80% power)" in outputs["text"]
+    assert "detectable drop at 80% power" in outputs["markdown"]
+    assert labels(report.policy, 2).rule in outputs["markdown"]
