@@ -129,3 +129,41 @@ def test_runs_and_chunk_tables_are_rebuilt_byte_for_byte():
     done = script(ROOT / "examples" / "make_pydoc_runs.py", "--check")
     assert done.returncode == 0, done.stdout + done.stderr
     assert done.stdout.count("identical") == 6
+
+
+# -- the gate on the example ---------------------------------------------------------------
+
+def test_the_gate_passes_the_rechunked_run_and_catches_the_truncating_chunker(tmp_path):
+    """The example's claim, through the command line: one span snapshot, two chunkings
+    compared (pass), and a chunker that drops each document's tail (regression, exit 1)."""
+    from conftest import gate
+
+    config = PYDOC / "gate.toml"
+    code, out, err = gate("check", "--config", config, "--json", tmp_path / "pass.json")
+    assert code == 0, err
+    report = json.loads((tmp_path / "pass.json").read_text(encoding="utf-8"))
+    assert report["verdict"] == "pass"
+    assert report["candidate"]["chunking"]["version"] == "tokens-200-overlap-40"
+    assert report["baseline"]["chunking"]["version"] == "tokens-300-overlap-50"
+    assert "evidence unit span (min coverage 1)" in out
+    code, out, _ = gate("check", "--config", config, "--candidate",
+                        PYDOC / "runs" / "bm25-truncated.trec")
+    assert code == 1
+    assert out.startswith("REGRESSION: material regression in Recall@10 (all)")
+
+
+def test_a_run_of_ids_outside_the_corpus_is_refused(tmp_path):
+    """A candidate whose chunk table names documents the pinned corpus does not hold (here, a
+    renamed topic) is invalid input, not a run of unjudged items."""
+    from conftest import gate
+
+    table = (PYDOC / "chunks-200.jsonl").read_text(encoding="utf-8")
+    renamed = table.replace('"doc_id": "assert"', '"doc_id": "assert-statement"')
+    assert renamed != table
+    (tmp_path / "chunks.jsonl").write_text(renamed, encoding="utf-8")
+    run = tmp_path / "run.trec"
+    run.write_bytes((PYDOC / "runs" / "bm25-200.trec").read_bytes())
+    code, _, err = gate("run-manifest", "--snapshot", PYDOC / "snapshot.json", "--run", run,
+                        "--chunks", tmp_path / "chunks.jsonl")
+    assert code == 2
+    assert "name a document that is not in the corpus" in err and "'assert-statement'" in err
