@@ -190,6 +190,14 @@ def test_required_facts_listed_by_the_query(fixture):
     assert code == 2 and "requires fact 'f9', which none of its judgments states" in err
 
 
+def test_any_span_stating_a_fact_supports_it(fixture):
+    """f1 is stated by a[10:20] and, in other words, by b[0:10]: retrieving only the second
+    covers f1; f2 (only a[50:60]) stays uncovered."""
+    (fixture / "alt.trec").write_text("q1 Q0 c6 1 9 t\n")  # c6 holds all of b
+    got = scores(fixture, "alt.trec", measures=["FactCoverage@1", "AllFacts@1", "Recall@1"])
+    assert got == {"FactCoverage@1": 0.5, "AllFacts@1": 0.0, "Recall@1": 1 / 3}
+
+
 def test_facts_on_document_judgments(tmp_path):
     jsonl(tmp_path / "q.jsonl", [
         {"query_id": "q", "doc_id": "d1", "grade": 2, "fact": "when"},
