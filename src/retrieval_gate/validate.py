@@ -125,7 +125,8 @@ def validation_text(result: Validation) -> str:
     head = (f"{visible(snap.source)}: valid — snapshot '{visible(snap.name)}', fingerprint "
             f"{snap.fingerprint}; "
             f"{len(tests.queries)} queries ({len(tests.answerable)} answerable, "
-            f"{len(tests.unanswerable)} unanswerable), {judgments} judgments; every pinned "
+            f"{len(tests.unanswerable)} unanswerable), {judgments} judgments (unit {snap.unit}); "
+            "every pinned "
             "file matches its hash")
     lines = [head, *(f"warning: {visible(w)}" for w in tests.warnings)]
     for run in result.runs:
