@@ -73,7 +73,6 @@ import math
 import sys
 import tempfile
 import time
-from collections import defaultdict
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from pathlib import Path
@@ -93,6 +92,9 @@ from retrieval_gate.policy import (
 from retrieval_gate.scoring import score_run
 
 ROOT = Path(__file__).resolve().parent.parent
+sys.path.insert(0, str(ROOT / "examples"))  # the example's own fusion script
+import make_hybrid_run
+
 QRELS = ROOT / "examples" / "cranfield" / "qrels.tsv"
 BM25 = ROOT / "baselines" / "cranfield" / "bm25.trec"
 DENSE = ROOT / "examples" / "cranfield" / "runs" / "dense.trec"
@@ -105,7 +107,6 @@ ALPHA = GatePolicy().alpha
 EPSILON = 0.001
 DROPS = (MARGIN, 2 * MARGIN)
 POWER_FAMILIES = (1, 2)
-RRF_DEPTH = 100
 BOUNDS = (*REGRESSION_RULES, "unadjusted")
 
 
@@ -123,32 +124,13 @@ class Pair:
     near_equal: bool
 
 
-def _ranks(path: Path) -> dict[str, dict[str, int]]:
-    ranks: dict[str, dict[str, int]] = defaultdict(dict)
-    with path.open(encoding="utf-8") as handle:
-        for line in handle:
-            query, _, doc, rank, _, _ = line.split()
-            ranks[query][doc] = int(rank)
-    return ranks
-
-
 def rrf_run(k: int, dense_weight: float = 1.0) -> str:
-    """Reciprocal rank fusion of the shipped bm25 and dense runs, as
-    ``examples/make_hybrid_run.py`` builds the shipped hybrid run (k = 60, weights 1): score
-    ``Σ w / (k + rank)`` written with 8 decimals, ranked by the written score, ties by doc id
-    descending, top 100."""
-    runs = ((_ranks(BM25), 1.0), (_ranks(DENSE), dense_weight))
-    lines = []
-    for query in sorted({q for run, _ in runs for q in run}, key=int):
-        scores: dict[str, float] = defaultdict(float)
-        for run, weight in runs:
-            for doc, rank in run.get(query, {}).items():
-                scores[doc] += weight / (k + rank)
-        written = {doc: f"{score:.8f}" for doc, score in scores.items()}
-        ranked = sorted(written, key=lambda doc: (float(written[doc]), doc),
-                        reverse=True)[:RRF_DEPTH]
-        lines += [f"{query} Q0 {doc} {r} {written[doc]} rrf\n" for r, doc in enumerate(ranked, 1)]
-    return "".join(lines)
+    """Reciprocal rank fusion of the shipped bm25 and dense runs by
+    ``examples/make_hybrid_run.py`` (which builds the shipped hybrid run with k = 60, weights
+    1): score ``Σ w / (k + rank)`` written with 8 decimals, ranked by the written score, ties
+    by doc id descending, top 100."""
+    runs = [make_hybrid_run.read_ranks(BM25), make_hybrid_run.read_ranks(DENSE)]
+    return "".join(make_hybrid_run.fuse(runs, k, (1.0, dense_weight), "rrf"))
 
 
 def load_pairs() -> list[Pair]:

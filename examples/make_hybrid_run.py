@@ -39,16 +39,18 @@ def read_ranks(path: Path) -> dict[str, dict[str, int]]:
     return ranks
 
 
-def fuse(runs: list[dict[str, dict[str, int]]]) -> list[str]:
-    """Return the fused run as TREC lines (with trailing newlines)."""
+def fuse(runs: list[dict[str, dict[str, int]]], k: int = K,
+         weights: tuple[float, ...] | None = None, tag: str = TAG) -> list[str]:
+    """Return the fused run as TREC lines (with trailing newlines): per query, every document
+    scored ``Σ weight / (k + rank)`` over the runs it appears in (weights 1 by default)."""
     lines: list[str] = []
     qids = sorted({q for run in runs for q in run}, key=int)
     for qid in qids:
         scores: dict[str, float] = defaultdict(float)
-        for run in runs:
+        for run, weight in zip(runs, weights or (1.0,) * len(runs)):
             for docid, rank in run.get(qid, {}).items():
-                scores[docid] += 1.0 / (K + rank)
-        lines += trec_lines(qid, {d: f"{s:.8f}" for d, s in scores.items()}, TAG)
+                scores[docid] += weight / (k + rank)
+        lines += trec_lines(qid, {d: f"{s:.8f}" for d, s in scores.items()}, tag)
     return lines
 
 

@@ -74,3 +74,21 @@ def test_another_tools_table_is_not_read(tmp_path, monkeypatch):
     code, _, err = gate("check")
     assert code == 2 and err.startswith("error: --snapshot: is required — pass --snapshot PATH, "
                                         "or set snapshot = \"PATH\" in pyproject.toml")
+
+
+def test_an_integer_too_long_to_convert_is_one_error_line(tmp_path):
+    config = tmp_path / "gate.toml"
+    config.write_text(f"alpha = {'9' * 4400}\n")
+    code, _, err = gate("check", "--config", config)
+    assert code == 2
+    assert err == f"error: {config}: holds an integer of more than 4,300 digits — no setting " \
+                  "needs more than a few digits: fix the value\n"
+
+
+def test_a_path_too_long_for_the_system_is_invalid_input(repo):
+    (repo / "gate.toml").write_text('snapshot = "examples/cranfield/snapshot.json"\n'
+                                    'candidate = "examples/cranfield/runs/hybrid.trec"\n'
+                                    f'baseline = "{"x" * 5000}"\n')
+    code, _, err = gate("check")
+    assert code == 2 and "cannot be used (File name too long) — give a shorter path" in err
+    assert err.count("\n") == 1 and len(err) < 400

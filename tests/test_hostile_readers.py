@@ -462,3 +462,24 @@ def test_trec_reader_never_fails_internally(tmp_path, lines, noise, at):
         code, _, err = gate("score", *args, "--missing", "zero", "--extra", "ignore")
         assert code in (0, 2), err
         assert code == 0 or (err.startswith("error: ") and err.count("\n") == 1), err
+
+
+def test_a_key_value_option_holding_any_lone_surrogate_is_refused(tmp_path):
+    """Not only the \\udc80-\\udcff that stand for undecodable argv bytes: any lone surrogate."""
+    from retrieval_gate.cli import _key_values
+    from retrieval_gate.errors import InputError
+
+    for pair in ("\ud800=x", "k=\udfff", "k=\udc80"):
+        with pytest.raises(InputError, match="is not UTF-8 text"):
+            _key_values("--system", (pair,))
+
+
+def test_a_pinned_path_too_long_for_the_system_is_invalid_input_not_an_environment_fault(
+        tmp_path):
+    snapshot = {"name": "x", "queries": {"path": "a" * 5000, "sha256": "0" * 64, "version": "v"},
+                "qrels": {"path": "q", "sha256": "0" * 64, "version": "v"},
+                "corpus": {"version": "c"}, "chunking": {"version": "c"},
+                "permissions": {"version": "p"}}
+    (tmp_path / "snapshot.json").write_text(json.dumps(snapshot))
+    code, _, err = gate("validate", tmp_path / "snapshot.json")
+    assert code == 2 and "cannot be read (File name too long)" in err

@@ -56,6 +56,9 @@ def _toml(path: Path) -> dict[str, Any]:
         return tomllib.loads(read_text(path))
     except tomllib.TOMLDecodeError as exc:
         raise InputError(str(path), f"is not valid TOML ({exc})", "fix the TOML syntax") from None
+    except ValueError:  # an integer of more digits than Python converts (4,300)
+        raise InputError(str(path), "holds an integer of more than 4,300 digits",
+                         "no setting needs more than a few digits: fix the value") from None
     except RecursionError as exc:
         raise InputError(str(path), "nests arrays or inline tables deeper than can be read",
                          "no setting nests them more than two levels deep: fix the value",

@@ -35,7 +35,7 @@ from retrieval_gate.formats.atomic import write_text_atomic
 from retrieval_gate.formats.corpus import read_chunk_table
 from retrieval_gate.formats.jsonfmt import loads
 from retrieval_gate.formats.jsonfmt import path as json_path
-from retrieval_gate.formats.source import Blob, display_name, read_blob
+from retrieval_gate.formats.source import Blob, display_name, is_regular_file, read_blob
 from retrieval_gate.model import ChunkTable
 from retrieval_gate.snapshot import COMPONENTS, Snapshot, fingerprint
 
@@ -137,9 +137,9 @@ def read_run_manifest(run: str | os.PathLike[str],
     hand). Pair it with :func:`verify_run_hash`."""
     where = manifest or manifest_path(run)
     source, shown = display_name(where), display_name(run)
-    if not Path(run).is_file():
+    if not is_regular_file(run):
         raise InputError(shown, "run file not found", "check the path")
-    if not Path(where).is_file():
+    if not is_regular_file(where):
         raise InputError(shown, f"has no run manifest ({source} not found)",
                          "write one beside the run with: gate run-manifest --snapshot SNAPSHOT "
                          f"--run {shown}")

@@ -43,7 +43,7 @@ from retrieval_gate.formats.atomic import write_text_atomic
 from retrieval_gate.formats.corpus import read_chunk_table, read_corpus
 from retrieval_gate.formats.jsonfmt import loads
 from retrieval_gate.formats.jsonfmt import path as json_path
-from retrieval_gate.formats.source import Blob, display_name, read_blob
+from retrieval_gate.formats.source import Blob, display_name, is_regular_file, read_blob
 from retrieval_gate.measures import EXPONENTIAL, Measure, default_measures, parse_measures
 from retrieval_gate.model import ChunkTable, Corpus, Qrels, Query
 from retrieval_gate.scoring import query_set
@@ -248,7 +248,7 @@ def _verified(snapshot: Snapshot) -> Snapshot:
         file = snapshot.file(component)
         if file is None:
             continue
-        if not file.is_file():
+        if not is_regular_file(file):
             raise InputError(snapshot.source, f"{component} file '{entry['path']}' does not "
                              "exist", "restore it, or correct the path",
                              json_path(component, "path"))

@@ -5,15 +5,17 @@ from __future__ import annotations
 
 import os
 import re
+from collections.abc import Callable
 from dataclasses import dataclass
 from types import ModuleType
-from typing import Any, Union
+from typing import Any, TypeVar, Union
 
 from retrieval_gate.errors import InputError
 from retrieval_gate.formats import trec
 from retrieval_gate.formats.source import Blob, read_blob
 from retrieval_gate.model import Qrels, Query, RunRows
 
+T = TypeVar("T")
 QRELS_FORMATS = ("trec", "json", "jsonl")
 RUN_FORMATS = ("trec", "json", "jsonl")
 Source = Union[str, "os.PathLike[str]", Blob]
@@ -55,13 +57,18 @@ def read_qrels(source: Source, format: str | None = None) -> Qrels:
     blob = source_blob(source)
     if format == "trec" or (format is None and not _looks_like_json(blob.data)):
         return trec.read_trec_qrels(blob.data, blob.name)
+    return _from_json(blob, format, _json().qrels_from_jsonl, _json().qrels_from_json)
+
+
+def _from_json(blob: Blob, format: str | None, from_lines: Callable[[str, str], T],
+               from_document: Callable[[Any, str], T]) -> T:
+    """A JSON Lines file (``format`` jsonl, or detected) through ``from_lines``, else one JSON
+    document through ``from_document``."""
     text = blob.text()
     if format == "jsonl":
-        return _json().qrels_from_jsonl(text, blob.name)
+        return from_lines(text, blob.name)
     document, lines = _document(text, blob.name, format)
-    if lines:
-        return _json().qrels_from_jsonl(text, blob.name)
-    return _json().qrels_from_json(document, blob.name)
+    return from_lines(text, blob.name) if lines else from_document(document, blob.name)
 
 
 def _document(text: str, name: str, format: str | None) -> tuple[Any, bool]:
@@ -87,13 +94,7 @@ def read_run(source: Source, format: str | None = None) -> RunRows:
     if format == "trec" or (format is None and not _looks_like_json(blob.data)):
         fast = arrow.read_trec_run(blob, blob.name, detect=format is None)
         return fast if fast is not None else trec.read_trec_run(blob.data, blob.name)
-    text = blob.text()
-    if format == "jsonl":
-        return _json().run_from_jsonl(text, blob.name)
-    document, lines = _document(text, blob.name, format)
-    if lines:
-        return _json().run_from_jsonl(text, blob.name)
-    return _json().run_from_json(document, blob.name)
+    return _from_json(blob, format, _json().run_from_jsonl, _json().run_from_json)
 
 
 def read_queries(source: Source) -> tuple[Query, ...]:

@@ -8,6 +8,7 @@ import hashlib
 import mmap
 import os
 import re
+import stat
 from functools import cached_property
 
 from retrieval_gate.errors import InputError
@@ -87,6 +88,19 @@ def read_blob(path: str | os.PathLike[str], map_from: int | None = None) -> Blob
         reason = getattr(exc, "strerror", None) or str(exc)
         raise InputError(name, f"cannot be read ({reason})", "check the file") from None
     return Blob(name, data)
+
+
+def is_regular_file(path: str | os.PathLike[str]) -> bool:
+    """True for an existing regular file (links followed), False when nothing is there;
+    InputError when the system cannot even tell (a name too long, no permission to look)."""
+    try:
+        return stat.S_ISREG(os.stat(path).st_mode)
+    except (FileNotFoundError, NotADirectoryError):
+        return False
+    except (OSError, ValueError) as exc:
+        reason = getattr(exc, "strerror", None) or str(exc)
+        raise InputError(display_name(path), f"cannot be read ({reason})",
+                         "check the path") from None
 
 
 def release_pages(data: bytes | mmap.mmap, start: int, end: int) -> None:
