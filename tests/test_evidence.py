@@ -15,6 +15,7 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 from retrieval_gate import ScoringPolicy, parse_measures, score_run
+from retrieval_gate.errors import InputError
 from retrieval_gate.evidence import attach_chunks
 from retrieval_gate.formats import read_qrels, read_run
 from retrieval_gate.formats.corpus import read_chunk_table, read_corpus
@@ -371,3 +372,44 @@ def test_chunk_judgments_refuse_a_run_of_another_chunking(tmp_path):
 def test_freeze_explains_a_unit_mismatch(spans, args, message):
     code, _, err = _freeze(spans, *args)
     assert code == 2 and message in err and err.count("\n") == 1
+
+
+# -- the corpus: its cache, and which items are checked ---------------------------------------
+
+def test_a_corpus_is_read_once_into_its_cache_and_then_from_it(tmp_path, monkeypatch):
+    cache = tmp_path / "cache"
+    monkeypatch.setenv("RETRIEVAL_GATE_CACHE", str(cache))
+    jsonl(tmp_path / "corpus.jsonl", [{"id": f"d{i}", "text": "x" * i} for i in range(1, 50)])
+    first = read_corpus(tmp_path / "corpus.jsonl")
+    (entry,) = cache.iterdir()
+    assert entry.name.startswith("corpus-v1-") and sorted(p.name for p in entry.iterdir()) == [
+        "ids.npy", "keys.npy", "lengths.npy"]
+    again = read_corpus(tmp_path / "corpus.jsonl")
+    assert again.ids.tolist() == first.ids.tolist() and again.keys.tolist() == first.keys.tolist()
+    assert again.lengths.tolist() == first.lengths.tolist()
+    assert sorted(first.ids.tolist()) != first.ids.tolist()  # in hash order, not file order
+    (tmp_path / "ids.txt").write_text("a\nb\na\n")
+    with pytest.raises(InputError, match="document 'a' is listed twice"):
+        read_corpus(tmp_path / "ids.txt")
+    assert len(list(cache.iterdir())) == 1  # an invalid corpus leaves no entry
+    monkeypatch.setenv("RETRIEVAL_GATE_CACHE", "off")
+    (tmp_path / "other.txt").write_text("a\nb\n")
+    read_corpus(tmp_path / "other.txt")
+    assert len(list(cache.iterdir())) == 1
+
+
+def test_only_items_a_measure_reads_are_checked_against_the_corpus(tmp_path):
+    """Measures at @2 read three items (the cutoff and the next, for ties): a document outside
+    the corpus at rank 4 is never scored; at rank 2 it is refused."""
+    jsonl(tmp_path / "q.jsonl", [{"query_id": "q", "doc_id": "a", "grade": 1}])
+    (tmp_path / "ids.txt").write_text("a\nb\nc\n")
+    (tmp_path / "deep.trec").write_text("q Q0 a 1 9 t\nq Q0 b 2 8 t\nq Q0 c 3 7 t\n"
+                                        "q Q0 zz 4 6 t\n")
+    (tmp_path / "top.trec").write_text("q Q0 a 1 9 t\nq Q0 zz 2 8 t\n")
+    common = ["--corpus", tmp_path / "ids.txt", "-m", "Recall@2", "-m", "nDCG@2"]
+    assert gate("score", tmp_path / "q.jsonl", tmp_path / "deep.trec", *common)[0] == 0
+    code, _, err = gate("score", tmp_path / "q.jsonl", tmp_path / "top.trec", *common)
+    assert code == 2 and "'zz'" in err
+    code, _, err = gate("score", tmp_path / "q.jsonl", tmp_path / "deep.trec", *common[:2], "-m",
+                        "AP")  # reads the whole ranking
+    assert code == 2 and "'zz'" in err

@@ -25,7 +25,6 @@ truncated holds only what it still holds.
 
 from __future__ import annotations
 
-import weakref
 from collections.abc import Sequence
 
 import numpy as np
@@ -98,15 +97,9 @@ def require_in_corpus(source: str, corpus: Corpus, docs: np.ndarray | ItemIds,
                          "chunk table)")
 
 
-_INDEXES: weakref.WeakKeyDictionary[Corpus, IdIndex] = weakref.WeakKeyDictionary()
-
-
 def corpus_index(corpus: Corpus) -> IdIndex:
-    """The exact index of the corpus ids, built once per corpus (while it is in use)."""
-    index = _INDEXES.get(corpus)
-    if index is None:
-        index = _INDEXES[corpus] = IdIndex(corpus.ids)
-    return index
+    """The exact index of the corpus ids (already in hash order: nothing to compute)."""
+    return IdIndex(corpus.ids, keys=corpus.keys)
 
 
 def spans_in_corpus(spans: dict[str, tuple[Span, ...]], corpus: Corpus, source: str) -> None:

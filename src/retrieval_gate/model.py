@@ -180,13 +180,16 @@ class RankedRun:
 
 @dataclass(frozen=True, eq=False)
 class Corpus:
-    """The pinned corpus, the universe of documents: ``ids`` (``S``, file order, distinct) and
-    ``lengths``, each document's text length in code points (None for a list of ids without
-    text, which can check membership but not offsets)."""
+    """The pinned corpus, the universe of documents: ``ids`` (``S``, distinct) in the order of
+    ``keys``, their 64-bit hashes sorted (``retrieval_gate.ranking.hash_ids``), so that looking
+    an id up is a binary search; ``lengths``, each document's text length in code points, in
+    the same order (None for a list of ids without text, which can check membership but not
+    offsets)."""
 
     source: str
     ids: np.ndarray
     lengths: np.ndarray | None
+    keys: np.ndarray
 
 
 @dataclass(frozen=True, eq=False)

@@ -144,17 +144,22 @@ class IdIndex:
     """Exact lookup of ids: for each wanted id (``S`` array), its position among the indexed
     ``ids``, or −1. With ``salt`` (an integer per id, such as the query), a wanted id matches
     only an indexed id of the same salt. Ids are found by their 64-bit hashes, and every match
-    is confirmed on the ids themselves; when two indexed keys share a hash, or a wanted id
-    shares one with an indexed id it is not, a dictionary settles it. Indexed (salt, id) pairs
-    must be distinct."""
+    is confirmed on the ids themselves; when a match fails to confirm — a wanted id shares its
+    hash with an indexed id it is not, or with the first of several indexed ids sharing one —
+    a dictionary settles it. Indexed (salt, id) pairs must be distinct."""
 
-    def __init__(self, ids: np.ndarray, salt: np.ndarray | None = None):
+    def __init__(self, ids: np.ndarray, salt: np.ndarray | None = None,
+                 keys: np.ndarray | None = None):
+        """``keys``, when given, are the ids' unsalted :func:`hash_ids` already sorted, with
+        ``ids`` in the same order (a corpus read from its cache): nothing is computed."""
         self.ids = ids
         self.salt = salt
-        keys = hash_ids(ids, salt)
-        self.order = np.argsort(keys, kind="stable")
-        self.keys = keys[self.order]
-        self.collision = bool((self.keys[1:] == self.keys[:-1]).any())
+        if keys is None:
+            keys = hash_ids(ids, salt)
+            self.order: np.ndarray | None = np.argsort(keys, kind="stable")
+            self.keys = keys[self.order]
+        else:
+            self.order, self.keys = None, keys  # ids already in key order
 
     def __len__(self) -> int:
         return len(self.ids)
@@ -166,14 +171,18 @@ class IdIndex:
         if not len(ids) or not len(self.ids):
             return found
         keys = hash_ids(ids, salt)
-        at = np.minimum(np.searchsorted(self.keys, keys), len(self.keys) - 1)
+        # Sorted needles: numpy's binary search starts each one from the last, so a large
+        # index (a memory-mapped corpus) is walked once instead of probed at random.
+        needles = np.argsort(keys)
+        at = np.empty(len(keys), dtype=np.int64)
+        at[needles] = np.minimum(np.searchsorted(self.keys, keys[needles]), len(self.keys) - 1)
         candidates = np.flatnonzero(self.keys[at] == keys)
-        match = self.order[at[candidates]]
+        match = at[candidates] if self.order is None else self.order[at[candidates]]
         exact = self.ids[match] == ids[candidates]
         if salt is not None and self.salt is not None:
             exact &= self.salt[match] == salt[candidates]
         found[candidates[exact]] = match[exact]
-        if self.collision or not exact.all():
+        if not exact.all():
             return self._find_exactly(ids, salt)
         return found
 

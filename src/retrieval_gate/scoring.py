@@ -117,8 +117,10 @@ def score_run(qrels: Qrels, run: RunRows, measures: Sequence[Measure],
               min_coverage: float = 1.0) -> Scores:
     """Score ``run`` against ``qrels`` on every measure, per query; see the module docstring.
 
-    With a ``corpus``, every document the run names must be in it (and every item's place
-    inside its document's text): InputError otherwise. Span judgments need the corpus and
+    With a ``corpus``, every document the scored items name must be in it (and every item's
+    place inside its document's text): InputError otherwise. The scored items are those within
+    the deepest cutoff (+1, for ties) — every item when a measure reads the whole ranking;
+    items below it no measure reads. Span judgments need the corpus and
     items with places (a chunk table, or JSON Lines items with ``doc_id``, ``start``, ``end``);
     a span counts as retrieved once ``min_coverage`` of it is covered (see
     :mod:`retrieval_gate.evidence`)."""
@@ -136,9 +138,6 @@ def score_run(qrels: Qrels, run: RunRows, measures: Sequence[Measure],
             raise InputError(run.source, "span judgments need each item's place in the corpus "
                              "(document, start, end)", "give the run's chunk table, or JSON "
                              "Lines items with doc_id, start and end")
-    if corpus is not None:
-        require_in_corpus(run.source, corpus, run.items if run.doc_ids is None else run.doc_ids,
-                          run.starts, run.ends)
 
     cutoffs = [m.k for m in measures if m.k is not None]
     # Items below the deepest cutoff (+1, to see ties at it) cannot change a score.
@@ -147,6 +146,11 @@ def score_run(qrels: Qrels, run: RunRows, measures: Sequence[Measure],
     ranked = rank_run(run, policy.duplicates, doc_map, depth,
                       "remove the repeat, or keep its best rank: " + policy.fix("duplicates", "first"),
                       collapse=spans is None)
+    if corpus is not None:  # every item a measure reads: within the deepest cutoff (+1)
+        places = ranked.places
+        require_in_corpus(run.source, corpus, ranked.docs if places is None else places.doc,
+                          None if places is None else places.start,
+                          None if places is None else places.end)
     index = {q: i for i, q in enumerate(answerable)}
     skipped = set(unanswerable)
     extra = [q for q in ranked.query_ids if q not in index and q not in skipped]

@@ -253,7 +253,7 @@ def _verified(snapshot: Snapshot) -> Snapshot:
                              "exist", "restore it, or correct the path",
                              json_path(component, "path"))
         if component in PARSED_COMPONENTS:
-            blobs[component] = read_blob(file)
+            blobs[component] = read_blob(file, map_from=1 << 24)  # a large corpus: mapped
             actual = blobs[component].sha256
         else:
             actual = sha256_file(file)

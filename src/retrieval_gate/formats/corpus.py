@@ -24,19 +24,32 @@ import re
 import numpy as np
 
 from retrieval_gate.errors import InputError
-from retrieval_gate.formats import Source, source_blob, trec
+from retrieval_gate.formats import Source, cache, source_blob, trec
 from retrieval_gate.formats.source import Blob
 from retrieval_gate.model import ChunkTable, Corpus
+from retrieval_gate.ranking import hash_ids
 
 _ID_LIST_FIX = "a corpus id list has one document id per line"
 
 
 def read_corpus(source: Source) -> Corpus:
-    """The corpus file: JSON Lines documents, or a list of ids (see the module docstring)."""
+    """The corpus file: JSON Lines documents, or a list of ids (see the module docstring). A
+    large corpus is read from its cache entry when it has one (:mod:`~retrieval_gate.formats.
+    cache`), and leaves one when it has not."""
     blob = source_blob(source)
+    cached = cache.load("corpus", blob, ("ids", "keys", "lengths"))
+    if cached is not None and len(cached["ids"]) == len(cached["keys"]) and len(
+            cached["lengths"]) in (0, len(cached["ids"])):
+        lengths = None if len(cached["lengths"]) == 0 else cached["lengths"]
+        return Corpus(blob.name, cached["ids"], lengths, cached["keys"])
     if re.match(rb"(?:\xef\xbb\xbf)?\s*\{", blob.data[:4096]) is None:
-        return _id_list(blob)
-    return _documents(blob)
+        corpus = _id_list(blob)
+    else:
+        corpus = _documents(blob)
+    cache.store("corpus", blob, {"ids": corpus.ids, "keys": corpus.keys, "lengths":
+                                 np.zeros(0, np.int64) if corpus.lengths is None
+                                 else corpus.lengths})
+    return corpus
 
 
 def _id_list(blob: Blob) -> Corpus:
@@ -44,8 +57,7 @@ def _id_list(blob: Blob) -> Corpus:
              for t in trec.tokenized(blob.data, blob.name, (0,), 1, _ID_LIST_FIX, ids=(0,))]
     width = max(part.dtype.itemsize for part, _ in parts)
     ids = np.concatenate([part.astype(f"S{width}") for part, _ in parts])
-    _require_distinct(ids, np.concatenate([lines for _, lines in parts]), blob.name, "document")
-    return Corpus(blob.name, ids, None)
+    return _indexed(blob.name, ids, None, np.concatenate([lines for _, lines in parts]))
 
 
 def _documents(blob: Blob) -> Corpus:
@@ -62,16 +74,41 @@ def _documents(blob: Blob) -> Corpus:
                              "write the document's text as a JSON string", line)
         lengths.append(-1 if text is None else len(text))
         numbers.append(line)
-    array = np.array(ids, dtype="S")
-    _require_distinct(array, np.array(numbers), blob.name, "document")
     with_text = np.array(lengths, dtype=np.int64)
-    if (with_text < 0).all():
-        return Corpus(blob.name, array, None)
-    if (with_text < 0).any():
+    if (with_text < 0).any() and not (with_text < 0).all():
         line = numbers[int(np.flatnonzero(with_text < 0)[0])]
         raise InputError(blob.name, "a document has no 'text' while others have one",
                          "give every document its text, or none (a list of ids)", line)
-    return Corpus(blob.name, array, with_text)
+    return _indexed(blob.name, np.array(ids, dtype="S"),
+                    None if (with_text < 0).all() else with_text, np.array(numbers))
+
+
+def _indexed(name: str, ids: np.ndarray, lengths: np.ndarray | None, lines: np.ndarray
+             ) -> Corpus:
+    """The corpus in hash order; InputError naming the second line of an id given twice."""
+    keys = hash_ids(ids)
+    order = np.argsort(keys, kind="stable")
+    keys, ids, lines = keys[order], ids[order], lines[order]
+    pair = _repeated(ids, keys[1:] == keys[:-1])
+    if pair is not None:
+        first, second = sorted(int(lines[i]) for i in pair)
+        raise InputError(name, f"document '{ids[pair[0]].decode(errors='replace')}' is listed "
+                         f"twice (also line {first})", "list each document once", second)
+    return Corpus(name, ids, None if lengths is None else lengths[order], keys)
+
+
+def _repeated(ids: np.ndarray, clash: np.ndarray) -> tuple[int, int] | None:
+    """Positions of two equal ids, or None; ``ids`` are in hash order and ``clash`` marks
+    neighbours with equal hashes."""
+    same = np.flatnonzero(clash & (ids[1:] == ids[:-1]))
+    if len(same):
+        return int(same[0]), int(same[0]) + 1
+    if clash.any():  # different ids sharing a hash may stand between two equal ones
+        seen: dict[bytes, int] = {}
+        for i, value in enumerate(ids.tolist()):
+            if seen.setdefault(value, i) != i:
+                return seen[value], i
+    return None
 
 
 def read_chunk_table(source: Source) -> ChunkTable:
