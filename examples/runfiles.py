@@ -1,5 +1,5 @@
-"""What the run-building scripts of the example share: reading the collection, ranking written
-scores the way trec_eval orders them, and writing or checking run files."""
+"""What the run-building scripts of the examples share: reading a collection, ranking written
+scores the way trec_eval orders them, and writing or checking run and data files."""
 
 from __future__ import annotations
 
@@ -8,12 +8,14 @@ import filecmp
 import json
 import os
 import tempfile
-from collections.abc import Mapping
+from collections.abc import Iterable, Mapping
 from pathlib import Path
 
 DATA = Path(__file__).resolve().parent / "cranfield"
 BASELINES = DATA.parent.parent / "baselines" / "cranfield"
 DEPTH = 100
+PYDOC = DATA.parent / "pydoc"
+PYDOC_BASELINES = BASELINES.parent / "pydoc"
 
 
 def read_jsonl(path: Path) -> list[dict[str, str]]:
@@ -28,10 +30,18 @@ def full_text(doc: dict[str, str]) -> str:
     return text if text.startswith(title) else f"{title} {text}"
 
 
-def trec_lines(query_id: str, written: Mapping[str, str], tag: str) -> list[str]:
-    """The top :data:`DEPTH` of ``written`` (doc id → score as written) as TREC lines, ranked by
+def jsonl_lines(rows: Iterable[Mapping[str, object]]) -> list[str]:
+    """One compact JSON object per line, keys in the given order, non-ASCII text kept as UTF-8
+    (JSON still escapes every control character, so a line never breaks inside a value)."""
+    return [json.dumps(row, ensure_ascii=False) + "\n" for row in rows]
+
+
+def trec_lines(
+    query_id: str, written: Mapping[str, str], tag: str, depth: int = DEPTH
+) -> list[str]:
+    """The top ``depth`` of ``written`` (doc id → score as written) as TREC lines, ranked by
     the written score descending, ties by doc id descending (strcmp: trec_eval's order)."""
-    ranked = sorted(written, key=lambda d: (float(written[d]), d), reverse=True)[:DEPTH]
+    ranked = sorted(written, key=lambda d: (float(written[d]), d), reverse=True)[:depth]
     return [f"{query_id} Q0 {d} {r} {written[d]} {tag}\n" for r, d in enumerate(ranked, 1)]
 
 

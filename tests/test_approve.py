@@ -339,7 +339,7 @@ def test_a_candidate_that_changes_while_copied_is_not_approved(small, tmp_path):
                                "--snapshot", small / "snapshot.json")
     _, err = approval.communicate(timeout=120)
     assert approval.returncode == 3
-    assert err == (f"error: {tmp_path}/new.trec: the run changed while it was being approved — "
+    assert err == (f"error: {tmp_path}/new.trec: the file changed while it was being approved — "
                    "approve it again once it is complete\n")
     assert tree(folder) == before  # the staging folder is gone too
 

@@ -7,9 +7,9 @@ line per problem on standard error when the input is refused, no output file (an
 temporary debris) after a failure, and within the example deadline (a stall is a failure).
 
 A few hundred examples run with the test suite. For a long campaign set
-``GATE_FUZZ_EXAMPLES`` (examples per target; 13 targets):
+``GATE_FUZZ_EXAMPLES`` (examples per target; 14 targets):
 
-    GATE_FUZZ_EXAMPLES=800 python -m pytest -q tests/test_fuzz.py    # ≈ 10,400 examples
+    GATE_FUZZ_EXAMPLES=750 python -m pytest -q tests/test_fuzz.py    # ≈ 10,500 examples
 """
 
 from __future__ import annotations
@@ -225,6 +225,31 @@ def test_score_survives_hostile_measure_names_and_cutoffs(measure, k):
     code, _, err = gate("score", SEEDS / "001_fixture.json", "-k", str(k))
     _expect_clean(code, err, REFUSED + (0,))
 
+
+
+EVIDENCE = {
+    "corpus.jsonl": b'{"id": "a", "text": "xxxxxxxxxxxxxxxxxxxxxxxxxxxxxx"}\n'
+                    b'{"id": "b", "text": "yyyyyyyyyyyyyyyyyyyy"}\n',
+    "qrels.jsonl": b'{"query_id": "q1", "doc_id": "a", "start": 2, "end": 9, "grade": 2, '
+                   b'"fact": "f1"}\n{"query_id": "q1", "doc_id": "b", "start": 0, "end": 5, '
+                   b'"grade": 1, "fact": "f2"}\n',
+    "chunks.jsonl": b'{"id": "a#0", "doc_id": "a", "start": 0, "end": 15, "tokens": 3}\n'
+                    b'{"id": "a#1", "doc_id": "a", "start": 10, "end": 30}\n'
+                    b'{"id": "b#0", "doc_id": "b", "start": 0, "end": 20, "tokens": 4}\n',
+    "run.trec": b"q1 Q0 a#1 1 3 t\nq1 Q0 b#0 2 2 t\nq1 Q0 a#0 3 1 t\n",
+}
+
+
+@FUZZ
+@given(data=st.data(), which=st.sampled_from(sorted(EVIDENCE)))
+def test_score_survives_mutated_span_judgments_corpora_and_chunk_tables(tmp_path, data, which):
+    files = {name: _fresh(tmp_path, "." + name, _mutate(data, seed) if name == which else seed)
+             for name, seed in EVIDENCE.items()}
+    code, _, err = gate("score", files["qrels.jsonl"], files["run.trec"], "--corpus",
+                        files["corpus.jsonl"], "--chunks", files["chunks.jsonl"], "-m",
+                        "Recall@2", "-m", "FactCoverage@3", "-m", "nDCG@3", "--min-coverage",
+                        "0.5", "--missing", "zero", "--extra", "ignore", "--unlabeled", "zero")
+    _expect_clean(code, err, REFUSED + (0,))
 
 # -- snapshots and manifests -----------------------------------------------------------------
 

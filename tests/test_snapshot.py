@@ -31,7 +31,7 @@ def testset(tmp_path: Path) -> Path:
         '{"id": "q3", "text": "restore a backup", "tags": ["billing"]}\n'
         '{"id": "q4", "text": "office dog name", "answerable": false}\n')
     (folder / "qrels.tsv").write_text("q1 0 d1 2\nq1 0 d2 0\nq2 0 d3 1\nq3 0 d4 3\nq4 0 d9 0\n")
-    (folder / "corpus.txt").write_text("d1 d2 d3 d4 d9\n")
+    (folder / "corpus.txt").write_text("d1\nd2\nd3\nd4\nd5\nd9\n")
     (folder / "base.trec").write_text("q1 Q0 d1 1 3 b\nq1 Q0 d2 2 2 b\nq2 Q0 d5 1 1 b\n"
                                       "q3 Q0 d4 1 1 b\n")
     (folder / "cand.trec").write_text("q1 Q0 d2 1 3 c\nq2 Q0 d3 1 1 c\nq3 Q0 d4 1 1 c\n")

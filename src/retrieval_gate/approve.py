@@ -79,6 +79,15 @@ def approve_baseline(candidate: str | os.PathLike[str], to: str | os.PathLike[st
     document = dict(checked.manifest.document)
     document["approved"] = {"at": utc_now(), "by": approver(), "commit": current_commit(),
                             "scores": means}
+    copies = [(source, checked.manifest.document["run"]["sha256"])]
+    chunks = checked.manifest.chunks_file()
+    if chunks is not None:  # the run's chunk table travels with it, beside it
+        if chunks.name in (source.name, manifest_path(source).name):
+            raise InputError(str(chunks), "has the name of the run or its manifest, and the "
+                             "approved version keeps them side by side",
+                             "rename the chunk table and rewrite the run's manifest")
+        document["chunking"] = {**document["chunking"], "file": chunks.name}
+        copies.append((chunks, document["chunking"]["sha256"]))
     folder = Path(to)
     schema.validate(document, "run-manifest", str(manifest_path(folder / source.name)))
     if folder.exists() and not folder.is_dir():
@@ -88,7 +97,7 @@ def approve_baseline(candidate: str | os.PathLike[str], to: str | os.PathLike[st
     with _writing(folder), _turn(folder):
         before = read_folder(folder)
         _require_replaceable(before, snap, force)
-        version = _stage(before, source, checked.manifest.document["run"]["sha256"],
+        version = _stage(before, copies, manifest_path(source).name,
                          json.dumps(document, indent=2, ensure_ascii=False) + "\n")
         write_text_atomic(folder / POINTER, f"{version}\n", durable=True)
         kept = _delete(read_folder(folder).leftovers())
@@ -113,18 +122,21 @@ def _require_replaceable(before: BaselineFolder, snap: Snapshot, force: bool) ->
             "another snapshot")
 
 
-def _stage(before: BaselineFolder, source: Path, sha256: str, manifest: str) -> str:
-    """Write the run and ``manifest`` whole into a hidden staging folder, flushed to the disk,
-    and rename it to the next version; returns that version's name. On failure the staging
-    folder is deleted."""
+def _stage(before: BaselineFolder, copies: list[tuple[Path, str]], manifest_name: str,
+           manifest: str) -> str:
+    """Write the files ``copies`` (each with the hash it was checked with: the run, and its
+    chunk table if any) and ``manifest`` whole into a hidden staging folder, flushed to the
+    disk, and rename it to the next version; returns that version's name. On failure the
+    staging folder is deleted."""
     folder = before.path
     staging = Path(tempfile.mkdtemp(".tmp", ".approve-", folder))
     try:
         umask = os.umask(0)
         os.umask(umask)
         os.chmod(staging, 0o777 & ~umask)
-        _copy(source, staging / source.name, sha256)
-        _create_file(manifest_path(staging / source.name), manifest.encode("utf-8"))
+        for source, sha256 in copies:
+            _copy(source, staging / source.name, sha256)
+        _create_file(staging / manifest_name, manifest.encode("utf-8"))
         sync_folder(staging)
         version = before.next_version()
         os.rename(staging, folder / version)
@@ -146,7 +158,7 @@ def _copy(source: Path, target: Path, sha256: str) -> None:
         writing.flush()
         os.fsync(writing.fileno())
     if digest.hexdigest() != sha256:
-        raise NotComparableError(f"{source}: the run changed while it was being approved — "
+        raise NotComparableError(f"{source}: the file changed while it was being approved — "
                                  "approve it again once it is complete")
 
 

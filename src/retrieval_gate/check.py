@@ -25,6 +25,7 @@ from retrieval_gate.policy import Comparison, GatePolicy, compare, exit_code, ve
 from retrieval_gate.report.model import QueryChange, Report, RunSummary
 from retrieval_gate.runmanifest import (
     RunManifest,
+    load_run_chunks,
     read_run_file,
     read_run_manifest,
     require_made_on,
@@ -86,7 +87,8 @@ def _score_verified(snap: Snapshot, test_set: TestSet, runs: tuple[Path, Path],
     with ThreadPoolExecutor(max_workers=1) as pool:  # hashlib releases the GIL
         digests = pool.submit(lambda: [blob.sha256 for blob in blobs])
         try:
-            scores = tuple(score_on(snap, test_set, blob, measures) for blob in blobs)
+            scores = tuple(score_on(snap, test_set, blob, measures, load_run_chunks(manifest))
+                           for blob, manifest in zip(blobs, manifests))
         finally:
             for manifest, digest in zip(manifests, digests.result()):
                 verify_run_hash(manifest, digest)
@@ -166,7 +168,7 @@ def _summary(path: str | os.PathLike[str], manifest: RunManifest, scores: Scores
     share = means[str(judged)]
     return RunSummary(str(path), manifest.document["run"]["sha256"], manifest.system,
                       {str(m): means[str(m)] for m in snap.measures},
-                      None if share is None else 1.0 - share)
+                      None if share is None else 1.0 - share, manifest.chunking)
 
 
 def _warnings(base: Scores, cand: Scores, comparisons: tuple[Comparison, ...],

@@ -165,6 +165,13 @@ def _policy_options(command):
 @click.option("--queries", type=click.Path(dir_okay=False), help="Query set (JSON Lines).")
 @click.option("--doc-map", type=click.Path(dir_okay=False),
               help="Chunk id → doc id map; items collapse to their document's first rank.")
+@click.option("--corpus", type=click.Path(dir_okay=False),
+              help="The corpus (JSON Lines documents, or a list of ids): every document the "
+                   "run names must be in it; span judgments need it.")
+@click.option("--chunks", type=click.Path(dir_okay=False),
+              help="The run's chunk table (JSON Lines: id, doc_id, start, end, tokens).")
+@click.option("--min-coverage", type=click.FloatRange(0, 1, min_open=True), default=1.0,
+              show_default=True, help="Share of a judged span the items must cover.")
 @click.option("--qrels-format", type=click.Choice(["trec", "json", "jsonl"]),
               help="Force the qrels format (default: detected).")
 @click.option("--run-format", type=click.Choice(["trec", "json", "jsonl"]),
@@ -174,7 +181,8 @@ def _policy_options(command):
 @click.option("-o", "--output", type=click.Path(dir_okay=False),
               help="Write the report to this file (atomically) instead of standard output.")
 def score(files, measures, k, threshold, unjudged, duplicates, missing, extra, unlabeled,
-          queries, doc_map, qrels_format, run_format, output_format, output):
+          queries, doc_map, corpus, chunks, min_coverage, qrels_format, run_format,
+          output_format, output):
     """Score a run per query: gate score QRELS RUN, or gate score FIXTURE.json."""
     from retrieval_gate.evaluate import choose_measures, score_files
     from retrieval_gate.formats.atomic import write_text_atomic
@@ -183,7 +191,8 @@ def score(files, measures, k, threshold, unjudged, duplicates, missing, extra, u
 
     policy = ScoringPolicy(threshold, unjudged, duplicates, missing, extra, unlabeled)
     chosen = choose_measures(measures, k)
-    results = score_files(files, chosen, policy, queries, doc_map, qrels_format, run_format)
+    results = score_files(files, chosen, policy, queries, doc_map, qrels_format, run_format,
+                          corpus, chunks, min_coverage)
     named = results[0].name is not None
     if output_format == "json":
         documents = {r.name: scores_document(r.scores, r.inputs) for r in results}
@@ -247,10 +256,20 @@ def snapshot() -> None:
 @click.option("--qrels-version", help="Default: sha256: + the first 12 hex digits of the file.")
 @click.option("--corpus-version", required=True, help="Version of the document collection.")
 @click.option("--corpus-file", type=click.Path(dir_okay=False),
-              help="Pin the corpus by this file's hash.")
-@click.option("--chunking-version", required=True, help="Version of the chunking rules.")
+              help="Pin the corpus by this file's hash (JSON Lines documents with their text, or "
+                   "a list of ids): runs are checked against it; span judgments need it.")
+@click.option("--unit", type=click.Choice(["document", "span", "chunk"]),
+              help="What a judgment is about.  [default: span for judgments with start and "
+                   "end; else chunk with --chunking-version, document without]")
+@click.option("--chunking-version",
+              help="Chunk judgments: the chunking whose chunk ids they name.")
 @click.option("--chunking-param", "chunking_params", multiple=True, metavar="KEY=VALUE",
-              help="A chunking parameter (repeatable); numbers and true/false are typed.")
+              help="Chunk judgments: a chunking parameter (repeatable); numbers and true/false "
+                   "are typed.")
+@click.option("--chunks", "chunks_file", type=click.Path(dir_okay=False),
+              help="Chunk judgments: pin the chunking's chunk table by its hash.")
+@click.option("--min-coverage", type=click.FloatRange(0, 1, min_open=True),
+              help="Span judgments: the share of a span the items must cover.  [default: 1]")
 @click.option("--permissions-version", required=True, help="Version of the access rules.")
 @click.option("--permissions-file", type=click.Path(dir_okay=False),
               help="Pin the permissions by this file's hash.")
@@ -262,9 +281,10 @@ def snapshot() -> None:
 @_policy_options
 @click.option("-o", "--output", required=True, type=click.Path(dir_okay=False),
               help="The manifest to write; every file must lie in its folder or below.")
-def freeze(queries, queries_version, qrels, qrels_version, corpus_version, corpus_file,
-           chunking_version, chunking_params, permissions_version, permissions_file, name,
-           measures, gain, threshold, unjudged, duplicates, missing, extra, unlabeled, output):
+def freeze(queries, queries_version, qrels, qrels_version, corpus_version, corpus_file, unit,
+           chunking_version, chunking_params, chunks_file, min_coverage, permissions_version,
+           permissions_file, name, measures, gain, threshold, unjudged, duplicates, missing,
+           extra, unlabeled, output):
     """Pin queries, qrels, corpus, chunking, permissions and the scoring policy."""
     from retrieval_gate.scoring_policy import ScoringPolicy
     from retrieval_gate.snapshot import freeze as freeze_snapshot
@@ -272,8 +292,9 @@ def freeze(queries, queries_version, qrels, qrels_version, corpus_version, corpu
     frozen = freeze_snapshot(
         output, queries=queries, queries_version=queries_version, qrels=qrels,
         qrels_version=qrels_version, corpus_version=corpus_version, corpus_file=corpus_file,
-        chunking_version=chunking_version,
+        unit=unit, chunking_version=chunking_version,
         chunking_params=_key_values("--chunking-param", chunking_params),
+        chunks_file=chunks_file, min_coverage=min_coverage,
         permissions_version=permissions_version, permissions_file=permissions_file, name=name,
         measures=measures, gain=gain,
         policy=ScoringPolicy(threshold, unjudged, duplicates, missing, extra, unlabeled))
@@ -306,14 +327,22 @@ def validate(snapshot_file, runs, run_manifest):
               help="What produced the run: retriever, model, index, parameters (repeatable).")
 @click.option("--commit", help="Source commit.  [default: $GITHUB_SHA, else git rev-parse HEAD]")
 @click.option("--created", help="Creation time, YYYY-MM-DDTHH:MM:SSZ.  [default: now, UTC]")
+@click.option("--chunks", type=click.Path(dir_okay=False),
+              help="The run's chunk table (JSON Lines: id, doc_id, start, end, tokens), pinned "
+                   "by its hash: its items are chunks of it.")
+@click.option("--chunking-version", help="A name for the run's chunking (with --chunks).")
+@click.option("--chunking-param", "chunking_params", multiple=True, metavar="KEY=VALUE",
+              help="A parameter of the run's chunking (with --chunks; repeatable).")
 @click.option("-o", "--output", type=click.Path(dir_okay=False),
               help="Where to write it.  [default: RUN.manifest.json]")
-def run_manifest(snapshot_file, run, system, commit, created, output):
+def run_manifest(snapshot_file, run, system, commit, created, chunks, chunking_version,
+                 chunking_params, output):
     """Write the manifest of a run made on a snapshot (after checking the run against it)."""
     from retrieval_gate.validate import record_run
 
     target, loaded = record_run(snapshot_file, run, _key_values("--system", system), commit,
-                                created, output)
+                                created, output, chunks, chunking_version,
+                                _key_values("--chunking-param", chunking_params))
     _print(f"{_shown(target)}: run {_shown(run)} on snapshot '{_shown(loaded.name)}' "
            f"({loaded.fingerprint})")
 

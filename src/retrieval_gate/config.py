@@ -138,7 +138,9 @@ def config_from_mapping(document: Any, source: str, base: Path,
         min_queries=int(document.get("min-queries", defaults.min_queries)),
         fail_on=document.get("fail-on", defaults.fail_on),
     )
-    paths = {key: base / document[key] if key in document else None for key in _PATHS}
+    # normpath: baselines/x rather than examples/y/../../baselines/x in reports
+    paths = {key: Path(os.path.normpath(base / document[key])) if key in document else None
+             for key in _PATHS}
     return GateConfig(source, policy, **paths)
 
 

@@ -21,7 +21,7 @@ import numpy as np
 
 from retrieval_gate.errors import InputError
 from retrieval_gate.formats.limits import MAX_CUTOFF, MAX_GRADE, MIN_GRADE
-from retrieval_gate.model import JudgedRows
+from retrieval_gate.model import NEVER, JudgedRows
 
 EXPONENTIAL = "exponential"
 LINEAR = "linear"
@@ -51,11 +51,48 @@ def _precision_at_relevant(rows: JudgedRows, rel: np.ndarray) -> np.ndarray:
     return (cumulative - before[rows.qidx]) / rows.rank
 
 
+def _units_within(rows: JudgedRows, k: int | None, threshold: int) -> np.ndarray:
+    """Per judged unit: relevant (grade ≥ threshold) and covered within the top k."""
+    covered = rows.judgment_rank != NEVER if k is None else rows.judgment_rank <= k
+    return covered & rows.relevant_units(threshold)
+
+
 def recall(rows: JudgedRows, k: int | None, threshold: int) -> np.ndarray:
-    """Recall@k = relevant in top k / R (trec_eval ``recall_k``); 0 when R = 0. The
-    denominator is R, never min(k, R): missing evidence stays in it."""
-    hits = _per_query(rows, _cut(rows, k) & rows.relevant(threshold))
-    return _ratio(hits, rows.n_relevant(threshold))
+    """Recall@k = relevant units covered in the top k / R (trec_eval ``recall_k``); 0 when
+    R = 0. A unit is a judged document or chunk (covered where it is ranked) or a judged span
+    (covered where the items ranked so far together cover it). The denominator is R, never
+    min(k, R): missing evidence stays in it."""
+    hits = np.bincount(rows.judgment_qidx[_units_within(rows, k, threshold)],
+                       minlength=rows.n_queries)
+    return _ratio(hits.astype(np.float64), rows.n_relevant(threshold))
+
+
+def _facts_covered(rows: JudgedRows, k: int | None, threshold: int) -> np.ndarray:
+    """Per required (query, fact): some relevant unit stating it is covered in the top k."""
+    within = _units_within(rows, k, threshold) & (rows.judgment_fact >= 0)
+    width = max(int(rows.judgment_fact.max(initial=-1)), int(rows.required_fact.max(initial=-1))
+                ) + 1
+    supported = rows.judgment_qidx[within] * width + rows.judgment_fact[within]
+    return np.isin(rows.required_qidx * width + rows.required_fact, supported)
+
+
+def fact_coverage(rows: JudgedRows, k: int | None, threshold: int) -> np.ndarray:
+    """FactCoverage@k = required facts with at least one relevant unit stating it covered in
+    the top k / required facts; 0 for a query that requires none. A query requires the facts
+    it lists, or else every fact labelled on its judgments; any one of several units stating a
+    fact supports it, and ten units repeating one fact support one fact."""
+    covered = np.bincount(rows.required_qidx, weights=_facts_covered(rows, k, threshold),
+                          minlength=rows.n_queries)
+    return _ratio(covered, np.bincount(rows.required_qidx, minlength=rows.n_queries))
+
+
+def all_facts(rows: JudgedRows, k: int | None, threshold: int) -> np.ndarray:
+    """AllFacts@k = 1 when every required fact is covered in the top k (FactCoverage@k = 1),
+    else 0; 0 for a query that requires none."""
+    missing = np.bincount(rows.required_qidx, weights=~_facts_covered(rows, k, threshold),
+                          minlength=rows.n_queries)
+    required = np.bincount(rows.required_qidx, minlength=rows.n_queries)
+    return ((required > 0) & (missing == 0)).astype(np.float64)
 
 
 def precision(rows: JudgedRows, k: int | None, threshold: int) -> np.ndarray:
@@ -149,7 +186,11 @@ _FAMILIES = (
     _Family("nDCG", ("NDCG",), ndcg, "DCG@k / IDCG@k", binary=False),
     _Family("CP", (), context_precision, "Σ P@i over relevant ranks i ≤ k / relevant in top k"),
     _Family("Judged", (), judged, "judged in top k / min(k, returned)", binary=False),
+    _Family("FactCoverage", (), fact_coverage, "required facts stated by a relevant unit in "
+            "top k / required facts"),
+    _Family("AllFacts", (), all_facts, "1 if every required fact is stated in top k"),
 )
+FACT_FAMILIES = ("FactCoverage", "AllFacts")
 _BY_NAME = {n.lower(): f for f in _FAMILIES for n in (f.name, *f.aliases)}
 _GAINS = {"exponential": EXPONENTIAL, "exp": EXPONENTIAL, "linear": LINEAR, "lin": LINEAR}
 _SYNTAX = re.compile(r"^(?P<name>[A-Za-z]+)(?:\((?P<params>[^()]*)\))?(?:@(?P<k>[^@]*))?$")

@@ -1,8 +1,14 @@
-"""The data the gate works on: queries, judgments and runs.
+"""The data the gate works on: queries, judgments, runs, the corpus and chunk tables.
 
 Runs are columnar (numpy arrays, one row per retrieved item) so that scoring can be vectorised
 over queries; item ids are UTF-8 byte strings (numpy ``S`` dtype), whose order is the byte order
 trec_eval uses to break score ties.
+
+Evidence units (what a judgment is about): a *document* or a *chunk* is judged by its id; a
+*span* is judged by its place in the corpus text — characters ``[start, end)`` of a document,
+counted in Unicode code points, end exclusive — so that any chunking of the documents can be
+scored against it. An item of a run may carry such a place (its *provenance*: document, start,
+end and token count), from the run itself or from the chunk table of the run's chunking.
 """
 
 from __future__ import annotations
@@ -22,18 +28,59 @@ class Query:
     text: str = ""
     tags: tuple[str, ...] = ()
     answerable: bool = True
+    facts: tuple[str, ...] | None = None  # required facts; None: every fact labelled for it
+
+
+@dataclass(frozen=True)
+class Span:
+    """A judged evidence span: characters ``[start, end)`` of document ``doc`` (code points,
+    end exclusive) with a grade and, optionally, the ``fact`` it states."""
+
+    doc: str
+    start: int
+    end: int
+    grade: int
+    fact: str | None = None
+
+    @property
+    def key(self) -> str:
+        """The span's name in reports and in :attr:`Qrels.judgments`: ``doc[start:end]``."""
+        return f"{self.doc}[{self.start}:{self.end}]"
 
 
 @dataclass(frozen=True, eq=False)
 class Qrels:
-    """Relevance judgments: query id → item id → integer grade, in file order.
+    """Relevance judgments: query id → judged unit → integer grade, in file order.
 
-    ``lines`` maps each query id to the line (or JSON path) of its first judgment, for messages.
+    - ``judgments``: the unit's id (a document or chunk id; for a span, :attr:`Span.key`) →
+      grade, per query;
+    - ``spans``: with span judgments, the spans of each query (None for id judgments);
+    - ``facts``: the fact each id judgment states, per query (span facts are in the spans);
+    - ``lines``: each query id → the line (or JSON path) of its first judgment, for messages.
     """
 
     source: str
     judgments: dict[str, dict[str, int]]
     lines: dict[str, int | str] = field(default_factory=dict)
+    spans: dict[str, tuple[Span, ...]] | None = None
+    facts: dict[str, dict[str, str]] = field(default_factory=dict)
+
+    @property
+    def unit(self) -> str:
+        """``span`` for span judgments, else ``id`` (documents or chunks, judged by id)."""
+        return "id" if self.spans is None else "span"
+
+    def fact_of(self, query_id: str, unit: str) -> str | None:
+        """The fact judgment ``unit`` of ``query_id`` states, if labelled."""
+        return self.facts.get(query_id, {}).get(unit)
+
+    def labelled_facts(self, query_id: str) -> tuple[str, ...]:
+        """Every fact labelled for ``query_id``, in file order."""
+        if self.spans is not None:
+            found = [s.fact for s in self.spans.get(query_id, ()) if s.fact is not None]
+        else:
+            found = list(self.facts.get(query_id, {}).values())
+        return tuple(dict.fromkeys(found))
 
     def where(self, query_id: str) -> int | str | None:
         return self.lines.get(query_id)
@@ -80,7 +127,10 @@ class RunRows:
     - ``scores``: float64 per row, or None when the order is explicit (file order);
     - ``lines``: 1-based source line per row (an array, or :class:`RowLines`), or None for
       whole-file JSON documents;
-    - ``doc_ids``: the document id each item belongs to (JSONL ``doc_id``), or None.
+    - ``doc_ids``: the document id each item belongs to (JSONL ``doc_id``, or the chunk
+      table), or None;
+    - ``starts`` / ``ends`` / ``tokens``: the item's place in its document and its size in
+      tokens (int64; −1 where not given), or None when no item has a place.
     """
 
     source: str
@@ -90,12 +140,31 @@ class RunRows:
     scores: np.ndarray | None
     lines: np.ndarray | RowLines | None = None
     doc_ids: np.ndarray | None = None
+    starts: np.ndarray | None = None
+    ends: np.ndarray | None = None
+    tokens: np.ndarray | None = None
+
+
+@dataclass(frozen=True, eq=False)
+class Places:
+    """Where ranked items lie: per row, the document id (``S``), the start and end offsets
+    (code points, end exclusive) and the token count (−1 unknown)."""
+
+    doc: np.ndarray
+    start: np.ndarray
+    end: np.ndarray
+    tokens: np.ndarray
+
+    def take(self, rows: np.ndarray) -> Places:
+        return Places(self.doc[rows], self.start[rows], self.end[rows], self.tokens[rows])
 
 
 @dataclass(frozen=True, eq=False)
 class RankedRun:
     """A run in rank order: the rows of query ``query_ids[i]`` are ``offsets[i]:offsets[i+1]``,
-    best first. ``scores`` is None when the order was explicit."""
+    best first. ``scores`` is None when the order was explicit. ``docs`` are the ranked ids
+    (items, or their documents once collapsed); ``places``, when kept, the items' provenance
+    in the same order."""
 
     source: str
     query_ids: tuple[str, ...]
@@ -103,9 +172,41 @@ class RankedRun:
     docs: np.ndarray
     scores: np.ndarray | None
     lines: np.ndarray | None
+    places: Places | None = None
 
     def where(self, row: int) -> int | None:
         return None if self.lines is None else int(self.lines[row])
+
+
+@dataclass(frozen=True, eq=False)
+class Corpus:
+    """The pinned corpus, the universe of documents: ``ids`` (``S``, distinct) in the order of
+    ``keys``, their 64-bit hashes sorted (``retrieval_gate.ranking.hash_ids``), so that looking
+    an id up is a binary search; ``lengths``, each document's text length in code points, in
+    the same order (None for a list of ids without text, which can check membership but not
+    offsets)."""
+
+    source: str
+    ids: np.ndarray
+    lengths: np.ndarray | None
+    keys: np.ndarray
+
+
+@dataclass(frozen=True, eq=False)
+class ChunkTable:
+    """A chunking: each chunk's id (``S``, distinct), its document (``S``), its place in the
+    document — ``start`` and ``end`` in code points, end exclusive — and its size in ``tokens``
+    (−1 when not given), as the pipeline counted them."""
+
+    source: str
+    ids: np.ndarray
+    doc: np.ndarray
+    start: np.ndarray
+    end: np.ndarray
+    tokens: np.ndarray
+
+
+NEVER = np.iinfo(np.int64).max  # the rank of a unit no item of the ranking covers
 
 
 @dataclass(frozen=True, eq=False)
@@ -116,7 +217,11 @@ class JudgedRows:
     - ``rank``: 1-based rank within the query; ``grade``: the item's grade (0 if unjudged);
       ``judged``: the item has a judgment with a grade ≥ 0;
     - ``retrieved``: number of items per query;
-    - ``judgment_qidx`` / ``judgment_grade``: every judgment of the evaluated queries;
+    - ``judgment_qidx`` / ``judgment_grade``: every judged unit (document, chunk or span) of
+      the evaluated queries; ``judgment_rank``: the rank at which the ranking covers it (the
+      rank of the judged id; for a span, of the item that completes its coverage), or
+      :data:`NEVER`; ``judgment_fact``: the code of the fact it states, −1 for none;
+    - ``required_qidx`` / ``required_fact``: the facts each query requires (fact codes);
     - ``ideal_qidx`` / ``ideal_rank`` / ``ideal_grade``: the positive grades of each query sorted
       best first, the ideal ranking for nDCG.
     """
@@ -129,15 +234,23 @@ class JudgedRows:
     retrieved: np.ndarray
     judgment_qidx: np.ndarray
     judgment_grade: np.ndarray
+    judgment_rank: np.ndarray
     ideal_qidx: np.ndarray
     ideal_rank: np.ndarray
     ideal_grade: np.ndarray
+    judgment_fact: np.ndarray
+    required_qidx: np.ndarray
+    required_fact: np.ndarray
 
     def relevant(self, threshold: int) -> np.ndarray:
         """Per row: judged with grade ≥ threshold (and ≥ 0)."""
         return self.judged & (self.grade >= max(threshold, 0))
 
+    def relevant_units(self, threshold: int) -> np.ndarray:
+        """Per judged unit: grade ≥ threshold (negative grades never count)."""
+        return self.judgment_grade >= max(threshold, 0)
+
     def n_relevant(self, threshold: int) -> np.ndarray:
         """R per query: judgments with grade ≥ threshold (negative grades never count)."""
-        mask = self.judgment_grade >= max(threshold, 0)
+        mask = self.relevant_units(threshold)
         return np.bincount(self.judgment_qidx[mask], minlength=self.n_queries)

@@ -18,7 +18,7 @@ from dataclasses import dataclass
 import numpy as np
 
 from retrieval_gate.errors import InputError
-from retrieval_gate.model import ItemIds, RankedRun, RunRows
+from retrieval_gate.model import ItemIds, Places, RankedRun, RunRows
 
 _MIX = np.uint64(0x9E3779B97F4A7C15)
 _FNV_OFFSET = np.uint64(0xCBF29CE484222325)
@@ -138,6 +138,60 @@ def item_hashes(items: np.ndarray | ItemIds) -> np.ndarray:
 def take_items(items: np.ndarray | ItemIds, rows: np.ndarray) -> np.ndarray:
     """The ids of ``rows`` as an ``S`` array."""
     return items[rows] if isinstance(items, np.ndarray) else items.take(rows)
+
+
+class IdIndex:
+    """Exact lookup of ids: for each wanted id (``S`` array), its position among the indexed
+    ``ids``, or −1. With ``salt`` (an integer per id, such as the query), a wanted id matches
+    only an indexed id of the same salt. Ids are found by their 64-bit hashes, and every match
+    is confirmed on the ids themselves; when a match fails to confirm — a wanted id shares its
+    hash with an indexed id it is not, or with the first of several indexed ids sharing one —
+    a dictionary settles it. Indexed (salt, id) pairs must be distinct."""
+
+    def __init__(self, ids: np.ndarray, salt: np.ndarray | None = None,
+                 keys: np.ndarray | None = None):
+        """``keys``, when given, are the ids' unsalted :func:`hash_ids` already sorted, with
+        ``ids`` in the same order (a corpus read from its cache): nothing is computed."""
+        self.ids = ids
+        self.salt = salt
+        if keys is None:
+            keys = hash_ids(ids, salt)
+            self.order: np.ndarray | None = np.argsort(keys, kind="stable")
+            self.keys = keys[self.order]
+        else:
+            self.order, self.keys = None, keys  # ids already in key order
+
+    def __len__(self) -> int:
+        return len(self.ids)
+
+    def find(self, ids: np.ndarray, salt: np.ndarray | None = None) -> np.ndarray:
+        """The position of each of ``ids`` (with its ``salt``) among the indexed ids, −1 for
+        an id not indexed."""
+        found = np.full(len(ids), -1, dtype=np.int64)
+        if not len(ids) or not len(self.ids):
+            return found
+        keys = hash_ids(ids, salt)
+        # Sorted needles: numpy's binary search starts each one from the last, so a large
+        # index (a memory-mapped corpus) is walked once instead of probed at random.
+        needles = np.argsort(keys)
+        at = np.empty(len(keys), dtype=np.int64)
+        at[needles] = np.minimum(np.searchsorted(self.keys, keys[needles]), len(self.keys) - 1)
+        candidates = np.flatnonzero(self.keys[at] == keys)
+        match = at[candidates] if self.order is None else self.order[at[candidates]]
+        exact = self.ids[match] == ids[candidates]
+        if salt is not None and self.salt is not None:
+            exact &= self.salt[match] == salt[candidates]
+        found[candidates[exact]] = match[exact]
+        if not exact.all():
+            return self._find_exactly(ids, salt)
+        return found
+
+    def _find_exactly(self, ids: np.ndarray, salt: np.ndarray | None) -> np.ndarray:
+        def pairs(values: np.ndarray, salts: np.ndarray | None) -> list[tuple[int, bytes]]:
+            codes = [0] * len(values) if salts is None else salts.tolist()
+            return list(zip(codes, values.tolist()))
+        table = {pair: i for i, pair in enumerate(pairs(self.ids, self.salt))}
+        return np.array([table.get(pair, -1) for pair in pairs(ids, salt)], dtype=np.int64)
 
 
 def all_distinct(qcodes: np.ndarray, keys: np.ndarray) -> bool:
@@ -296,13 +350,14 @@ def _within_depth(qcodes: np.ndarray, kept: np.ndarray | None, depth: int, n_que
 
 def rank_run(rows: RunRows, duplicates: str = "error",
              doc_map: dict[str, str] | None = None, depth: int | None = None,
-             repeat_fix: str = "remove the repeat") -> RankedRun:
-    """Order each query's items (trec_eval's rule), apply the duplicates policy, then collapse
-    items to documents (``doc_map`` or the items' own ``doc_id``), keeping each document's
-    first (best) rank. An item missing from ``doc_map`` is an error. With ``depth``, only the
-    first ``depth`` items of each query are kept (after all checks, which see every item).
-    ``repeat_fix`` is the advice of the error for a repeated item under ``duplicates="error"``
-    (it depends on where the policy was set)."""
+             repeat_fix: str = "remove the repeat", collapse: bool = True) -> RankedRun:
+    """Order each query's items (trec_eval's rule), apply the duplicates policy, then, with
+    ``collapse``, collapse items to documents (``doc_map`` or the items' own ``doc_id``),
+    keeping each document's first (best) rank; without it, items stay items and their places
+    (when the rows have them) are kept beside them. An item missing from ``doc_map`` is an
+    error. With ``depth``, only the first ``depth`` items of each query are kept (after all
+    checks, which see every item). ``repeat_fix`` is the advice of the error for a repeated
+    item under ``duplicates="error"`` (it depends on where the policy was set)."""
     items = rows.items
     order = trec_order(rows.qcodes, rows.scores, lambda r: take_items(items, r))
     qcodes = order.qcodes
@@ -315,7 +370,7 @@ def rank_run(rows: RunRows, duplicates: str = "error",
 
     keep = _first_items(rows, order, fetch, line, duplicates, repeat_fix)  # None: all kept
     docs = None  # ordered document ids, when they differ from the item ids
-    if doc_map is not None or rows.doc_ids is not None:
+    if collapse and (doc_map is not None or rows.doc_ids is not None):
         docs = (order.arranged(rows.doc_ids) if rows.doc_ids is not None
                 else fetch(np.arange(len(qcodes))))
         if doc_map is not None:
@@ -336,7 +391,19 @@ def rank_run(rows: RunRows, duplicates: str = "error",
         docs = fetch(kept) if docs is None else docs[kept]
     offsets = np.searchsorted(kept_qcodes, np.arange(len(rows.query_ids) + 1,
                                                      dtype=kept_qcodes.dtype))
-    return RankedRun(rows.source, rows.query_ids, offsets, docs, scores, lines)
+    return RankedRun(rows.source, rows.query_ids, offsets, docs, scores, lines,
+                     None if collapse else _places(rows, order, kept))
+
+
+def _places(rows: RunRows, order: TrecOrder, kept: np.ndarray | None) -> Places | None:
+    """The places of the ranked rows (``kept`` positions, None for all), when the run has
+    them."""
+    if rows.doc_ids is None or rows.starts is None or rows.ends is None:
+        return None
+    source = order.rows(np.arange(len(order.qcodes)) if kept is None else kept)
+    tokens = (np.full(len(source), -1, dtype=np.int64) if rows.tokens is None
+              else rows.tokens[source])
+    return Places(rows.doc_ids[source], rows.starts[source], rows.ends[source], tokens)
 
 
 def _first_items(rows: RunRows, order: TrecOrder, fetch: Fetch,

@@ -25,16 +25,18 @@ import re
 import subprocess
 from collections.abc import Mapping
 from dataclasses import dataclass
-from pathlib import Path
+from pathlib import Path, PurePosixPath
 from typing import Any
 
 from retrieval_gate import baselinefolder, schema
 from retrieval_gate.baselinefolder import MANIFEST_SUFFIX
 from retrieval_gate.errors import InputError, ManyErrors, NotComparableError
 from retrieval_gate.formats.atomic import write_text_atomic
+from retrieval_gate.formats.corpus import read_chunk_table
 from retrieval_gate.formats.jsonfmt import loads
 from retrieval_gate.formats.jsonfmt import path as json_path
 from retrieval_gate.formats.source import Blob, display_name, is_regular_file, read_blob
+from retrieval_gate.model import ChunkTable
 from retrieval_gate.snapshot import COMPONENTS, Snapshot, fingerprint
 
 
@@ -75,6 +77,32 @@ class RunManifest:
     @property
     def system(self) -> dict[str, Any]:
         return self.document["system"]
+
+    @property
+    def chunking(self) -> dict[str, Any] | None:
+        """The run's chunking (chunk table file, hash, version, parameters), or None."""
+        return self.document.get("chunking")
+
+    def chunks_file(self) -> Path | None:
+        """The run's chunk table, resolved against the manifest's folder (None without)."""
+        chunking = self.chunking
+        return None if chunking is None else Path(self.source).parent / chunking["file"]
+
+
+def load_run_chunks(manifest: RunManifest) -> ChunkTable | None:
+    """The chunk table the manifest pins, read once: its bytes must have the pinned SHA-256
+    (NotComparableError, exit 3, otherwise); None when the run has none."""
+    file = manifest.chunks_file()
+    if file is None or manifest.chunking is None:
+        return None
+    blob = read_blob(file)
+    pinned = manifest.chunking["sha256"]
+    if blob.sha256 != pinned:
+        raise NotComparableError(
+            f"{manifest.source}:{json_path('chunking', 'sha256')}: chunk table {blob.name} has "
+            f"sha256 {blob.sha256}, the manifest pins {pinned} — the chunking changed after the "
+            "manifest was written: rewrite the manifest with gate run-manifest --chunks")
+    return read_chunk_table(blob)
 
 
 def read_run_file(run: str | os.PathLike[str]) -> Blob:
@@ -138,16 +166,18 @@ def verify_run_hash(manifest: RunManifest, actual: str) -> None:
 
 def make_run_manifest(snapshot: Snapshot, run: str | os.PathLike[str] | Blob,
                       system: Mapping[str, Any] | None = None, commit: str | None = None,
-                      created: str | None = None) -> dict[str, Any]:
+                      created: str | None = None, chunking: Mapping[str, Any] | None = None
+                      ) -> dict[str, Any]:
     """The manifest document of ``run`` (a path, or the run as read and scored: its bytes are
     what the manifest pins) made on ``snapshot``. ``created`` defaults to now (UTC, whole
-    seconds); ``commit`` to :func:`current_commit`."""
+    seconds); ``commit`` to :func:`current_commit`; ``chunking`` is the run's chunking
+    (:func:`chunking_record`), when it has one."""
     if created is not None and not re.fullmatch(r"\d{4}-\d{2}-\d{2}T\d{2}:\d{2}:\d{2}Z", created):
         raise InputError("--created", f"'{created}' is not a UTC time such as "
                          "2026-11-30T12:00:00Z", "write YYYY-MM-DDTHH:MM:SSZ, or leave it out "
                          "for now")
     blob = run if isinstance(run, Blob) else read_run_file(run)
-    return {
+    document: dict[str, Any] = {
         "run": {"file": Path(blob.name).name, "sha256": blob.sha256},
         "snapshot": {"name": snapshot.name, "fingerprint": snapshot.fingerprint,
                      "components": snapshot.identity},
@@ -155,6 +185,25 @@ def make_run_manifest(snapshot: Snapshot, run: str | os.PathLike[str] | Blob,
         "provenance": {"commit": commit if commit is not None else current_commit(),
                        "created": created or utc_now()},
     }
+    if chunking is not None:
+        document["chunking"] = dict(chunking)
+    return document
+
+
+def chunking_record(chunks: Blob, chunks_path: str | os.PathLike[str],
+                    manifest: str | os.PathLike[str], version: str | None = None,
+                    params: Mapping[str, Any] | None = None) -> dict[str, Any]:
+    """The ``chunking`` of a run manifest written to ``manifest``: the chunk table at
+    ``chunks_path`` (relative to the manifest's folder, forward slashes), the SHA-256 of its
+    bytes ``chunks`` as read and used, and an optional version and parameters."""
+    relative = os.path.relpath(Path(chunks_path).resolve(), Path(manifest).resolve().parent)
+    record: dict[str, Any] = {"file": PurePosixPath(*Path(relative).parts).as_posix(),
+                              "sha256": chunks.sha256}
+    if version is not None:
+        record["version"] = version
+    if params:
+        record["params"] = dict(params)
+    return record
 
 
 def write_run_manifest(document: Mapping[str, Any], output: str | os.PathLike[str]) -> None:
@@ -184,9 +233,12 @@ def current_commit() -> str | None:
 
 def differences(snapshot: Snapshot, manifest: RunManifest, role: str) -> list[str]:
     """How the snapshot ``manifest``'s run was made on differs from ``snapshot``, one sentence
-    per changed component field, worded for a reviewer; empty when the fingerprints agree."""
+    per changed component field, worded for a reviewer; empty when the run is comparable. With
+    chunk judgments, a run whose own chunking is not the judged one is not comparable either."""
     if manifest.fingerprint == snapshot.fingerprint:
-        return []
+        other = _other_chunking(snapshot, manifest)
+        return [] if other is None else [(f"{role} {manifest.run}: chunking: {other} — "
+                                         f"{_ONE_CHUNKING}")]
     then, now = manifest.components, snapshot.identity
     subject = "it" if role == "run" else f"the {role}"
     rerun = (f"re-run {subject} on the new snapshot and approve it" if role == "baseline"
@@ -198,12 +250,31 @@ def differences(snapshot: Snapshot, manifest: RunManifest, role: str) -> list[st
         before, after = then.get(component, {}), now.get(component, {})
         for key in sorted(set(before) | set(after)):
             if before.get(key) != after.get(key):
+                advice = (rescore if component == "scoring" else _ONE_CHUNKING
+                          if component == "chunking" and snapshot.unit == "chunk" else rerun)
                 found.append(f"{role} {manifest.run}: {component}: {_change(key, before, after)}"
-                             f" — {rescore if component == 'scoring' else rerun}")
+                             f" — {advice}")
     if not found:
         found.append(f"{role} {manifest.run}: made on snapshot {manifest.fingerprint}, the "
                      f"snapshot is {snapshot.fingerprint} — {rerun}")
     return found
+
+
+_ONE_CHUNKING = ("chunk judgments compare runs of the judged chunking only: judge spans or "
+                 "documents to compare chunkings")
+
+
+def _other_chunking(snapshot: Snapshot, manifest: RunManifest) -> str | None:
+    """With chunk judgments, how the run's own chunking differs from the judged one (its chunk
+    table, or its version); None when it does not, or the unit is not chunk."""
+    judged, own = snapshot.document["chunking"], manifest.chunking
+    if snapshot.unit != "chunk" or own is None:
+        return None
+    if "sha256" in judged and own["sha256"] != judged["sha256"]:
+        return f"chunk table sha256 {judged['sha256'][:12]} → {own['sha256'][:12]}"
+    if own.get("version", judged.get("version")) != judged.get("version"):
+        return f"version {judged.get('version')} → {own['version']}"
+    return None
 
 
 def _change(key: str, before: Mapping[str, Any], after: Mapping[str, Any]) -> str:

@@ -18,9 +18,10 @@ from dataclasses import dataclass
 import numpy as np
 
 from retrieval_gate.errors import InputError
-from retrieval_gate.measures import Measure
-from retrieval_gate.model import JudgedRows, Qrels, Query, RankedRun, RunRows
-from retrieval_gate.ranking import hash_ids, rank_run
+from retrieval_gate.evidence import judge_spans, require_in_corpus, spans_in_corpus
+from retrieval_gate.measures import FACT_FAMILIES, Measure
+from retrieval_gate.model import NEVER, Corpus, JudgedRows, Qrels, Query, RankedRun, RunRows, Span
+from retrieval_gate.ranking import IdIndex, rank_run
 from retrieval_gate.scoring_policy import ScoringPolicy
 
 _LISTED = 10  # how many query ids a warning names before "and N more"
@@ -83,6 +84,14 @@ def query_set(qrels: Qrels, queries: Sequence[Query] | None,
                 raise InputError(qrels.source, f"query '{q.id}' is marked unanswerable but has "
                                  f"a judgment at grade ≥ {threshold}", "mark it answerable in "
                                  "the queries file, or correct its judgments", qrels.where(q.id))
+        for q in queries:
+            labelled = set(qrels.labelled_facts(q.id))
+            unknown = [f for f in q.facts or () if f not in labelled]
+            if unknown:
+                raise InputError(qrels.source, f"query '{q.id}' requires fact '{unknown[0]}', "
+                                 "which none of its judgments states", "label a judgment of "
+                                 "the query with that fact, or correct the query's 'facts'",
+                                 qrels.where(q.id))
         answerable = [q.id for q in queries if q.answerable]
         unanswerable = [q.id for q in queries if not q.answerable]
 
@@ -104,18 +113,44 @@ def query_set(qrels: Qrels, queries: Sequence[Query] | None,
 
 def score_run(qrels: Qrels, run: RunRows, measures: Sequence[Measure],
               policy: ScoringPolicy = _DEFAULT_POLICY, queries: Sequence[Query] | None = None,
-              doc_map: dict[str, str] | None = None) -> Scores:
-    """Score ``run`` against ``qrels`` on every measure, per query; see the module docstring."""
+              doc_map: dict[str, str] | None = None, corpus: Corpus | None = None,
+              min_coverage: float = 1.0) -> Scores:
+    """Score ``run`` against ``qrels`` on every measure, per query; see the module docstring.
+
+    With a ``corpus``, every document the scored items name must be in it (and every item's
+    place inside its document's text): InputError otherwise. The scored items are those within
+    the deepest cutoff (+1, for ties) — every item when a measure reads the whole ranking;
+    items below it no measure reads. Span judgments need the corpus and
+    items with places (a chunk table, or JSON Lines items with ``doc_id``, ``start``, ``end``);
+    a span counts as retrieved once ``min_coverage`` of it is covered (see
+    :mod:`retrieval_gate.evidence`)."""
     if not measures:
         raise InputError("--measure", "no measure to compute", "name at least one measure")
     answerable, unanswerable, warnings = query_set(qrels, queries, policy)
+    spans = qrels.spans
+    if spans is not None:
+        if corpus is None:
+            raise InputError(qrels.source, "span judgments need the corpus their offsets "
+                             "point into", "pin the corpus file in the snapshot (or pass "
+                             "--corpus FILE to gate score)")
+        spans_in_corpus(spans, corpus, qrels.source)
+        if run.starts is None or run.ends is None or run.doc_ids is None:
+            raise InputError(run.source, "span judgments need each item's place in the corpus "
+                             "(document, start, end)", "give the run's chunk table, or JSON "
+                             "Lines items with doc_id, start and end")
 
     cutoffs = [m.k for m in measures if m.k is not None]
     # Items below the deepest cutoff (+1, to see ties at it) cannot change a score.
     depth = (None if len(cutoffs) < len(measures) or policy.unjudged == "error"
              else max(cutoffs) + 1)
     ranked = rank_run(run, policy.duplicates, doc_map, depth,
-                      "remove the repeat, or keep its best rank: " + policy.fix("duplicates", "first"))
+                      "remove the repeat, or keep its best rank: " + policy.fix("duplicates", "first"),
+                      collapse=spans is None)
+    if corpus is not None:  # every item a measure reads: within the deepest cutoff (+1)
+        places = ranked.places
+        require_in_corpus(run.source, corpus, ranked.docs if places is None else places.doc,
+                          None if places is None else places.start,
+                          None if places is None else places.end)
     index = {q: i for i, q in enumerate(answerable)}
     skipped = set(unanswerable)
     extra = [q for q in ranked.query_ids if q not in index and q not in skipped]
@@ -143,18 +178,21 @@ def score_run(qrels: Qrels, run: RunRows, measures: Sequence[Measure],
         warnings.append(f"{_queries(len(missing))} missing from the run, scored 0 "
                         f"(missing: zero): {_listing(missing)}")
 
-    rows = _judge(ranked, qrels, answerable, index, policy)
+    rows = _judge(ranked, qrels, answerable, index, policy, queries, min_coverage)
     values = np.column_stack([m.compute(rows, policy.threshold) for m in measures]) \
         if answerable else np.zeros((0, len(measures)))
     warnings.extend(_threshold_warnings(rows, measures, policy.threshold, answerable))
+    warnings.extend(_fact_warnings(rows, measures, answerable))
     warnings.extend(_tie_warnings(ranked, measures, index))
     return Scores(tuple(measures), tuple(answerable), values, tuple(unanswerable),
                   tuple(warnings), policy)
 
 
 def _judge(ranked: RankedRun, qrels: Qrels, answerable: list[str], index: dict[str, int],
-           policy: ScoringPolicy) -> JudgedRows:
-    """Join the ranked items of the answerable queries with their grades."""
+           policy: ScoringPolicy, queries: Sequence[Query] | None, min_coverage: float
+           ) -> JudgedRows:
+    """Join the ranked items of the answerable queries with their judged units (ids or spans):
+    each row's grade, and each unit's grade, fact and the rank that covers it."""
     n = len(answerable)
     run_to_eval = np.array([index.get(q, -1) for q in ranked.query_ids], dtype=np.int64)
     counts = np.diff(ranked.offsets)
@@ -167,20 +205,18 @@ def _judge(ranked: RankedRun, qrels: Qrels, answerable: list[str], index: dict[s
     starts = np.repeat(ranked.offsets[:-1], counts)[selected]
     rank = (selected - starts + 1).astype(np.int64)
 
-    j_qidx: list[int] = []
-    j_docs: list[bytes] = []
-    j_grades: list[int] = []
-    for qid in answerable:
-        labels = qrels.judgments.get(qid, {})
-        j_qidx.extend([index[qid]] * len(labels))
-        j_docs.extend(d.encode() for d in labels)
-        j_grades.extend(labels.values())
-    judgment_qidx = np.array(j_qidx, dtype=np.int64)
-    judgment_grade = np.array(j_grades, dtype=np.int64)
-    judgment_docs = np.array(j_docs, dtype="S") if j_docs else np.zeros(0, dtype="S1")
-
-    grade, found = _lookup(qidx, docs, judgment_qidx, judgment_docs, judgment_grade)
-    judged = found & (grade >= 0)
+    units = _units(qrels, answerable, queries)
+    if qrels.spans is not None:
+        assert ranked.places is not None  # checked by score_run
+        grade, judged, unit_rank = judge_spans(qidx, rank, ranked.places.take(selected),
+                                               units.qidx, units.spans, min_coverage)
+    else:
+        found = IdIndex(units.ids, units.qidx).find(docs, qidx)
+        hit = found >= 0
+        grade = np.where(hit, units.grade[np.maximum(found, 0)], 0)
+        judged = hit & (grade >= 0)
+        unit_rank = np.full(len(units.grade), NEVER, dtype=np.int64)
+        np.minimum.at(unit_rank, found[hit], rank[hit])
     if policy.unjudged == "error" and not judged.all():
         row = int(np.flatnonzero(~judged)[0])
         raise InputError(ranked.source, f"item '{docs[row].decode()}' of query "
@@ -188,44 +224,67 @@ def _judge(ranked: RankedRun, qrels: Qrels, answerable: list[str], index: dict[s
                          "unjudged items as non-relevant: " + policy.fix("unjudged", "nonrelevant"),
                          ranked.where(int(selected[row])))
 
-    positive = np.flatnonzero(judgment_grade > 0)
-    order = positive[np.lexsort((-judgment_grade[positive], judgment_qidx[positive]))]
-    ideal_qidx = judgment_qidx[order]
+    positive = np.flatnonzero(units.grade > 0)
+    order = positive[np.lexsort((-units.grade[positive], units.qidx[positive]))]
+    ideal_qidx = units.qidx[order]
     ideal_starts = np.searchsorted(ideal_qidx, np.arange(n))
     ideal_rank = np.arange(len(order)) - ideal_starts[ideal_qidx] + 1
     return JudgedRows(
-        n_queries=n, qidx=qidx, rank=rank, grade=np.where(found, grade, 0), judged=judged,
-        retrieved=np.bincount(qidx, minlength=n), judgment_qidx=judgment_qidx,
-        judgment_grade=judgment_grade, ideal_qidx=ideal_qidx, ideal_rank=ideal_rank,
-        ideal_grade=judgment_grade[order],
+        n_queries=n, qidx=qidx, rank=rank, grade=grade, judged=judged,
+        retrieved=np.bincount(qidx, minlength=n), judgment_qidx=units.qidx,
+        judgment_grade=units.grade, judgment_rank=unit_rank, ideal_qidx=ideal_qidx,
+        ideal_rank=ideal_rank, ideal_grade=units.grade[order], judgment_fact=units.fact,
+        required_qidx=units.required_qidx, required_fact=units.required_fact,
     )
 
 
-def _lookup(qidx: np.ndarray, docs: np.ndarray, j_qidx: np.ndarray, j_docs: np.ndarray,
-            j_grade: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
-    """Grade of each (query, doc) row and whether it was found, by hash, confirmed exactly."""
-    grade = np.zeros(len(docs), dtype=np.int64)
-    found = np.zeros(len(docs), dtype=bool)
-    if not len(j_docs) or not len(docs):
-        return grade, found
-    j_keys = hash_ids(j_docs, j_qidx)
-    order = np.argsort(j_keys)
-    sorted_keys = j_keys[order]
-    keys = hash_ids(docs, qidx)
-    pos = np.minimum(np.searchsorted(sorted_keys, keys), len(sorted_keys) - 1)
-    candidate = np.flatnonzero(sorted_keys[pos] == keys)
-    match = order[pos[candidate]]
-    exact = (j_qidx[match] == qidx[candidate]) & (j_docs[match] == docs[candidate])
-    grade[candidate[exact]] = j_grade[match[exact]]
-    found[candidate[exact]] = True
-    if not exact.all() or (sorted_keys[1:] == sorted_keys[:-1]).any():  # a hash collision
-        table = {(int(q), d): g for q, d, g in zip(j_qidx.tolist(), j_docs.tolist(),
-                                                   j_grade.tolist())}
-        for row, (q, d) in enumerate(zip(qidx.tolist(), docs.tolist())):
-            g = table.get((q, d))
-            found[row] = g is not None
-            grade[row] = 0 if g is None else g
-    return grade, found
+@dataclass(frozen=True, eq=False)
+class _Units:
+    """The judged units of the evaluated queries, in query order: query, id (for id
+    judgments, an ``S`` array) or span, grade, and fact code (−1 none); and the facts each
+    query requires (codes)."""
+
+    qidx: np.ndarray
+    ids: np.ndarray
+    spans: tuple[Span, ...]
+    grade: np.ndarray
+    fact: np.ndarray
+    required_qidx: np.ndarray
+    required_fact: np.ndarray
+
+
+def _units(qrels: Qrels, answerable: list[str], queries: Sequence[Query] | None) -> _Units:
+    required_of = {q.id: q.facts for q in queries or ()}
+    codes: dict[str, int] = {}
+    qidx: list[int] = []
+    ids: list[bytes] = []
+    spans: list[Span] = []
+    grades: list[int] = []
+    facts: list[int] = []
+    need_q: list[int] = []
+    need_f: list[int] = []
+    for i, qid in enumerate(answerable):
+        labels = qrels.judgments.get(qid, {})
+        qidx.extend([i] * len(labels))
+        grades.extend(labels.values())
+        if qrels.spans is not None:
+            given = qrels.spans.get(qid, ())
+            spans.extend(given)
+            facts.extend(-1 if s.fact is None else codes.setdefault(s.fact, len(codes))
+                         for s in given)
+        else:
+            ids.extend(d.encode() for d in labels)
+            facts.extend(-1 if (f := qrels.fact_of(qid, d)) is None
+                         else codes.setdefault(f, len(codes)) for d in labels)
+        required = required_of.get(qid) or qrels.labelled_facts(qid)
+        need_q.extend([i] * len(required))
+        need_f.extend(codes.setdefault(f, len(codes)) for f in required)
+    return _Units(_ints(qidx), np.array(ids, dtype="S") if ids else np.zeros(0, dtype="S1"),
+                  tuple(spans), _ints(grades), _ints(facts), _ints(need_q), _ints(need_f))
+
+
+def _ints(values: list[int]) -> np.ndarray:
+    return np.array(values, dtype=np.int64)
 
 
 def _threshold_warnings(rows: JudgedRows, measures: Sequence[Measure], default: int,
@@ -239,6 +298,19 @@ def _threshold_warnings(rows: JudgedRows, measures: Sequence[Measure], default: 
             out.append(f"{names}: {_queries(len(empty))} without a judgment at grade ≥ {threshold} "
                        f"and score 0: {_listing([answerable[i] for i in empty])}")
     return out
+
+
+def _fact_warnings(rows: JudgedRows, measures: Sequence[Measure], answerable: list[str]
+                   ) -> list[str]:
+    """Queries that require no fact score 0 on the fact measures: say which."""
+    names = [str(m) for m in measures if m.family in FACT_FAMILIES]
+    if not names:
+        return []
+    none = np.flatnonzero(np.bincount(rows.required_qidx, minlength=rows.n_queries) == 0)
+    if not len(none):
+        return []
+    return [(f"{', '.join(names)}: {_queries(len(none))} label no fact and score 0: "
+             f"{_listing([answerable[i] for i in none])}")]
 
 
 def _tie_warnings(ranked: RankedRun, measures: Sequence[Measure], index: dict[str, int]

@@ -14,9 +14,15 @@ The **fingerprint** is ``sha256:`` + the SHA-256 of the identity's canonical JSO
 white space, UTF-8). Renaming the snapshot, rewording its description, moving its files or
 reordering its keys or measures leave the fingerprint unchanged; any change of content does not.
 
-The files the gate parses (the query set and the judgments) are read once: their pinned SHA-256
-is checked on the bytes read, and those same bytes are parsed, so a file replaced between the
-check and the parse cannot pass for the pinned one.
+The files the gate parses (the query set, the judgments, the corpus and a pinned chunk table)
+are read once: their pinned SHA-256 is checked on the bytes read, and those same bytes are
+parsed, so a file replaced between the check and the parse cannot pass for the pinned one.
+
+The **evidence unit** (``chunking.unit``) says what a judgment is about: a ``document``, a
+``span`` of a document's text, or a ``chunk`` of one chunking (the default, and what a snapshot
+without ``unit`` means). With document or span judgments the chunking belongs to each run, so
+the snapshot's identity holds no chunking but the unit; with chunk judgments it holds the
+chunking's version, parameters and (when pinned) the chunk table's hash.
 """
 
 from __future__ import annotations
@@ -31,19 +37,22 @@ from typing import Any
 
 from retrieval_gate import schema
 from retrieval_gate.errors import InputError, ManyErrors, NotComparableError
+from retrieval_gate.evidence import spans_in_corpus
 from retrieval_gate.formats import read_qrels, read_queries
 from retrieval_gate.formats.atomic import write_text_atomic
+from retrieval_gate.formats.corpus import read_chunk_table, read_corpus
 from retrieval_gate.formats.jsonfmt import loads
 from retrieval_gate.formats.jsonfmt import path as json_path
 from retrieval_gate.formats.source import Blob, display_name, is_regular_file, read_blob
 from retrieval_gate.measures import EXPONENTIAL, Measure, default_measures, parse_measures
-from retrieval_gate.model import Qrels, Query
+from retrieval_gate.model import ChunkTable, Corpus, Qrels, Query
 from retrieval_gate.scoring import query_set
 from retrieval_gate.scoring_policy import POLICY_NAMES, ScoringPolicy
 
 COMPONENTS = ("queries", "qrels", "corpus", "chunking", "permissions")
-FILE_COMPONENTS = ("queries", "qrels", "corpus", "permissions")
-PARSED_COMPONENTS = ("queries", "qrels")  # read once: hashed and parsed from the same bytes
+FILE_COMPONENTS = ("queries", "qrels", "corpus", "chunking", "permissions")
+PARSED_COMPONENTS = ("queries", "qrels", "corpus", "chunking")  # read once: hashed and parsed
+UNITS = ("document", "span", "chunk")
 DEFAULT_CUTOFF = 10
 _DEFAULT_POLICY = ScoringPolicy()
 _POLICY_FIELDS = ("threshold", *POLICY_NAMES)
@@ -105,11 +114,34 @@ class Snapshot:
         assert file is not None  # the schema requires a path for queries and qrels
         return file
 
+    @property
+    def unit(self) -> str:
+        """The evidence unit: ``document``, ``span`` or ``chunk`` (the default)."""
+        return str(self.document["chunking"].get("unit", "chunk"))
+
+    @property
+    def min_coverage(self) -> float:
+        """The share of a judged span the items must cover (span judgments; default 1)."""
+        return float(self.document.get("scoring", {}).get("min_coverage", 1.0))
+
     def read_queries(self) -> tuple[Query, ...]:
         return read_queries(self._source("queries"))
 
     def read_qrels(self) -> Qrels:
         return read_qrels(self._source("qrels"))
+
+    def read_corpus(self) -> Corpus | None:
+        """The pinned corpus, or None when the snapshot pins only its version — or states no
+        unit: such a snapshot (from before units) pins its corpus file by hash only, in any
+        format, and its runs are not checked against it."""
+        if self.file("corpus") is None or "unit" not in self.document["chunking"]:
+            return None
+        return read_corpus(self._source("corpus"))
+
+    def read_chunks(self) -> ChunkTable | None:
+        """The pinned chunk table of chunk judgments, or None."""
+        return None if self.file("chunking") is None else read_chunk_table(
+            self._source("chunking"))
 
 
 def load_snapshot(path: str | os.PathLike[str], verify_files: bool = True) -> Snapshot:
@@ -171,9 +203,14 @@ def _identity(document: Mapping[str, Any], measures: Sequence[Measure], policy: 
         entry = document[component]
         identity[component] = {k: entry[k] for k in ("version", "sha256") if k in entry}
     chunking = document["chunking"]
-    identity["chunking"] = {"version": chunking["version"], "params": chunking.get("params", {})}
+    identity["chunking"] = {key: chunking[key] for key in ("unit", "version", "sha256")
+                            if key in chunking}
+    if "version" in chunking:  # chunk judgments: the one chunking they name
+        identity["chunking"]["params"] = chunking.get("params", {})
     identity["scoring"] = {**policy.as_dict(), "gain": gain,
                            "measures": sorted(str(m) for m in measures)}
+    if chunking.get("unit") == "span":
+        identity["scoring"]["min_coverage"] = document.get("scoring", {}).get("min_coverage", 1)
     return identity
 
 
@@ -216,7 +253,7 @@ def _verified(snapshot: Snapshot) -> Snapshot:
                              "exist", "restore it, or correct the path",
                              json_path(component, "path"))
         if component in PARSED_COMPONENTS:
-            blobs[component] = read_blob(file)
+            blobs[component] = read_blob(file, map_from=1 << 24)  # a large corpus: mapped
             actual = blobs[component].sha256
         else:
             actual = sha256_file(file)
@@ -233,56 +270,102 @@ def _verified(snapshot: Snapshot) -> Snapshot:
 
 @dataclass(frozen=True)
 class TestSet:
-    """The snapshot's queries and judgments, checked against each other."""
+    """The snapshot's queries and judgments, checked against each other, and the pinned corpus
+    and chunk table (None when not pinned)."""
 
     queries: tuple[Query, ...]
     qrels: Qrels
     answerable: tuple[str, ...]
     unanswerable: tuple[str, ...]
     warnings: tuple[str, ...]
+    corpus: Corpus | None = None
+    chunks: ChunkTable | None = None
 
 
 def load_test_set(snapshot: Snapshot) -> TestSet:
     """Read the query set and the judgments and check that they agree: every judged query is in
     the query set, unanswerable queries have no judgment at or above the threshold, answerable
-    ones have at least one (or, under ``unlabeled: zero``, a warning names those without)."""
+    ones have at least one (or, under ``unlabeled: zero``, a warning names those without).
+    The judgments must be of the snapshot's unit; span judgments need a corpus with text, and
+    every span must lie inside its document."""
     queries, qrels = snapshot.read_queries(), snapshot.read_qrels()
     answerable, unanswerable, warnings = query_set(qrels, queries, snapshot.policy)
-    return TestSet(queries, qrels, tuple(answerable), tuple(unanswerable), tuple(warnings))
+    spans = qrels.spans is not None
+    if spans != (snapshot.unit == "span"):
+        raise InputError(snapshot.source, f"the unit is {snapshot.unit}, but the judgments "
+                         f"{qrels.source} judge {'spans' if spans else 'ids'}",
+                         'set "unit": "span" for judgments with start and end, "document" or '
+                         '"chunk" for judgments by id', json_path("chunking", "unit"))
+    corpus = snapshot.read_corpus()
+    if spans:
+        if corpus is None:
+            raise InputError(snapshot.source, "span judgments need the corpus their offsets "
+                             "point into", "pin the corpus file (gate snapshot freeze "
+                             "--corpus-file corpus.jsonl)", json_path("corpus"))
+        spans_in_corpus(qrels.spans or {}, corpus, qrels.source)
+    return TestSet(queries, qrels, tuple(answerable), tuple(unanswerable), tuple(warnings),
+                   corpus, snapshot.read_chunks())
 
 
 def freeze(output: str | os.PathLike[str], *, queries: str | os.PathLike[str],
-           qrels: str | os.PathLike[str], corpus_version: str, chunking_version: str,
-           permissions_version: str, queries_version: str | None = None,
-           qrels_version: str | None = None, corpus_file: str | os.PathLike[str] | None = None,
+           qrels: str | os.PathLike[str], corpus_version: str, permissions_version: str,
+           chunking_version: str | None = None, unit: str | None = None,
+           queries_version: str | None = None, qrels_version: str | None = None,
+           corpus_file: str | os.PathLike[str] | None = None,
            chunking_params: Mapping[str, Any] | None = None,
+           chunks_file: str | os.PathLike[str] | None = None,
            permissions_file: str | os.PathLike[str] | None = None, name: str | None = None,
            measures: Sequence[str] = (), gain: str = EXPONENTIAL,
-           policy: ScoringPolicy = _DEFAULT_POLICY) -> Snapshot:
+           policy: ScoringPolicy = _DEFAULT_POLICY, min_coverage: float | None = None
+           ) -> Snapshot:
     """Write a snapshot manifest to ``output`` (atomically) pinning the given files by their
     SHA-256, and return it loaded back. Every file must lie in ``output``'s folder or below it.
     A version left out defaults to ``sha256:`` + the first 12 hex digits of the file's hash; the
     name defaults to the name of the manifest's folder; measures default to the default set at
-    10. The manifest is validated (schema, measures, queries against qrels) before it is
+    10. The unit defaults to ``span`` for span judgments, else to ``chunk`` when a chunking
+    version is given and ``document`` when not; chunk judgments need the chunking's version
+    (and may pin its chunk table). The manifest is
+    validated (schema, measures, queries against qrels, spans against the corpus) before it is
     written."""
     folder = Path(output).resolve().parent
     document: dict[str, Any] = {"name": name or folder.name}
     blobs = {}
     for component, file, version in (("queries", queries, queries_version),
-                                     ("qrels", qrels, qrels_version)):
-        _inside(file, folder, f"--{component}")
+                                     ("qrels", qrels, qrels_version),
+                                     ("corpus", corpus_file, corpus_version),
+                                     ("permissions", permissions_file, permissions_version)):
+        if file is None:
+            document[component] = {"version": version}
+            continue
+        _inside(file, folder, f"--{component}" if component in ("queries", "qrels")
+                else f"--{component}-file")
         blobs[component] = read_blob(file)
         document[component] = _pin(file, folder, blobs[component].sha256, version)
-    document["corpus"] = (_pin(corpus_file, folder, _hashed(corpus_file, folder, "--corpus-file"),
-                               corpus_version)
-                          if corpus_file else {"version": corpus_version})
-    document["chunking"] = {"version": chunking_version, "params": dict(chunking_params or {})}
-    document["permissions"] = (_pin(permissions_file, folder,
-                                    _hashed(permissions_file, folder, "--permissions-file"),
-                                    permissions_version)
-                               if permissions_file else {"version": permissions_version})
+    if unit is None:
+        spans = read_qrels(blobs["qrels"]).spans is not None
+        unit = "span" if spans else "chunk" if chunking_version is not None else "document"
+    chunking: dict[str, Any] = {"unit": unit}
+    if unit == "chunk":
+        if chunking_version is None:
+            raise InputError("--chunking-version", "is required for chunk judgments",
+                             "name the chunking the judged chunk ids belong to")
+        chunking.update(version=chunking_version, params=dict(chunking_params or {}))
+        if chunks_file is not None:
+            _inside(chunks_file, folder, "--chunks")
+            blobs["chunking"] = read_blob(chunks_file)
+            chunking.update(_pin(chunks_file, folder, blobs["chunking"].sha256, None))
+            chunking["version"] = chunking_version
+    elif chunking_version is not None or chunking_params or chunks_file is not None:
+        raise InputError("--chunking-version", f"{unit} judgments compare runs of any "
+                         "chunking, so the snapshot pins none",
+                         "record each run's chunking in its run manifest (gate run-manifest "
+                         "--chunks), or freeze with --unit chunk")
+    document = {**{k: v for k, v in document.items() if k != "permissions"},
+                "chunking": chunking, "permissions": document["permissions"]}
     chosen = parse_measures(measures, gain) if measures else default_measures(DEFAULT_CUTOFF)
     document["scoring"] = {"measures": [str(m) for m in chosen], "gain": gain, **policy.as_dict()}
+    if min_coverage is not None:
+        document["scoring"]["min_coverage"] = min_coverage
     text = json.dumps(document, indent=2, ensure_ascii=False) + "\n"
     frozen = _resolve(document, display_name(output), blobs)
     load_test_set(frozen)
@@ -296,12 +379,6 @@ def _inside(file: str | os.PathLike[str], folder: Path, option: str) -> None:
         raise InputError(option, f"'{display_name(file)}' is not inside the snapshot's folder "
                          f"{display_name(folder)}", "put the file beside the manifest (or "
                          "below it), or write the manifest where the files are")
-
-
-def _hashed(file: str | os.PathLike[str], folder: Path, option: str) -> str:
-    """The SHA-256 of a pinned file that is not parsed (corpus, permissions)."""
-    _inside(file, folder, option)
-    return sha256_file(file)
 
 
 def _pin(file: str | os.PathLike[str], folder: Path, digest: str, version: str | None

@@ -9,11 +9,17 @@ from pathlib import Path
 from typing import Any
 
 from retrieval_gate.errors import InputError
+from retrieval_gate.evidence import attach_chunks
 from retrieval_gate.formats import Source, read_run
+from retrieval_gate.formats.corpus import read_chunk_table
+from retrieval_gate.formats.source import read_blob
 from retrieval_gate.measures import Measure
+from retrieval_gate.model import ChunkTable
 from retrieval_gate.runmanifest import (
     RunManifest,
+    chunking_record,
     load_checked_run,
+    load_run_chunks,
     make_run_manifest,
     manifest_path,
     read_run_file,
@@ -51,31 +57,50 @@ def check_run(snapshot: Snapshot, test_set: TestSet, run: str | os.PathLike[str]
     run = resolve_run(run)
     loaded, blob = load_checked_run(run, manifest)
     require_made_on(snapshot, (loaded, role))
-    return CheckedRun(loaded.run, loaded, score_on(snapshot, test_set, blob))
+    return CheckedRun(loaded.run, loaded, score_on(snapshot, test_set, blob,
+                                                   chunks=load_run_chunks(loaded)))
 
 
 def score_on(snapshot: Snapshot, test_set: TestSet, run: Source,
-             measures: Sequence[Measure] | None = None) -> Scores:
-    """Score ``run`` (a path, or a run file already read) under the snapshot's policy, on its measures unless ``measures`` are
-    given; reading and scoring it checks its format, duplicates and query coverage (missing and
-    extra queries)."""
-    return score_run(test_set.qrels, read_run(run), measures or snapshot.measures,
-                     snapshot.policy, test_set.queries)
+             measures: Sequence[Measure] | None = None, chunks: ChunkTable | None = None
+             ) -> Scores:
+    """Score ``run`` (a path, or a run file already read) under the snapshot's policy, on its
+    measures unless ``measures`` are given; its items are placed by ``chunks`` (the run's chunk
+    table), else by the snapshot's pinned chunk table, if any. Reading and scoring it checks
+    its format, duplicates, query coverage (missing and extra queries) and, with a pinned
+    corpus, that every document it names is in it."""
+    rows = read_run(run)
+    table = chunks or test_set.chunks
+    if table is not None:
+        rows = attach_chunks(rows, table)
+    return score_run(test_set.qrels, rows, measures or snapshot.measures, snapshot.policy,
+                     test_set.queries, corpus=test_set.corpus,
+                     min_coverage=snapshot.min_coverage)
 
 
 def record_run(snapshot: str | os.PathLike[str], run: str | os.PathLike[str],
                system: Mapping[str, Any] | None = None, commit: str | None = None,
-               created: str | None = None, output: str | os.PathLike[str] | None = None
-               ) -> tuple[Path, Snapshot]:
+               created: str | None = None, output: str | os.PathLike[str] | None = None,
+               chunks: str | os.PathLike[str] | None = None, chunking_version: str | None = None,
+               chunking_params: Mapping[str, Any] | None = None) -> tuple[Path, Snapshot]:
     """Check ``run`` against ``snapshot`` (hashes, test set, scoring) and write its manifest to
-    ``output`` (default: beside the run), pinning the bytes that were scored; returns where it
-    went and the snapshot."""
+    ``output`` (default: beside the run), pinning the bytes that were scored — the run's, and
+    those of its chunk table ``chunks`` (with the chunking's optional version and parameters);
+    returns where it went and the snapshot."""
+    if chunks is None and (chunking_version is not None or chunking_params):
+        raise InputError("--chunking-version", "describes a chunk table, and none is given",
+                         "pass the run's chunk table with --chunks FILE")
     loaded = load_snapshot(snapshot)
     test_set = load_test_set(loaded)
     blob = read_run_file(run)
-    score_on(loaded, test_set, blob)
+    table_blob = None if chunks is None else read_blob(chunks)
+    table = None if table_blob is None else read_chunk_table(table_blob)
+    score_on(loaded, test_set, blob, chunks=table)
     target = Path(output) if output else manifest_path(run)
-    write_run_manifest(make_run_manifest(loaded, blob, system, commit, created), target)
+    chunking = None if table_blob is None or chunks is None else chunking_record(
+        table_blob, chunks, target, chunking_version, chunking_params)
+    document = make_run_manifest(loaded, blob, system, commit, created, chunking)
+    write_run_manifest(document, target)
     return target, loaded
 
 
@@ -100,7 +125,8 @@ def validation_text(result: Validation) -> str:
     head = (f"{visible(snap.source)}: valid — snapshot '{visible(snap.name)}', fingerprint "
             f"{snap.fingerprint}; "
             f"{len(tests.queries)} queries ({len(tests.answerable)} answerable, "
-            f"{len(tests.unanswerable)} unanswerable), {judgments} judgments; every pinned "
+            f"{len(tests.unanswerable)} unanswerable), {judgments} judgments (unit {snap.unit}); "
+            "every pinned "
             "file matches its hash")
     lines = [head, *(f"warning: {visible(w)}" for w in tests.warnings)]
     for run in result.runs:

@@ -31,7 +31,7 @@ def _json() -> ModuleType:
     return jsonfmt
 
 
-def _blob(source: Source, map_from: int | None = None) -> Blob:
+def source_blob(source: Source, map_from: int | None = None) -> Blob:
     """``source`` read (once), with content."""
     blob = source if isinstance(source, Blob) else read_blob(source, map_from)
     blob.require_content()
@@ -54,7 +54,7 @@ def read_qrels(source: Source, format: str | None = None) -> Qrels:
     """Qrels as TREC (``qid iter docid grade``), JSONL (``{"query_id","doc_id","grade"}``),
     or JSON (``{"q": {"d": grade}}`` graded, ``{"q": ["d"]}`` binary)."""
     _check_format(format, QRELS_FORMATS, "--qrels-format")
-    blob = _blob(source)
+    blob = source_blob(source)
     if format == "trec" or (format is None and not _looks_like_json(blob.data)):
         return trec.read_trec_qrels(blob.data, blob.name)
     return _from_json(blob, format, _json().qrels_from_jsonl, _json().qrels_from_json)
@@ -90,7 +90,7 @@ def read_run(source: Source, format: str | None = None) -> RunRows:
     _check_format(format, RUN_FORMATS, "--run-format")
     from retrieval_gate.formats import arrow
 
-    blob = _blob(source, arrow.MAP_FROM)
+    blob = source_blob(source, arrow.MAP_FROM)
     if format == "trec" or (format is None and not _looks_like_json(blob.data)):
         fast = arrow.read_trec_run(blob, blob.name, detect=format is None)
         return fast if fast is not None else trec.read_trec_run(blob.data, blob.name)
@@ -99,13 +99,13 @@ def read_run(source: Source, format: str | None = None) -> RunRows:
 
 def read_queries(source: Source) -> tuple[Query, ...]:
     """The query set, JSON Lines: ``{"id", "text", "tags", "answerable"}`` per line."""
-    blob = _blob(source)
+    blob = source_blob(source)
     return _json().queries_from_jsonl(blob.text(), blob.name)
 
 
 def read_doc_map(source: Source) -> dict[str, str]:
     """Chunk id → document id, as a JSON object or as two whitespace-separated columns."""
-    blob = _blob(source)
+    blob = source_blob(source)
     if _looks_like_json(blob.data):
         return _json().doc_map_from_json(_json().loads(blob.text(), blob.name), blob.name)
     mapping: dict[str, str] = {}
@@ -139,7 +139,7 @@ def _is_named_runs(runs: dict[str, Any]) -> bool:
 def read_fixture(source: Source) -> Fixture:
     """The seeds' fixture files: ``{"qrels": ..., "runs": {q: ranking}}`` (one run) or
     ``{"qrels": ..., "runs": {"A": {q: ranking}, "B": ...}}`` (named runs)."""
-    blob = _blob(source)
+    blob = source_blob(source)
     name = blob.name
     document = _json().loads(blob.text(), name)
     if not isinstance(document, dict) or set(document) != {"qrels", "runs"}:

@@ -8,6 +8,7 @@ that are not finite numbers.
 
 from __future__ import annotations
 
+import itertools
 import json
 import math
 import re
@@ -24,7 +25,7 @@ from retrieval_gate.formats.trec import (
     add_judgment,
     grade_range_problem,
 )
-from retrieval_gate.model import Qrels, Query, RunRows
+from retrieval_gate.model import Qrels, Query, RunRows, Span
 
 _STRING = re.compile(r'"[^"\\\n]*(?:\\.[^"\\\n]*)*"')  # a JSON string on one line
 _DEPTH_STEP = np.zeros(256, dtype=np.int8)
@@ -196,13 +197,25 @@ def json_lines(text: str, name: str):
     before it is dropped, and a ``\\r`` anywhere else is an error."""
     check_line_ends(text, name)
     check_depth(text, name)
-    for number, line in enumerate(text.split("\n"), 1):
-        if line.strip(" \t\r"):
-            value = _parse(line, name, number)
-            if not isinstance(value, dict):
-                raise InputError(name, "line is not a JSON object",
-                                 "write one JSON object per line", number)
-            yield number, value
+    numbered = [(number, line) for number, line in enumerate(text.split("\n"), 1)
+                if line.strip(" \t\r")]
+    # One parse of the lines as one array (the parser's loop in C, not ours); any doubt — an
+    # error, a count that differs, a value that is no object — and the lines are parsed one by
+    # one, which also finds the exact line of the error.
+    try:
+        values = _parse(f"[{','.join(line for _, line in numbered)}]", name, None)
+    except InputError:
+        values = None
+    if (isinstance(values, list) and len(values) == len(numbered)
+            and all(isinstance(v, dict) for v in values)):
+        yield from zip((number for number, _ in numbered), values)
+        return
+    for number, line in numbered:
+        value = _parse(line, name, number)
+        if not isinstance(value, dict):
+            raise InputError(name, "line is not a JSON object",
+                             "write one JSON object per line", number)
+        yield number, value
 
 
 def path(*keys: str | int) -> str:
@@ -280,15 +293,74 @@ def qrels_from_json(document: Any, name: str) -> Qrels:
 
 
 def qrels_from_jsonl(text: str, name: str) -> Qrels:
-    """One ``{"query_id", "doc_id", "grade"}`` object per line."""
+    """One judgment per line: ``{"query_id", "doc_id", "grade", "fact"?}`` judges a document
+    (or chunk) by id; with ``"start"`` and ``"end"`` (code-point offsets into the document's
+    text, end exclusive) it judges that span of it. A file holds one kind or the other. Spans
+    of one query may not overlap (split or merge them: a passage is judged once)."""
     judgments: dict[str, dict[str, int]] = {}
     first: dict[str, int | str] = {}
+    facts: dict[str, dict[str, str]] = {}
+    spans: dict[str, list[tuple[Span, int]]] = {}
+    kind: bool | None = None  # True: spans
     for line, obj in json_lines(text, name):
         qid = check_id(obj.get("query_id"), name, line, "query_id")
         doc = check_id(obj.get("doc_id"), name, line, "doc_id")
-        add_judgment(judgments, first, qid, doc, check_grade(obj.get("grade"), name, line),
-                     name, line)
-    return Qrels(name, judgments, first)
+        grade = check_grade(obj.get("grade"), name, line)
+        fact = None if obj.get("fact") is None else check_id(obj["fact"], name, line, "fact")
+        is_span = "start" in obj or "end" in obj
+        if kind is not None and is_span != kind:
+            raise InputError(name, "judges a span while earlier lines judge ids, or the other "
+                             "way round", "judge spans (start, end) or ids in one file, not "
+                             "both", line)
+        kind = is_span
+        if not is_span:
+            add_judgment(judgments, first, qid, doc, grade, name, line)
+            if fact is not None:
+                facts.setdefault(qid, {})[doc] = fact
+            continue
+        start, end = offsets(obj, name, line, "the span")
+        span = Span(doc, start, end, grade, fact)
+        add_judgment(judgments, first, qid, span.key, grade, name, line)
+        spans.setdefault(qid, []).append((span, line))
+    if not kind:
+        return Qrels(name, judgments, first, facts=facts)
+    for qid, given in spans.items():
+        _require_apart(given, qid, name)
+    return Qrels(name, judgments, first,
+                 spans={q: tuple(span for span, _ in given) for q, given in spans.items()})
+
+
+def whole_number(value: Any, key: str, name: str, line: int | str) -> int:
+    """``value`` if it is a whole number ≥ 0 below 2**62 (an offset, a token count)."""
+    if isinstance(value, bool) or not isinstance(value, int) or not 0 <= value < 1 << 62:
+        raise InputError(name, f"'{key}' {json.dumps(value)[:30]} is not a whole number ≥ 0",
+                         f"write '{key}' as a non-negative integer", line)
+    return value
+
+
+def offsets(obj: dict[str, Any], name: str, line: int, what: str) -> tuple[int, int]:
+    """``what``'s ``start`` and ``end`` (code points into a document's text, end exclusive):
+    both given, whole numbers, ``start < end``."""
+    for key in ("start", "end"):
+        if key not in obj:
+            raise InputError(name, f"{what} has no '{key}'", "give start and end together "
+                             "(code-point offsets into the document's text)", line)
+    start = whole_number(obj["start"], "start", name, line)
+    end = whole_number(obj["end"], "end", name, line)
+    if end <= start:
+        raise InputError(name, f"{what} ends at {end}, not after its start {start}",
+                         "give start < end (code points, end exclusive)", line)
+    return start, end
+
+
+def _require_apart(given: list[tuple[Span, int]], qid: str, name: str) -> None:
+    """InputError when two spans of query ``qid`` share a character."""
+    ordered = sorted(given, key=lambda pair: (pair[0].doc, pair[0].start, pair[0].end))
+    for (a, line_a), (b, line_b) in itertools.pairwise(ordered):
+        if a.doc == b.doc and b.start < a.end:
+            raise InputError(name, f"query '{qid}': span {b.key} overlaps span {a.key} (line "
+                             f"{line_a})", "split or merge them: each passage of a document "
+                             "is judged once", line_b)
 
 
 class _RunBuilder:
@@ -301,6 +373,7 @@ class _RunBuilder:
         self.items: list[bytes] = []
         self.scores: list[float | None] = []
         self.doc_ids: list[bytes] = []
+        self.places: list[tuple[int, int, int]] = []  # start, end, tokens; −1 when not given
         self.lines: list[int] | None = [] if with_lines else None
 
     def add_query(self, qid: str, where: int | str) -> int:
@@ -310,11 +383,12 @@ class _RunBuilder:
         return self.query_ids.setdefault(qid, len(self.query_ids))
 
     def add(self, code: int, item: str, score: float | None, doc_id: str | None,
-            line: int | None) -> None:
+            line: int | None, place: tuple[int, int, int] = (-1, -1, -1)) -> None:
         self.qcodes.append(code)
         self.items.append(item.encode())
         self.scores.append(score)
         self.doc_ids.append(b"" if doc_id is None else doc_id.encode())
+        self.places.append(place)
         if self.lines is not None:
             self.lines.append(line or 0)
 
@@ -327,6 +401,13 @@ class _RunBuilder:
         if has_doc_ids and not all(self.doc_ids):
             raise InputError(self.name, "some items carry a doc_id and others do not",
                              "give every item a doc_id, or none")
+        places = np.array(self.places, dtype=np.int64).reshape(-1, 3)
+        placed = places[:, 0] >= 0
+        if placed.any() and not placed.all():
+            raise InputError(self.name, "some items carry start and end and others do not",
+                             "give every item its place (doc_id, start, end), or none")
+        with_places = bool(len(placed)) and bool(placed.all())
+        tokens = places[:, 2] if with_places and (places[:, 2] >= 0).any() else None
         return RunRows(
             self.name,
             tuple(self.query_ids),
@@ -335,6 +416,9 @@ class _RunBuilder:
             np.array(self.scores, dtype=np.float64) if scored == {True} else None,
             None if self.lines is None else np.array(self.lines, dtype=np.int64),
             np.array(self.doc_ids, dtype="S") if has_doc_ids else None,
+            places[:, 0].copy() if with_places else None,
+            places[:, 1].copy() if with_places else None,
+            None if tokens is None else tokens.copy(),
         )
 
 
@@ -373,8 +457,22 @@ def run_from_jsonl(text: str, name: str) -> RunRows:
             doc_id = None if "doc_id" not in item else check_id(item["doc_id"], name, line,
                                                                 "doc_id")
             builder.add(code, check_id(item.get("id"), name, line, "item id"), score, doc_id,
-                        line)
+                        line, _place(item, doc_id, name, line))
     return builder.build()
+
+
+def _place(item: dict[str, Any], doc_id: str | None, name: str, line: int
+           ) -> tuple[int, int, int]:
+    """An item's (start, end, tokens), −1 for what it does not give; start and end come
+    together, with a doc_id."""
+    tokens = item.get("tokens")
+    count = -1 if tokens is None else whole_number(tokens, "tokens", name, line)
+    if "start" not in item and "end" not in item:
+        return -1, -1, count
+    if doc_id is None:
+        raise InputError(name, "an item has start and end but no doc_id",
+                         "give the document the offsets point into as doc_id", line)
+    return (*offsets(item, name, line, "an item"), count)
 
 
 def queries_from_jsonl(text: str, name: str) -> tuple[Query, ...]:
@@ -396,7 +494,13 @@ def queries_from_jsonl(text: str, name: str) -> tuple[Query, ...]:
         if not isinstance(answerable, bool):
             raise InputError(name, "'answerable' is not true or false",
                              'write "answerable": true or false', line)
-        seen[qid] = Query(qid, text_value, tuple(tags), answerable)
+        facts = obj.get("facts")
+        if facts is not None and (not isinstance(facts, list) or not all(
+                isinstance(f, str) and f for f in facts) or len(set(facts)) != len(facts)):
+            raise InputError(name, "'facts' is not a list of distinct fact labels",
+                             'write "facts": ["f1", "f2"] (the facts an answer needs)', line)
+        seen[qid] = Query(qid, text_value, tuple(tags), answerable,
+                          None if facts is None else tuple(facts))
     if not seen:
         raise InputError(name, "lists no queries", "give one JSON object per line")
     return tuple(seen.values())

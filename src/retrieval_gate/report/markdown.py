@@ -28,7 +28,7 @@ import re
 
 from retrieval_gate.policy import labels
 from retrieval_gate.report.model import Report
-from retrieval_gate.report.text import headline, mean_cell, p_value, signed
+from retrieval_gate.report.text import chunkings, headline, mean_cell, p_value, signed
 from retrieval_gate.untrusted import capped, visible
 
 __all__ = ["MARKER", "MAX_CHARS", "code", "escape", "html_text", "report_markdown"]
@@ -104,6 +104,8 @@ def report_markdown(report: Report) -> str:
         (f"**{escape(why[0].upper() + why[1:], 5 * LINE)}.** Candidate "
          f"{code(report.candidate.path)} vs baseline {code(report.baseline.path)} on snapshot "
          f"{code(snap.name, NAME)} (`{snap.fingerprint[:19]}`), {n_all} queries."),
+        "",
+        chunkings(report, lambda name: escape(name, NAME)) + ".",
         "",
         (f"| measure | slice | n | baseline | candidate | Δ | {lab.ci} | W/L/T | sign p (Holm) "
          "| decision |"),

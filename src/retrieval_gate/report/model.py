@@ -14,14 +14,25 @@ __all__ = ["Comparison", "QueryChange", "Report", "RunSummary"]
 
 @dataclass(frozen=True)
 class RunSummary:
-    """One side of the comparison: the run file, its manifest's system, its mean scores, and
-    the share of unjudged items in its top ``k``."""
+    """One side of the comparison: the run file, its manifest's system, its mean scores, the
+    share of unjudged items in its top ``k``, and its chunking (the chunk table its manifest
+    pins: file, hash, version, parameters; None when its items are not chunks of a table)."""
 
     path: str
     sha256: str
     system: dict[str, Any]
     means: dict[str, float | None]
     unjudged_share: float | None
+    chunking: dict[str, Any] | None = None
+
+    def chunking_name(self) -> str:
+        """The chunking in a few words: its version, else its table's hash; ``items as
+        given`` without a chunk table."""
+        if self.chunking is None:
+            return "items as given"
+        named = self.chunking.get("version") or f"chunk table sha256:{self.chunking['sha256'][:12]}"
+        params = self.chunking.get("params") or {}
+        return named + (f" ({', '.join(f'{k}={v}' for k, v in params.items())})" if params else "")
 
 
 @dataclass(frozen=True)

@@ -10,13 +10,14 @@ or escape sequence in it can neither break a line of the table nor forge one (a 
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from dataclasses import replace
 
 from retrieval_gate.policy import labels
 from retrieval_gate.report.model import Comparison, QueryChange, Report
 from retrieval_gate.untrusted import command_safe, visible
 
-__all__ = ["headline", "mean_cell", "p_value", "report_text", "signed"]
+__all__ = ["chunkings", "headline", "mean_cell", "p_value", "report_text", "signed"]
 
 _SHOWN = 10  # queries listed per section
 
@@ -71,6 +72,16 @@ def _table(comparisons: tuple[Comparison, ...], ci: str) -> list[str]:
             for row in [header, *rows]]
 
 
+def chunkings(report: Report, shown: Callable[[str], str]) -> str:
+    """One line: the evidence unit and both runs' chunkings (``shown`` makes a chunking's name,
+    which comes from a manifest, safe to print)."""
+    snap = report.snapshot
+    unit = snap.unit + (f" (min coverage {snap.min_coverage:g})" if snap.unit == "span" else "")
+    return (f"evidence unit {unit}; chunking: candidate "
+            f"{shown(report.candidate.chunking_name())}, baseline "
+            f"{shown(report.baseline.chunking_name())}")
+
+
 def _queries(changes: tuple[QueryChange, ...], with_values: bool) -> list[str]:
     lines = []
     for q in changes[:_SHOWN] if not with_values else changes:
@@ -108,6 +119,7 @@ def report_text(report: Report) -> str:
         f"{word}: {why} (exit {report.exit_code})",
         f"candidate {report.candidate.path} vs baseline {report.baseline.path}",
         f"snapshot {snap.name} ({snap.fingerprint}){queries}",
+        chunkings(report, visible),
         (f"paired per query; {policy.resamples} {method} bootstrap resamples (seed "
          f"{policy.seed}), {lab.intervals}, sign test with Holm across "
          f"{len(report.comparisons)} comparisons"),
