@@ -136,7 +136,8 @@ def test_unjudged_error_and_judged_measure(tmp_path):
     qrels = write(tmp_path / "q.txt", "q 0 a 1\nq 0 b 0\n")
     run = write(tmp_path / "r.txt", "q Q0 a 1 3 t\nq Q0 x 2 2 t\nq Q0 b 3 1 t\n")
     doc = score_json(qrels, run, "-m", "Judged@2", "-m", "Judged@10", "-m", "Judged")
-    assert doc["per_query"]["q"] == {"Judged@2": 0.5, "Judged@10": 2 / 3, "Judged": 2 / 3}
+    # Judged@k divides by k (ir_measures): 7 empty slots of the top 10 are not judged items.
+    assert doc["per_query"]["q"] == {"Judged@2": 0.5, "Judged@10": 2 / 10, "Judged": 2 / 3}
     code, _, err = score(qrels, run, "--unjudged", "error")
     assert code == 2 and f"{run}:2:" in err and "'x'" in err
 

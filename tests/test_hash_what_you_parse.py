@@ -14,9 +14,9 @@ from conftest import gate
 
 from retrieval_gate.check import check
 from retrieval_gate.errors import GateError, NotComparableError
+from retrieval_gate.pipeline import score_stages
 from retrieval_gate.runmanifest import load_checked_run, make_run_manifest
 from retrieval_gate.snapshot import load_snapshot, load_test_set
-from retrieval_gate.validate import score_on
 
 QUERIES = '{"id": "q1"}\n{"id": "q2"}\n{"id": "q3"}\n'
 QRELS = "q1 0 d1 1\nq2 0 d2 1\nq3 0 d3 1\n"
@@ -67,7 +67,7 @@ def test_a_run_is_scored_from_the_bytes_that_were_hashed(testset):
     test_set = load_test_set(snapshot)
     manifest, blob = load_checked_run(testset / "run.trec")
     swap(testset / "run.trec", RUN_B)
-    scores = score_on(snapshot, test_set, blob)
+    scores = score_stages(snapshot, test_set, [(None, blob)]).scores
     assert scores.per_query()["q2"]["Hit@10"] == 1.0  # RUN_A's ranking, not RUN_B's
     assert blob.sha256 == manifest.document["run"]["sha256"]
     assert make_run_manifest(snapshot, blob)["run"]["sha256"] == blob.sha256

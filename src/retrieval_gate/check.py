@@ -19,10 +19,19 @@ from pathlib import Path
 
 import numpy as np
 
+from retrieval_gate.cost import CostRow, compare_costs, missing_costs
 from retrieval_gate.errors import InputError
 from retrieval_gate.measures import Measure, parse_measure
+from retrieval_gate.pipeline import RunScores, ignored_stages, score_stages, stage_sources
 from retrieval_gate.policy import Comparison, GatePolicy, compare, exit_code, verdict
-from retrieval_gate.report.model import QueryChange, Report, RunSummary
+from retrieval_gate.report.model import (
+    FunnelQuery,
+    FunnelReport,
+    FunnelRow,
+    QueryChange,
+    Report,
+    RunSummary,
+)
 from retrieval_gate.runmanifest import (
     RunManifest,
     load_run_chunks,
@@ -34,7 +43,7 @@ from retrieval_gate.runmanifest import (
 )
 from retrieval_gate.scoring import Scores
 from retrieval_gate.snapshot import Snapshot, TestSet, load_snapshot, load_test_set
-from retrieval_gate.validate import score_on
+from retrieval_gate.stages import REACHED, Funnel, loss_labels
 
 ALL = "all"
 SMALL_N = 25  # below this many queries a slice gets a warning
@@ -58,47 +67,108 @@ def check(snapshot: str | os.PathLike[str], baseline: str | os.PathLike[str],
     require_made_on(snap, (manifests[0], "baseline"), (manifests[1], "candidate"))
     gated = _gated_measures(snap, policy, config)
     slices = _slices(test_set, policy, config)
-    cutoff = max((m.k for m in gated if m.k is not None), default=None)
-    hit, judged = Measure("Hit", cutoff), Measure("Judged", cutoff)
+    final = snap.stages[-1].name if snap.stages else None
+    cutoff = max((m.k for m in gated if m.k is not None and m.stage == final), default=None)
+    hit, judged = Measure("Hit", cutoff, stage=final), Measure("Judged", cutoff, stage=final)
     measures = tuple(dict.fromkeys((*snap.measures, hit, judged)))
     base, cand = _score_verified(snap, test_set, (baseline, candidate), manifests, measures)
+    missing = missing_costs(base.costs(), cand.costs(), policy.costs)
+    if missing:
+        raise InputError(config or "gate policy", f"a cost is gated, and the {missing[0]}",
+                         "record it in both runs (latency_ms per query in JSON Lines runs; "
+                         "token counts of the last stage's items), or remove the cost gate",
+                         '$["cost"]')
 
-    columns = [base.measures.index(m) for m in gated]
-    comparisons = compare(base.values[:, columns], cand.values[:, columns],
+    columns = [base.scores.measures.index(m) for m in gated]
+    comparisons = compare(base.scores.values[:, columns], cand.scores.values[:, columns],
                           [str(m) for m in gated], slices, policy)
+    costs = compare_costs(base.costs(), cand.costs(), policy.costs, policy)
     texts = {q.id: q.text for q in test_set.queries}
-    newly_failing = _newly_failing(base, cand, hit, texts)
-    warnings = _warnings(base, cand, comparisons, newly_failing, judged, cutoff)
-    overall = verdict([c.decision for c in comparisons])
+    newly_failing = _newly_failing(base.scores, cand.scores, hit, texts)
+    warnings = _warnings(base, cand, comparisons, newly_failing, judged, cutoff, gated)
+    warnings += _cost_warnings(manifests, costs)
+    warnings += [f"{role}: stage {name} is not in the snapshot's pipeline and is not scored"
+                 for role, m in zip(("baseline", "candidate"), manifests)
+                 for name in ignored_stages(snap, m)]
+    overall = verdict([c.decision for c in comparisons]
+                      + [r.decision for r in costs if r.decision is not None])
+    funnel = (None if base.funnel is None or cand.funnel is None
+              else _funnel_report(snap, base.funnel, cand.funnel, base.scores.query_ids))
     return Report(overall, exit_code(overall, policy.fail_on), snap,
-                  _summary(manifests[0].run, manifests[0], base, snap, judged),
-                  _summary(manifests[1].run, manifests[1], cand, snap, judged), policy, config,
-                  comparisons, str(hit), newly_failing,
-                  _top_regressions(base, cand, gated, texts), tuple(warnings))
+                  _summary(manifests[0].run, manifests[0], base.scores, snap, judged),
+                  _summary(manifests[1].run, manifests[1], cand.scores, snap, judged), policy,
+                  config, comparisons, str(hit), newly_failing,
+                  _top_regressions(base.scores, cand.scores, gated, texts), tuple(warnings),
+                  funnel, costs)
 
 
 def _score_verified(snap: Snapshot, test_set: TestSet, runs: tuple[Path, Path],
                     manifests: tuple[RunManifest, RunManifest], measures: tuple[Measure, ...]
-                    ) -> tuple[Scores, Scores]:
-    """Read each run once, and score those bytes while a second thread hashes the same bytes.
-    A run that differs from its manifest is reported as such (exit 3) even when scoring it
-    failed too: the hash answers first."""
-    blobs = tuple(read_run_file(run) for run in runs)
+                    ) -> tuple[RunScores, RunScores]:
+    """Read each ranking once (every stage of a pipeline run), and score those bytes while a
+    second thread hashes the same bytes. A run that differs from its manifest is reported as
+    such (exit 3) even when scoring it failed too: the hash answers first."""
+    sources = [stage_sources(snap, manifest, run) for manifest, run in zip(manifests, runs)]
+    blobs = [[read_run_file(file) for _, file, _ in run] for run in sources]
     with ThreadPoolExecutor(max_workers=1) as pool:  # hashlib releases the GIL
-        digests = pool.submit(lambda: [blob.sha256 for blob in blobs])
+        digests = pool.submit(lambda: [[blob.sha256 for blob in run] for run in blobs])
         try:
-            scores = tuple(score_on(snap, test_set, blob, measures, load_run_chunks(manifest))
-                           for blob, manifest in zip(blobs, manifests))
+            scores = tuple(
+                score_stages(snap, test_set, [(contract, blob) for (contract, _, _), blob
+                                              in zip(run, read)], measures,
+                             load_run_chunks(manifest), with_funnel=bool(snap.stages))
+                for run, read, manifest in zip(sources, blobs, manifests))
         finally:
-            for manifest, digest in zip(manifests, digests.result()):
-                verify_run_hash(manifest, digest)
+            for manifest, run, actual in zip(manifests, sources, digests.result()):
+                for (contract, file, pinned), digest in zip(run, actual):
+                    verify_run_hash(manifest, digest, pinned,
+                                    None if contract is None else contract.name)
     return scores[0], scores[1]
+
+
+def _funnel_report(snap: Snapshot, base: Funnel, cand: Funnel, query_ids: tuple[str, ...]
+                   ) -> FunnelReport:
+    """Both runs' funnels side by side: units reaching each stage, losses by kind, the loss
+    that grew most, and per query."""
+    labels = loss_labels(snap.stages)
+    counts = (base.counts(), cand.counts())
+    losses = tuple(FunnelRow(kind, labels[kind], counts[0][kind], counts[1][kind])
+                   for kind in base.kinds)
+    reaching = []
+    gone = [0, 0]
+    for stage in snap.stages:
+        for side in (0, 1):
+            gone[side] += counts[side][stage.name] + counts[side].get(f"{stage.name}:budget", 0)
+        reaching.append((stage.name, len(base.qidx) - gone[0], len(cand.qidx) - gone[1]))
+    grew = [row for row in losses if row.diff > 0]
+    worst = max(grew, key=lambda row: row.diff) if grew else None
+    names = (REACHED, *base.kinds)
+    per_query = (base.per_query(), cand.per_query())
+    queries = tuple(FunnelQuery(qid, dict(zip(names, per_query[0][i].tolist())),
+                                dict(zip(names, per_query[1][i].tolist())))
+                    for i, qid in enumerate(query_ids))
+    return FunnelReport(tuple(s.describe() for s in snap.stages), len(base.qidx),
+                        tuple(reaching), losses, worst, queries)
+
+
+def _cost_warnings(manifests: tuple[RunManifest, RunManifest], costs: tuple[CostRow, ...]
+                   ) -> list[str]:
+    """Latencies measured in different (or unknown) places are not comparable: say so."""
+    if not any(row.metric == "latency_ms" for row in costs):
+        return []
+    places = [m.timed_on for m in manifests]
+    if places[0] is not None and places[0] == places[1]:
+        return []
+    shown = [p or "not recorded" for p in places]
+    return [(f"latency: the baseline was timed on {shown[0]!r}, the candidate on {shown[1]!r} — "
+            "latencies measured on different machines or under different load are not "
+            "comparable (record it with gate run-manifest --timed-on)")]
 
 
 def _gated_measures(snap: Snapshot, policy: GatePolicy, config: str | None
                     ) -> tuple[Measure, ...]:
-    """The gated measures, parsed with the snapshot's default gain; each must be one of the
-    snapshot's measures."""
+    """The gated measures, parsed with the snapshot's default gain (in a pipeline, a measure
+    without ``[stage]`` reads the last stage); each must be one of the snapshot's measures."""
     source = config or "gate policy"
     gated = []
     for i, gate in enumerate(policy.gates):
@@ -106,6 +176,8 @@ def _gated_measures(snap: Snapshot, policy: GatePolicy, config: str | None
             measure = parse_measure(gate.measure, snap.gain)
         except InputError as exc:
             raise InputError(source, exc.problem, exc.fix, f'$["gate"][{i}]') from None
+        if snap.stages and measure.stage is None:
+            measure = measure.at_stage(snap.stages[-1].name)
         if measure not in snap.measures:
             raise InputError(source, f"gated measure {measure} is not one of the snapshot's "
                              f"measures ({', '.join(map(str, snap.measures))})",
@@ -168,19 +240,30 @@ def _summary(path: str | os.PathLike[str], manifest: RunManifest, scores: Scores
     share = means[str(judged)]
     return RunSummary(str(path), manifest.document["run"]["sha256"], manifest.system,
                       {str(m): means[str(m)] for m in snap.measures},
-                      None if share is None else 1.0 - share, manifest.chunking)
+                      None if share is None else 1.0 - share, manifest.chunking,
+                      manifest.stages, manifest.timed_on)
 
 
-def _warnings(base: Scores, cand: Scores, comparisons: tuple[Comparison, ...],
-              newly_failing: tuple[QueryChange, ...], judged: Measure, cutoff: int | None
-              ) -> list[str]:
+def _warnings(base_run: RunScores, cand_run: RunScores, comparisons: tuple[Comparison, ...],
+              newly_failing: tuple[QueryChange, ...], judged: Measure, cutoff: int | None,
+              gated: tuple[Measure, ...]) -> list[str]:
+    base, cand = base_run.scores, cand_run.scores
     warnings = [f"{role}: {w}" for role, s in (("baseline", base), ("candidate", cand))
                 for w in s.warnings]
     judged_shares = [s.means()[str(judged)] for s in (base, cand)]
     if any(share is not None and share < 1 for share in judged_shares):
         where = f"top {cutoff}" if cutoff else "rankings"
-        warnings.append(f"unjudged items in the {where} (scored as non-relevant): baseline "
-                        f"{_percent(judged_shares[0])}, candidate {_percent(judged_shares[1])}")
+        warnings.append(f"unjudged items {'or empty slots ' if cutoff else ''}in the {where} "
+                        f"(scored as non-relevant): baseline {_percent(judged_shares[0])}, "
+                        f"candidate {_percent(judged_shares[1])}")
+    for measure in gated:
+        short = [run.short_lists.get(str(measure), ()) for run in (base_run, cand_run)]
+        if short[0] or short[1]:
+            warnings.append(f"{measure}: {len(short[1])} {_plural(len(short[1]))} of the "
+                            f"candidate (baseline {len(short[0])}) rank fewer than {measure.k} "
+                            "items — an empty slot counts as a non-relevant, unjudged item, "
+                            "so a shorter list never scores better"
+                            + (f": {_listed(list(short[1]))}" if short[1] else ""))
     for c in comparisons:
         if c.decision_note:
             warnings.append(f"{c.measure} on slice '{c.slice}': {c.decision_note}")
@@ -192,12 +275,20 @@ def _warnings(base: Scores, cand: Scores, comparisons: tuple[Comparison, ...],
             warnings.append(f"{c.measure} on slice '{c.slice}': {c.ci_note}")
     if newly_failing:
         ids = [q.query for q in newly_failing]
-        shown = ", ".join(ids[:_LISTED]) + (f" and {len(ids) - _LISTED} more"
-                                             if len(ids) > _LISTED else "")
+        shown = _listed(ids)
         warnings.append(f"{len(ids)} newly failing {'query' if len(ids) == 1 else 'queries'} "
                         f"(a relevant item within {cutoff or 'the ranking'} in the baseline, "
                         f"none in the candidate): {shown}")
     return warnings
+
+
+def _listed(ids: list[str]) -> str:
+    return ", ".join(ids[:_LISTED]) + (f" and {len(ids) - _LISTED} more"
+                                       if len(ids) > _LISTED else "")
+
+
+def _plural(n: int) -> str:
+    return "query" if n == 1 else "queries"
 
 
 def _percent(judged_share: float | None) -> str:

@@ -4,7 +4,7 @@ of ``gate.toml``, validated against ``schemas/config.schema.json``.
 Keys (all optional): ``snapshot``, ``baseline``, ``candidate`` (paths, relative to the file that
 holds the configuration), ``gate`` (a list of ``{measure, margin}``), ``slices``, ``alpha``,
 ``resamples``, ``seed``, ``tie-band``, ``bootstrap``, ``regression-rule``, ``min-queries``,
-``fail-on``. Without a file, a bare
+``fail-on``, ``cost`` (a list of ``{metric, stat, max-increase | max}``). Without a file, a bare
 ``gate check`` looks for ``gate.toml``, then for a ``pyproject.toml`` with a
 ``[tool.retrieval-gate]`` table, in the current folder.
 
@@ -30,7 +30,7 @@ from retrieval_gate import schema
 from retrieval_gate.errors import InputError, ManyErrors
 from retrieval_gate.formats.jsonfmt import path as json_path
 from retrieval_gate.formats.source import read_text
-from retrieval_gate.policy import FailOn, GatedMeasure, GatePolicy
+from retrieval_gate.policy import CostGate, FailOn, GatedMeasure, GatePolicy
 
 _TABLE = "retrieval-gate"
 
@@ -126,9 +126,16 @@ def config_from_mapping(document: Any, source: str, base: Path,
     defaults = GatePolicy()
     gates = tuple(GatedMeasure(g["measure"], float(g["margin"])) for g in document["gate"]) \
         if "gate" in document else defaults.gates
+    costs = tuple(CostGate(c["metric"], c["stat"], _number(c.get("max-increase")),
+                           _number(c.get("max"))) for c in document.get("cost", ()))
+    twice = {g.name for g in costs if [c.name for c in costs].count(g.name) > 1}
+    if twice:
+        raise InputError(source, f"cost {min(twice)} is gated twice", "gate each cost "
+                         "statistic once", json_path(*within, "cost"))
     policy = GatePolicy(
         gates=gates,
         slices=tuple(document.get("slices", defaults.slices)),
+        costs=costs,
         alpha=float(document.get("alpha", defaults.alpha)),
         resamples=int(document.get("resamples", defaults.resamples)),
         seed=int(document.get("seed", defaults.seed)),
@@ -145,6 +152,10 @@ def config_from_mapping(document: Any, source: str, base: Path,
 
 
 _PATHS = ("snapshot", "baseline", "candidate")
+
+
+def _number(value: Any) -> float | None:
+    return None if value is None else float(value)
 
 
 def _require_valid(document: Any, source: str, within: tuple[str, ...]) -> None:

@@ -22,6 +22,7 @@ import numpy as np
 from retrieval_gate.errors import InputError
 from retrieval_gate.formats.limits import MAX_CUTOFF, MAX_GRADE, MIN_GRADE
 from retrieval_gate.model import NEVER, JudgedRows
+from retrieval_gate.stages import STAGE_NAME
 
 EXPONENTIAL = "exponential"
 LINEAR = "linear"
@@ -161,11 +162,12 @@ def ndcg(rows: JudgedRows, k: int | None, gain: str) -> np.ndarray:
 
 
 def judged(rows: JudgedRows, k: int | None, threshold: int) -> np.ndarray:
-    """Judged@k = judged items in the top k / min(k, items returned); 0 for an empty list.
-    An item is judged when the query's judgments give it a grade ≥ 0."""
+    """Judged@k = judged items in the top k / k (ir_measures' ``Judged@k``): an empty slot of
+    a list shorter than k is not a judged item, so returning fewer items never raises it.
+    Without k, judged items / items returned, 0 for an empty list. An item is judged when the
+    query's judgments give it a grade ≥ 0."""
     count = _per_query(rows, _cut(rows, k) & rows.judged)
-    shown = rows.retrieved if k is None else np.minimum(rows.retrieved, k)
-    return _ratio(count, shown)
+    return count / k if k is not None else _ratio(count, rows.retrieved)
 
 
 @dataclass(frozen=True)
@@ -185,7 +187,7 @@ _FAMILIES = (
     _Family("AP", ("MAP",), average_precision, "Σ P@i over relevant ranks i ≤ k / R"),
     _Family("nDCG", ("NDCG",), ndcg, "DCG@k / IDCG@k", binary=False),
     _Family("CP", (), context_precision, "Σ P@i over relevant ranks i ≤ k / relevant in top k"),
-    _Family("Judged", (), judged, "judged in top k / min(k, returned)", binary=False),
+    _Family("Judged", (), judged, "judged in top k / k", binary=False),
     _Family("FactCoverage", (), fact_coverage, "required facts stated by a relevant unit in "
             "top k / required facts"),
     _Family("AllFacts", (), all_facts, "1 if every required fact is stated in top k"),
@@ -193,7 +195,8 @@ _FAMILIES = (
 FACT_FAMILIES = ("FactCoverage", "AllFacts")
 _BY_NAME = {n.lower(): f for f in _FAMILIES for n in (f.name, *f.aliases)}
 _GAINS = {"exponential": EXPONENTIAL, "exp": EXPONENTIAL, "linear": LINEAR, "lin": LINEAR}
-_SYNTAX = re.compile(r"^(?P<name>[A-Za-z]+)(?:\((?P<params>[^()]*)\))?(?:@(?P<k>[^@]*))?$")
+_SYNTAX = re.compile(r"^(?P<name>[A-Za-z]+)(?:\((?P<params>[^()]*)\))?(?:@(?P<k>[^@\[\]]*?))?"
+                     r"(?:\s*\[(?P<stage>[^\[\]]*)\])?$")
 
 KNOWN_MEASURES = ", ".join(
     f"{f.name}@k" + (f" ({', '.join(a + '@k' for a in f.aliases)})" if f.aliases else "")
@@ -208,13 +211,15 @@ _FIX_NAME = (
 @dataclass(frozen=True)
 class Measure:
     """A measure value: family, cutoff ``k`` (None = whole list), optional relevance threshold
-    ``rel`` (None = the policy's) and, for nDCG, the ``gain``. Immutable and hashable; ``str()``
-    is the canonical name."""
+    ``rel`` (None = the policy's), for nDCG the ``gain``, and for a pipeline run the ``stage``
+    whose ranking it reads (None: the run has one stage). Immutable and hashable; ``str()`` is
+    the canonical name: ``Recall@50 [candidates]``."""
 
     family: str
     k: int | None = None
     rel: int | None = None
     gain: str | None = None
+    stage: str | None = None
 
     def __post_init__(self) -> None:
         if self.family == "nDCG" and self.gain is None:
@@ -227,7 +232,12 @@ class Measure:
         if self.rel is not None:
             params.append(f"rel={self.rel}")
         text = self.family + (f"({','.join(params)})" if params else "")
-        return text if self.k is None else f"{text}@{self.k}"
+        text = text if self.k is None else f"{text}@{self.k}"
+        return text if self.stage is None else f"{text} [{self.stage}]"
+
+    def at_stage(self, stage: str | None) -> Measure:
+        """This measure read on ``stage``."""
+        return Measure(self.family, self.k, self.rel, self.gain, stage)
 
     @property
     def uses_threshold(self) -> bool:
@@ -261,7 +271,7 @@ def parse_measure(text: str, default_gain: str = EXPONENTIAL) -> Measure:
     source = f"measure '{text}'"
     match = _SYNTAX.match(text.strip())
     if not match:
-        raise InputError(source, "is not of the form Name[(param=value)][@k]", _FIX_NAME)
+        raise InputError(source, "is not of the form Name[(param=value)][@k] [stage]", _FIX_NAME)
     family = _BY_NAME.get(match["name"].lower())
     if family is None:
         raise InputError(source, f"unknown measure name '{match['name']}'", _FIX_NAME)
@@ -288,7 +298,12 @@ def parse_measure(text: str, default_gain: str = EXPONENTIAL) -> Measure:
                 "gain=exponential|linear" if family.name == "nDCG" else "no parameters")
             raise InputError(source, f"parameter '{param}' is not valid for {family.name}",
                              f"{family.name} takes {allowed}")
-    return Measure(family.name, k, rel, gain)
+    stage = match["stage"]
+    if stage is not None and not STAGE_NAME.fullmatch(stage.strip()):
+        raise InputError(source, f"stage '{stage[:24]}' is not a stage name",
+                         "name a stage of the snapshot's pipeline in brackets, e.g. "
+                         "Recall@50 [candidates] (letters, digits, _ . -; at most 64)")
+    return Measure(family.name, k, rel, gain, None if stage is None else stage.strip())
 
 
 def _small(digits: str, low: int, high: int) -> bool:

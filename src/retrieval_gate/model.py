@@ -129,8 +129,11 @@ class RunRows:
       whole-file JSON documents;
     - ``doc_ids``: the document id each item belongs to (JSONL ``doc_id``, or the chunk
       table), or None;
-    - ``starts`` / ``ends`` / ``tokens``: the item's place in its document and its size in
-      tokens (int64; −1 where not given), or None when no item has a place.
+    - ``starts`` / ``ends``: the item's place in its document (int64), or None when no item
+      has a place; ``tokens``: its size in tokens (int64; −1 where not given), or None when
+      no item gives one;
+    - ``latency_ms``: per query (by index into ``query_ids``) the time the system took to
+      make the ranking, in milliseconds, or None when the run records none.
     """
 
     source: str
@@ -143,6 +146,7 @@ class RunRows:
     starts: np.ndarray | None = None
     ends: np.ndarray | None = None
     tokens: np.ndarray | None = None
+    latency_ms: np.ndarray | None = None
 
 
 @dataclass(frozen=True, eq=False)
@@ -164,7 +168,8 @@ class RankedRun:
     """A run in rank order: the rows of query ``query_ids[i]`` are ``offsets[i]:offsets[i+1]``,
     best first. ``scores`` is None when the order was explicit. ``docs`` are the ranked ids
     (items, or their documents once collapsed); ``places``, when kept, the items' provenance
-    in the same order."""
+    in the same order; ``tokens``, when the items are not collapsed and the run gives them,
+    each item's size in tokens."""
 
     source: str
     query_ids: tuple[str, ...]
@@ -173,6 +178,7 @@ class RankedRun:
     scores: np.ndarray | None
     lines: np.ndarray | None
     places: Places | None = None
+    tokens: np.ndarray | None = None
 
     def where(self, row: int) -> int | None:
         return None if self.lines is None else int(self.lines[row])

@@ -70,6 +70,27 @@ class GatedMeasure:
 
 
 @dataclass(frozen=True)
+class CostGate:
+    """A gated cost (see :mod:`retrieval_gate.cost`): ``metric`` and ``stat``, and either ``max_increase`` (relative to the
+    baseline's) or ``max`` (an absolute budget)."""
+
+    metric: str
+    stat: str
+    max_increase: float | None = None
+    max: float | None = None
+
+    @property
+    def name(self) -> str:
+        return f"{self.metric} {self.stat}"
+
+    def describe(self) -> str:
+        if self.max is not None:
+            return f"≤ {self.max:g}"
+        assert self.max_increase is not None
+        return f"≤ +{100 * self.max_increase:g}%"
+
+
+@dataclass(frozen=True)
 class GatePolicy:
     """Everything the decision depends on besides the data. Defaults: Recall@10 and nDCG@10
     with margin 0.02, the ``all`` slice, α = 0.05, 10,000 BCa resamples with seed 0, tie band 0,
@@ -78,6 +99,7 @@ class GatePolicy:
 
     gates: tuple[GatedMeasure, ...] = (GatedMeasure("Recall@10"), GatedMeasure("nDCG@10"))
     slices: tuple[str, ...] = ("all",)
+    costs: tuple[CostGate, ...] = ()
     alpha: float = 0.05
     resamples: int = 10_000
     seed: int = 0
@@ -100,6 +122,7 @@ class GatePolicy:
         return {
             "gates": [{"measure": g.measure, "margin": g.margin} for g in self.gates],
             "slices": list(self.slices),
+            "costs": [{k: v for k, v in vars(g).items() if v is not None} for g in self.costs],
             "alpha": self.alpha,
             "resamples": self.resamples,
             "seed": self.seed,

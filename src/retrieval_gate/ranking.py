@@ -19,6 +19,7 @@ import numpy as np
 
 from retrieval_gate.errors import InputError
 from retrieval_gate.model import ItemIds, Places, RankedRun, RunRows
+from retrieval_gate.stages import StageContract
 
 _MIX = np.uint64(0x9E3779B97F4A7C15)
 _FNV_OFFSET = np.uint64(0xCBF29CE484222325)
@@ -350,14 +351,18 @@ def _within_depth(qcodes: np.ndarray, kept: np.ndarray | None, depth: int, n_que
 
 def rank_run(rows: RunRows, duplicates: str = "error",
              doc_map: dict[str, str] | None = None, depth: int | None = None,
-             repeat_fix: str = "remove the repeat", collapse: bool = True) -> RankedRun:
+             repeat_fix: str = "remove the repeat", collapse: bool = True,
+             limit: StageContract | None = None) -> RankedRun:
     """Order each query's items (trec_eval's rule), apply the duplicates policy, then, with
     ``collapse``, collapse items to documents (``doc_map`` or the items' own ``doc_id``),
     keeping each document's first (best) rank; without it, items stay items and their places
     (when the rows have them) are kept beside them. An item missing from ``doc_map`` is an
     error. With ``depth``, only the first ``depth`` items of each query are kept (after all
     checks, which see every item). ``repeat_fix`` is the advice of the error for a repeated
-    item under ``duplicates="error"`` (it depends on where the policy was set)."""
+    item under ``duplicates="error"`` (it depends on where the policy was set). ``limit``, a
+    pipeline stage's contract, keeps only what the stage passes on — its first ``cutoff``
+    items and, of those, the ones within its token ``budget`` (see
+    :mod:`retrieval_gate.stages`) — before items collapse to documents."""
     items = rows.items
     order = trec_order(rows.qcodes, rows.scores, lambda r: take_items(items, r))
     qcodes = order.qcodes
@@ -369,6 +374,8 @@ def rank_run(rows: RunRows, duplicates: str = "error",
         return None if rows.lines is None else int(rows.lines[order.rows(np.array([position]))[0]])
 
     keep = _first_items(rows, order, fetch, line, duplicates, repeat_fix)  # None: all kept
+    if limit is not None and (limit.cutoff is not None or limit.budget is not None):
+        keep = _within_contract(rows, order, keep, limit, len(rows.query_ids))
     docs = None  # ordered document ids, when they differ from the item ids
     if collapse and (doc_map is not None or rows.doc_ids is not None):
         docs = (order.arranged(rows.doc_ids) if rows.doc_ids is not None
@@ -391,8 +398,38 @@ def rank_run(rows: RunRows, duplicates: str = "error",
         docs = fetch(kept) if docs is None else docs[kept]
     offsets = np.searchsorted(kept_qcodes, np.arange(len(rows.query_ids) + 1,
                                                      dtype=kept_qcodes.dtype))
+    tokens = None
+    if not collapse and rows.tokens is not None:
+        tokens = rows.tokens[order.rows(np.arange(len(qcodes)) if kept is None else kept)]
     return RankedRun(rows.source, rows.query_ids, offsets, docs, scores, lines,
-                     None if collapse else _places(rows, order, kept))
+                     None if collapse else _places(rows, order, kept), tokens)
+
+
+def _within_contract(rows: RunRows, order: TrecOrder, keep: np.ndarray | None,
+                     limit: StageContract, n_queries: int) -> np.ndarray:
+    """The ordered rows a stage passes on: of the kept rows (``keep``, None: all), each
+    query's first ``limit.cutoff``, and of those the prefix whose tokens add up to at most
+    ``limit.budget``. A budget needs every such item's token count (InputError otherwise)."""
+    qcodes = order.qcodes
+    mask = np.ones(len(qcodes), dtype=bool) if keep is None else keep.copy()
+    starts = np.searchsorted(qcodes, np.arange(n_queries + 1, dtype=qcodes.dtype))
+    if limit.cutoff is not None:
+        seen = np.cumsum(mask)
+        before = np.concatenate(([0], seen))[starts[:-1]]
+        mask &= (seen - np.repeat(before, np.diff(starts))) <= limit.cutoff
+    if limit.budget is not None:
+        given = None if rows.tokens is None else order.arranged(rows.tokens)
+        if given is None or (given[mask] < 0).any():
+            raise InputError(rows.source, f"stage '{limit.name}' has a budget of "
+                             f"{limit.budget:,} tokens, and "
+                             f"{'its items carry' if given is None else 'some of its items carry'}"
+                             " no token count", 'give each item "tokens" (JSON Lines items) or '
+                             "give the run a chunk table with tokens (counted by the pipeline's "
+                             "tokenizer)")
+        spent = np.cumsum(np.where(mask, given, 0))
+        before = np.concatenate(([0], spent))[starts[:-1]]
+        mask &= (spent - np.repeat(before, np.diff(starts))) <= limit.budget
+    return mask
 
 
 def _places(rows: RunRows, order: TrecOrder, kept: np.ndarray | None) -> Places | None:

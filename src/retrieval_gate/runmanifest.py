@@ -23,7 +23,7 @@ import json
 import os
 import re
 import subprocess
-from collections.abc import Mapping
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path, PurePosixPath
 from typing import Any
@@ -82,6 +82,23 @@ class RunManifest:
     def chunking(self) -> dict[str, Any] | None:
         """The run's chunking (chunk table file, hash, version, parameters), or None."""
         return self.document.get("chunking")
+
+    @property
+    def stages(self) -> tuple[str, ...]:
+        """The stage names of a pipeline run, in order; empty for a one-ranking run."""
+        return tuple(s["name"] for s in self.document.get("stages", ()))
+
+    def stage_files(self) -> tuple[tuple[str, Path, str], ...]:
+        """(name, file, pinned SHA-256) of each stage, files resolved against the manifest's
+        folder; empty for a one-ranking run."""
+        folder = Path(self.source).parent
+        return tuple((s["name"], folder / s["file"], s["sha256"])
+                     for s in self.document.get("stages", ()))
+
+    @property
+    def timed_on(self) -> str | None:
+        """Where the run's latencies were measured, when the manifest says."""
+        return self.document["provenance"].get("timed_on")
 
     def chunks_file(self) -> Path | None:
         """The run's chunk table, resolved against the manifest's folder (None without)."""
@@ -150,28 +167,47 @@ def read_run_manifest(run: str | os.PathLike[str],
         raise InputError(source, "the recorded fingerprint does not match the recorded "
                          "snapshot components (the manifest was edited)",
                          "rewrite it with gate run-manifest", json_path("snapshot"))
+    stages = document.get("stages", ())
+    names = [s["name"] for s in stages]
+    if stages and (stages[-1]["sha256"] != document["run"]["sha256"] or len(set(names)) < len(names)):
+        raise InputError(source, "its stages repeat a name, or the last stage is not the run "
+                         "the manifest lies beside (the manifest was edited)",
+                         "rewrite it with gate run-manifest --stage", json_path("stages"))
     return RunManifest(source, shown, document)
 
 
-def verify_run_hash(manifest: RunManifest, actual: str) -> None:
-    """NotComparableError (exit 3) unless the run file's SHA-256 ``actual`` is the one pinned."""
-    pinned = manifest.document["run"]["sha256"]
-    if actual != pinned:
+def verify_run_hash(manifest: RunManifest, actual: str, pinned: str | None = None,
+                    stage: str | None = None) -> None:
+    """NotComparableError (exit 3) unless the SHA-256 ``actual`` of the run file (or of a
+    pipeline run's ``stage`` file, whose hash is ``pinned``) is the one the manifest pins."""
+    pinned = pinned or manifest.document["run"]["sha256"]
+    if actual == pinned:
+        return
+    if stage is None:
         raise NotComparableError(
             f"{manifest.source}:{json_path('run', 'sha256')}: run file {manifest.run} has sha256 "
             f"{actual}, its manifest pins {pinned} — the run changed after its manifest was "
             "written: rewrite the manifest with gate run-manifest (and re-approve it if it is "
             "the baseline)")
+    file = {name: file for name, file, _ in manifest.stage_files()}[stage]
+    raise NotComparableError(
+        f"{manifest.source}:{json_path('stages')}: stage {stage}'s run file "
+        f"{display_name(file)} has sha256 {actual}, the manifest pins {pinned} — the stage "
+        "changed after the manifest was written: rewrite the manifest with gate run-manifest "
+        "--stage (and re-approve it if it is the baseline)")
 
 
 def make_run_manifest(snapshot: Snapshot, run: str | os.PathLike[str] | Blob,
                       system: Mapping[str, Any] | None = None, commit: str | None = None,
-                      created: str | None = None, chunking: Mapping[str, Any] | None = None
+                      created: str | None = None, chunking: Mapping[str, Any] | None = None,
+                      stages: Sequence[Mapping[str, str]] = (), timed_on: str | None = None
                       ) -> dict[str, Any]:
     """The manifest document of ``run`` (a path, or the run as read and scored: its bytes are
     what the manifest pins) made on ``snapshot``. ``created`` defaults to now (UTC, whole
     seconds); ``commit`` to :func:`current_commit`; ``chunking`` is the run's chunking
-    (:func:`chunking_record`), when it has one."""
+    (:func:`chunking_record`), when it has one; ``stages`` the records of a pipeline run's
+    stages (:func:`stage_record`), the last being ``run``; ``timed_on`` where its latencies
+    were measured."""
     if created is not None and not re.fullmatch(r"\d{4}-\d{2}-\d{2}T\d{2}:\d{2}:\d{2}Z", created):
         raise InputError("--created", f"'{created}' is not a UTC time such as "
                          "2026-11-30T12:00:00Z", "write YYYY-MM-DDTHH:MM:SSZ, or leave it out "
@@ -187,7 +223,24 @@ def make_run_manifest(snapshot: Snapshot, run: str | os.PathLike[str] | Blob,
     }
     if chunking is not None:
         document["chunking"] = dict(chunking)
+    if stages:
+        document["stages"] = [dict(s) for s in stages]
+    if timed_on is not None:
+        document["provenance"]["timed_on"] = timed_on
     return document
+
+
+def stage_record(name: str, stage: Blob, stage_path: str | os.PathLike[str],
+                 manifest: str | os.PathLike[str]) -> dict[str, str]:
+    """One stage of a pipeline run's manifest written to ``manifest``: its name, its run file
+    ``stage_path`` relative to the manifest's folder (forward slashes), and the SHA-256 of its
+    bytes ``stage`` as read and scored."""
+    return {"name": name, "file": _relative(stage_path, manifest), "sha256": stage.sha256}
+
+
+def _relative(file: str | os.PathLike[str], manifest: str | os.PathLike[str]) -> str:
+    relative = os.path.relpath(Path(file).resolve(), Path(manifest).resolve().parent)
+    return PurePosixPath(*Path(relative).parts).as_posix()
 
 
 def chunking_record(chunks: Blob, chunks_path: str | os.PathLike[str],
@@ -196,8 +249,7 @@ def chunking_record(chunks: Blob, chunks_path: str | os.PathLike[str],
     """The ``chunking`` of a run manifest written to ``manifest``: the chunk table at
     ``chunks_path`` (relative to the manifest's folder, forward slashes), the SHA-256 of its
     bytes ``chunks`` as read and used, and an optional version and parameters."""
-    relative = os.path.relpath(Path(chunks_path).resolve(), Path(manifest).resolve().parent)
-    record: dict[str, Any] = {"file": PurePosixPath(*Path(relative).parts).as_posix(),
+    record: dict[str, Any] = {"file": _relative(chunks_path, manifest),
                               "sha256": chunks.sha256}
     if version is not None:
         record["version"] = version
@@ -246,7 +298,7 @@ def differences(snapshot: Snapshot, manifest: RunManifest, role: str) -> list[st
     rescore = (f"rewrite {'its' if role == 'run' else f'the {role}’s'} manifest with gate "
                "run-manifest" + (" and approve it" if role == "baseline" else ""))
     found = []
-    for component in (*COMPONENTS, "scoring"):
+    for component in (*COMPONENTS, "stages", "scoring"):
         before, after = then.get(component, {}), now.get(component, {})
         for key in sorted(set(before) | set(after)):
             if before.get(key) != after.get(key):

@@ -23,15 +23,29 @@ from retrieval_gate.measures import FACT_FAMILIES, Measure
 from retrieval_gate.model import NEVER, Corpus, JudgedRows, Qrels, Query, RankedRun, RunRows, Span
 from retrieval_gate.ranking import IdIndex, rank_run
 from retrieval_gate.scoring_policy import ScoringPolicy
+from retrieval_gate.stages import StageContract
 
 _LISTED = 10  # how many query ids a warning names before "and N more"
 _DEFAULT_POLICY = ScoringPolicy()
 
 
 @dataclass(frozen=True, eq=False)
+class UnitCoverage:
+    """The judged units of the scored queries, in the same order for every run of one test
+    set: each unit's query (position among the answerable queries), whether it is relevant
+    (grade ≥ the threshold), and whether the scored items cover it."""
+
+    qidx: np.ndarray
+    relevant: np.ndarray
+    covered: np.ndarray
+
+
+@dataclass(frozen=True, eq=False)
 class Scores:
     """Per-query values of each measure for the answerable queries (rows of ``values``, in
-    ``query_ids`` order), the unanswerable query ids, and warnings for the reader."""
+    ``query_ids`` order), the unanswerable query ids, and warnings for the reader; and, when
+    scored from one ranking, the coverage of the judged units and the number of ranked items
+    per query (up to the depth the measures read)."""
 
     measures: tuple[Measure, ...]
     query_ids: tuple[str, ...]
@@ -39,6 +53,8 @@ class Scores:
     unanswerable: tuple[str, ...]
     warnings: tuple[str, ...]
     policy: ScoringPolicy
+    coverage: UnitCoverage | None = None
+    retrieved: np.ndarray | None = None
 
     def means(self) -> dict[str, float | None]:
         """Macro average of each measure; None when no query was scored."""
@@ -114,7 +130,8 @@ def query_set(qrels: Qrels, queries: Sequence[Query] | None,
 def score_run(qrels: Qrels, run: RunRows, measures: Sequence[Measure],
               policy: ScoringPolicy = _DEFAULT_POLICY, queries: Sequence[Query] | None = None,
               doc_map: dict[str, str] | None = None, corpus: Corpus | None = None,
-              min_coverage: float = 1.0) -> Scores:
+              min_coverage: float = 1.0, limit: StageContract | None = None,
+              whole_list: bool = False) -> Scores:
     """Score ``run`` against ``qrels`` on every measure, per query; see the module docstring.
 
     With a ``corpus``, every document the scored items name must be in it (and every item's
@@ -123,7 +140,9 @@ def score_run(qrels: Qrels, run: RunRows, measures: Sequence[Measure],
     items below it no measure reads. Span judgments need the corpus and
     items with places (a chunk table, or JSON Lines items with ``doc_id``, ``start``, ``end``);
     a span counts as retrieved once ``min_coverage`` of it is covered (see
-    :mod:`retrieval_gate.evidence`)."""
+    :mod:`retrieval_gate.evidence`). ``limit``, a pipeline stage's contract, keeps only what
+    the stage passes on (its cutoff and token budget); ``whole_list`` reads every item (so
+    that :attr:`Scores.coverage` covers the whole ranking, not only the measures' depth)."""
     if not measures:
         raise InputError("--measure", "no measure to compute", "name at least one measure")
     answerable, unanswerable, warnings = query_set(qrels, queries, policy)
@@ -141,11 +160,11 @@ def score_run(qrels: Qrels, run: RunRows, measures: Sequence[Measure],
 
     cutoffs = [m.k for m in measures if m.k is not None]
     # Items below the deepest cutoff (+1, to see ties at it) cannot change a score.
-    depth = (None if len(cutoffs) < len(measures) or policy.unjudged == "error"
+    depth = (None if whole_list or len(cutoffs) < len(measures) or policy.unjudged == "error"
              else max(cutoffs) + 1)
     ranked = rank_run(run, policy.duplicates, doc_map, depth,
                       "remove the repeat, or keep its best rank: " + policy.fix("duplicates", "first"),
-                      collapse=spans is None)
+                      collapse=spans is None, limit=limit)
     if corpus is not None:  # every item a measure reads: within the deepest cutoff (+1)
         places = ranked.places
         require_in_corpus(run.source, corpus, ranked.docs if places is None else places.doc,
@@ -184,8 +203,10 @@ def score_run(qrels: Qrels, run: RunRows, measures: Sequence[Measure],
     warnings.extend(_threshold_warnings(rows, measures, policy.threshold, answerable))
     warnings.extend(_fact_warnings(rows, measures, answerable))
     warnings.extend(_tie_warnings(ranked, measures, index))
+    coverage = UnitCoverage(rows.judgment_qidx, rows.relevant_units(policy.threshold),
+                            rows.judgment_rank != NEVER)
     return Scores(tuple(measures), tuple(answerable), values, tuple(unanswerable),
-                  tuple(warnings), policy)
+                  tuple(warnings), policy, coverage, rows.retrieved)
 
 
 def _judge(ranked: RankedRun, qrels: Qrels, answerable: list[str], index: dict[str, int],

@@ -48,6 +48,7 @@ from retrieval_gate.measures import EXPONENTIAL, Measure, default_measures, pars
 from retrieval_gate.model import ChunkTable, Corpus, Qrels, Query
 from retrieval_gate.scoring import query_set
 from retrieval_gate.scoring_policy import POLICY_NAMES, ScoringPolicy
+from retrieval_gate.stages import StageContract, contracts_of
 
 COMPONENTS = ("queries", "qrels", "corpus", "chunking", "permissions")
 FILE_COMPONENTS = ("queries", "qrels", "corpus", "chunking", "permissions")
@@ -96,6 +97,7 @@ class Snapshot:
     measures: tuple[Measure, ...]
     policy: ScoringPolicy
     gain: str
+    stages: tuple[StageContract, ...]
     identity: dict[str, Any]
     fingerprint: str
     blobs: dict[str, Blob] = field(default_factory=dict)
@@ -168,15 +170,50 @@ def _resolve(document: Any, source: str, blobs: dict[str, Blob] | None = None) -
         raise ManyErrors(found)
     scoring = document.get("scoring", {})
     gain = scoring.get("gain", EXPONENTIAL)
+    stages = contracts_of(document.get("stages", ()), source)
     if "measures" in scoring:
         measures = _parse_listed(scoring["measures"], gain, source)
     else:
         measures = default_measures(DEFAULT_CUTOFF)
+    measures = _staged(measures, stages, source)
     policy = ScoringPolicy(**{f: scoring[f] for f in _POLICY_FIELDS if f in scoring},
                            origin="snapshot")
-    identity = _identity(document, measures, policy, gain)
+    identity = _identity(document, measures, policy, gain, stages)
     return Snapshot(source, Path(source).parent, document["name"], document, measures, policy,
-                    gain, identity, fingerprint(identity), dict(blobs or {}))
+                    gain, stages, identity, fingerprint(identity), dict(blobs or {}))
+
+
+def _staged(measures: Sequence[Measure], stages: Sequence[StageContract], source: str
+            ) -> tuple[Measure, ...]:
+    """With a pipeline, each measure reads a stage of it: the one it names, else the last;
+    its cutoff may not pass the stage's. Without one, no measure may name a stage."""
+    by_name = {s.name: s for s in stages}
+    out = []
+    for i, measure in enumerate(measures):
+        where = json_path("scoring", "measures", i)
+        if not stages:
+            if measure.stage is not None:
+                raise InputError(source, f"measure {measure} names a stage, and the snapshot "
+                                 "has no pipeline stages", "list the stages in \"stages\" "
+                                 "(gate snapshot freeze --stage), or drop the [stage]", where)
+            out.append(measure)
+            continue
+        stage = by_name.get(measure.stage or stages[-1].name)
+        if stage is None:
+            raise InputError(source, f"measure {measure} reads stage '{measure.stage}', which "
+                             f"is not a stage of the snapshot ({', '.join(by_name)})",
+                             "name one of the snapshot's stages", where)
+        if stage.cutoff is not None and measure.k is not None and measure.k > stage.cutoff:
+            raise InputError(source, f"measure {measure} reads {measure.k} items of stage "
+                             f"'{stage.name}', which passes on {stage.cutoff}", "lower the "
+                             "measure's cutoff, or raise the stage's", where)
+        out.append(measure.at_stage(stage.name))
+    if len(set(out)) != len(out):
+        twice = sorted({str(m) for m in out if out.count(m) > 1})
+        raise InputError(source, f"measure {twice[0]} is listed twice (a measure without a "
+                         "stage reads the last one)", "list each measure once",
+                         json_path("scoring", "measures"))
+    return tuple(out)
 
 
 def _parse_listed(names: Sequence[str], gain: str, source: str) -> tuple[Measure, ...]:
@@ -196,7 +233,7 @@ def _parse_listed(names: Sequence[str], gain: str, source: str) -> tuple[Measure
 
 
 def _identity(document: Mapping[str, Any], measures: Sequence[Measure], policy: ScoringPolicy,
-              gain: str) -> dict[str, Any]:
+              gain: str, stages: Sequence[StageContract]) -> dict[str, Any]:
     """What the fingerprint covers (see the module docstring)."""
     identity: dict[str, Any] = {}
     for component in FILE_COMPONENTS:
@@ -211,6 +248,9 @@ def _identity(document: Mapping[str, Any], measures: Sequence[Measure], policy: 
                            "measures": sorted(str(m) for m in measures)}
     if chunking.get("unit") == "span":
         identity["scoring"]["min_coverage"] = document.get("scoring", {}).get("min_coverage", 1)
+    if stages:  # keyed by name, so that a changed contract is named by its stage
+        identity["stages"] = {s.name: {"position": i, **s.as_dict()}
+                              for i, s in enumerate(stages)}
     return identity
 
 
@@ -316,15 +356,16 @@ def freeze(output: str | os.PathLike[str], *, queries: str | os.PathLike[str],
            chunks_file: str | os.PathLike[str] | None = None,
            permissions_file: str | os.PathLike[str] | None = None, name: str | None = None,
            measures: Sequence[str] = (), gain: str = EXPONENTIAL,
-           policy: ScoringPolicy = _DEFAULT_POLICY, min_coverage: float | None = None
-           ) -> Snapshot:
+           policy: ScoringPolicy = _DEFAULT_POLICY, min_coverage: float | None = None,
+           stages: Sequence[StageContract] = ()) -> Snapshot:
     """Write a snapshot manifest to ``output`` (atomically) pinning the given files by their
     SHA-256, and return it loaded back. Every file must lie in ``output``'s folder or below it.
     A version left out defaults to ``sha256:`` + the first 12 hex digits of the file's hash; the
     name defaults to the name of the manifest's folder; measures default to the default set at
     10. The unit defaults to ``span`` for span judgments, else to ``chunk`` when a chunking
     version is given and ``document`` when not; chunk judgments need the chunking's version
-    (and may pin its chunk table). The manifest is
+    (and may pin its chunk table). ``stages`` is the pipeline's contract, in order; a measure
+    without ``[stage]`` then reads the last stage. The manifest is
     validated (schema, measures, queries against qrels, spans against the corpus) before it is
     written."""
     folder = Path(output).resolve().parent
@@ -362,7 +403,10 @@ def freeze(output: str | os.PathLike[str], *, queries: str | os.PathLike[str],
                          "--chunks), or freeze with --unit chunk")
     document = {**{k: v for k, v in document.items() if k != "permissions"},
                 "chunking": chunking, "permissions": document["permissions"]}
+    if stages:
+        document["stages"] = [s.as_dict() for s in stages]
     chosen = parse_measures(measures, gain) if measures else default_measures(DEFAULT_CUTOFF)
+    chosen = _staged(chosen, stages, "--measure")
     document["scoring"] = {"measures": [str(m) for m in chosen], "gain": gain, **policy.as_dict()}
     if min_coverage is not None:
         document["scoring"]["min_coverage"] = min_coverage

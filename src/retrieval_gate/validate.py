@@ -9,26 +9,27 @@ from pathlib import Path
 from typing import Any
 
 from retrieval_gate.errors import InputError
-from retrieval_gate.evidence import attach_chunks
-from retrieval_gate.formats import Source, read_run
+from retrieval_gate.formats import Source
 from retrieval_gate.formats.corpus import read_chunk_table
 from retrieval_gate.formats.source import read_blob
-from retrieval_gate.measures import Measure
-from retrieval_gate.model import ChunkTable
+from retrieval_gate.pipeline import match_stages, score_stages, stage_sources
 from retrieval_gate.runmanifest import (
     RunManifest,
     chunking_record,
-    load_checked_run,
     load_run_chunks,
     make_run_manifest,
     manifest_path,
     read_run_file,
+    read_run_manifest,
     require_made_on,
     resolve_run,
+    stage_record,
+    verify_run_hash,
     write_run_manifest,
 )
-from retrieval_gate.scoring import Scores, score_run
+from retrieval_gate.scoring import Scores
 from retrieval_gate.snapshot import Snapshot, TestSet, load_snapshot, load_test_set
+from retrieval_gate.stages import StageContract
 from retrieval_gate.untrusted import visible
 
 
@@ -50,56 +51,74 @@ class Validation:
 
 def check_run(snapshot: Snapshot, test_set: TestSet, run: str | os.PathLike[str],
               role: str = "run", manifest: str | os.PathLike[str] | None = None) -> CheckedRun:
-    """Load ``run`` and its manifest (the run's hash checked on the bytes read), require that
-    the manifest names ``snapshot`` (exit 3 with the differences), and score those bytes under
-    the snapshot's policy (which checks the run's format, duplicates, and query coverage:
-    missing and extra queries)."""
+    """Load ``run`` and its manifest (each ranking's hash — every stage of a pipeline run —
+    checked on the bytes read), require that the manifest names ``snapshot`` (exit 3 with the
+    differences), and score those bytes under the snapshot's policy (which checks the run's
+    format, duplicates, query coverage — missing and extra queries — and the snapshot's
+    pipeline contract)."""
     run = resolve_run(run)
-    loaded, blob = load_checked_run(run, manifest)
+    loaded = read_run_manifest(run, manifest)
     require_made_on(snapshot, (loaded, role))
-    return CheckedRun(loaded.run, loaded, score_on(snapshot, test_set, blob,
-                                                   chunks=load_run_chunks(loaded)))
+    rankings = []
+    for contract, file, pinned in stage_sources(snapshot, loaded, run):
+        blob = read_run_file(file)
+        verify_run_hash(loaded, blob.sha256, pinned, None if contract is None else contract.name)
+        rankings.append((contract, blob))
+    if loaded.stages and not snapshot.stages:  # the other stages are not read: check them
+        for name, file, pinned in loaded.stage_files()[:-1]:
+            verify_run_hash(loaded, read_run_file(file).sha256, pinned, name)
+    scored = score_stages(snapshot, test_set, rankings, chunks=load_run_chunks(loaded))
+    return CheckedRun(loaded.run, loaded, scored.scores)
 
 
-def score_on(snapshot: Snapshot, test_set: TestSet, run: Source,
-             measures: Sequence[Measure] | None = None, chunks: ChunkTable | None = None
-             ) -> Scores:
-    """Score ``run`` (a path, or a run file already read) under the snapshot's policy, on its
-    measures unless ``measures`` are given; its items are placed by ``chunks`` (the run's chunk
-    table), else by the snapshot's pinned chunk table, if any. Reading and scoring it checks
-    its format, duplicates, query coverage (missing and extra queries) and, with a pinned
-    corpus, that every document it names is in it."""
-    rows = read_run(run)
-    table = chunks or test_set.chunks
-    if table is not None:
-        rows = attach_chunks(rows, table)
-    return score_run(test_set.qrels, rows, measures or snapshot.measures, snapshot.policy,
-                     test_set.queries, corpus=test_set.corpus,
-                     min_coverage=snapshot.min_coverage)
-
-
-def record_run(snapshot: str | os.PathLike[str], run: str | os.PathLike[str],
+def record_run(snapshot: str | os.PathLike[str], run: str | os.PathLike[str] | None,
                system: Mapping[str, Any] | None = None, commit: str | None = None,
                created: str | None = None, output: str | os.PathLike[str] | None = None,
                chunks: str | os.PathLike[str] | None = None, chunking_version: str | None = None,
-               chunking_params: Mapping[str, Any] | None = None) -> tuple[Path, Snapshot]:
+               chunking_params: Mapping[str, Any] | None = None,
+               stages: Sequence[tuple[str, str | os.PathLike[str]]] = (),
+               timed_on: str | None = None) -> tuple[Path, Snapshot]:
     """Check ``run`` against ``snapshot`` (hashes, test set, scoring) and write its manifest to
     ``output`` (default: beside the run), pinning the bytes that were scored — the run's, and
     those of its chunk table ``chunks`` (with the chunking's optional version and parameters);
-    returns where it went and the snapshot."""
+    returns where it went and the snapshot. A pipeline run gives ``stages`` instead, (name,
+    file) in pipeline order: the last one is the run; with a contract in the snapshot, each of
+    its stages must be among them. ``timed_on`` says where the run's latencies were measured."""
     if chunks is None and (chunking_version is not None or chunking_params):
         raise InputError("--chunking-version", "describes a chunk table, and none is given",
                          "pass the run's chunk table with --chunks FILE")
+    if stages:
+        names = [name for name, _ in stages]
+        twice = sorted({n for n in names if names.count(n) > 1})
+        if twice:
+            raise InputError("--stage", f"stage '{twice[0]}' is given twice",
+                             "give each stage once, in pipeline order")
+        if run is not None and Path(run).resolve() != Path(stages[-1][1]).resolve():
+            raise InputError("--run", "a pipeline run is its last stage", "leave out --run, "
+                             "or give the run as the last --stage")
+        run = stages[-1][1]
+    if run is None:
+        raise InputError("--run", "no run is given", "give the run with --run FILE, or a "
+                         "pipeline's stages with --stage NAME=FILE")
     loaded = load_snapshot(snapshot)
     test_set = load_test_set(loaded)
-    blob = read_run_file(run)
+    blobs = {name: read_run_file(file) for name, file in stages}
+    blob = blobs[stages[-1][0]] if stages else read_run_file(run)
     table_blob = None if chunks is None else read_blob(chunks)
     table = None if table_blob is None else read_chunk_table(table_blob)
-    score_on(loaded, test_set, blob, chunks=table)
+    if loaded.stages:
+        matched = match_stages(loaded, list(blobs), "--stage")
+        rankings: list[tuple[StageContract | None, Source]] = [
+            (contract, blobs[name]) for contract, name in matched]
+    else:
+        rankings = [(None, blob)]
+    score_stages(loaded, test_set, rankings, chunks=table)
     target = Path(output) if output else manifest_path(run)
     chunking = None if table_blob is None or chunks is None else chunking_record(
         table_blob, chunks, target, chunking_version, chunking_params)
-    document = make_run_manifest(loaded, blob, system, commit, created, chunking)
+    records = [stage_record(name, blobs[name], file, target) for name, file in stages]
+    document = make_run_manifest(loaded, blob, system, commit, created, chunking, records,
+                                 timed_on)
     write_run_manifest(document, target)
     return target, loaded
 

@@ -375,6 +375,7 @@ class _RunBuilder:
         self.doc_ids: list[bytes] = []
         self.places: list[tuple[int, int, int]] = []  # start, end, tokens; −1 when not given
         self.lines: list[int] | None = [] if with_lines else None
+        self.latency: dict[int, float] = {}
 
     def add_query(self, qid: str, where: int | str) -> int:
         if qid in self.query_ids:
@@ -407,7 +408,13 @@ class _RunBuilder:
             raise InputError(self.name, "some items carry start and end and others do not",
                              "give every item its place (doc_id, start, end), or none")
         with_places = bool(len(placed)) and bool(placed.all())
-        tokens = places[:, 2] if with_places and (places[:, 2] >= 0).any() else None
+        tokens = places[:, 2] if (places[:, 2] >= 0).any() else None
+        if self.latency and len(self.latency) != len(self.query_ids):
+            missing = next(q for i, q in enumerate(self.query_ids) if i not in self.latency)
+            raise InputError(self.name, f"query '{missing}' has no latency_ms, and others do",
+                             "record latency_ms for every query of the run, or for none")
+        latency = (np.array([self.latency[i] for i in range(len(self.query_ids))])
+                   if self.latency else None)
         return RunRows(
             self.name,
             tuple(self.query_ids),
@@ -419,6 +426,7 @@ class _RunBuilder:
             places[:, 0].copy() if with_places else None,
             places[:, 1].copy() if with_places else None,
             None if tokens is None else tokens.copy(),
+            latency,
         )
 
 
@@ -441,10 +449,13 @@ def run_from_json(document: Any, name: str) -> RunRows:
 
 
 def run_from_jsonl(text: str, name: str) -> RunRows:
-    """One ``{"query_id", "items": [{"id", "score"?, "doc_id"?}, ...]}`` object per line."""
+    """One ``{"query_id", "items": [{"id", "score"?, "doc_id"?, "start"?, "end"?,
+    "tokens"?}, ...], "latency_ms"?}`` object per line."""
     builder = _RunBuilder(name, with_lines=True)
     for line, obj in json_lines(text, name):
         code = builder.add_query(check_id(obj.get("query_id"), name, line, "query_id"), line)
+        if "latency_ms" in obj:
+            builder.latency[code] = _latency(obj["latency_ms"], name, line)
         items = obj.get("items")
         if not isinstance(items, list):
             raise InputError(name, "'items' is missing or not a list",
@@ -459,6 +470,15 @@ def run_from_jsonl(text: str, name: str) -> RunRows:
             builder.add(code, check_id(item.get("id"), name, line, "item id"), score, doc_id,
                         line, _place(item, doc_id, name, line))
     return builder.build()
+
+
+def _latency(value: Any, name: str, line: int) -> float:
+    """A query's ``latency_ms``: a finite number ≥ 0."""
+    if isinstance(value, bool) or not isinstance(value, (int, float)) or not (
+            0 <= value < float("inf")):
+        raise InputError(name, f"latency_ms {printable(str(value))[:30]} is not a number of "
+                         "milliseconds ≥ 0", 'write "latency_ms": 12.5, or leave it out', line)
+    return float(value)
 
 
 def _place(item: dict[str, Any], doc_id: str | None, name: str, line: int

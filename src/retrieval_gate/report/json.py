@@ -9,7 +9,8 @@ from __future__ import annotations
 import dataclasses
 from typing import Any
 
-from retrieval_gate.report.model import Report, RunSummary
+from retrieval_gate.policy import CostGate
+from retrieval_gate.report.model import FunnelReport, Report, RunSummary
 from retrieval_gate.report.scores import to_json
 
 __all__ = ["report_document", "report_json"]
@@ -44,6 +45,25 @@ def report_document(report: Report) -> dict[str, Any]:
         "top_regressions": [{**{k: getattr(q, k) for k in changes}, "diff": q.diff}
                             for q in report.top_regressions],
         "warnings": list(report.warnings),
+        "funnel": None if report.funnel is None else _funnel(report.funnel),
+        "costs": [{**dataclasses.asdict(row),
+                   "gate": None if row.gate is None else _gate(row.gate)}
+                  for row in report.costs],
+    }
+
+
+def _gate(gate: CostGate) -> dict[str, Any]:
+    return {k: v for k, v in dataclasses.asdict(gate).items() if v is not None}
+
+
+def _funnel(funnel: FunnelReport) -> dict[str, Any]:
+    return {
+        "stages": list(funnel.stages),
+        "units": funnel.units,
+        "reaching": [{"stage": s, "baseline": b, "candidate": c} for s, b, c in funnel.reaching],
+        "losses": [dataclasses.asdict(row) for row in funnel.losses],
+        "worst": None if funnel.worst is None else dataclasses.asdict(funnel.worst),
+        "queries": [dataclasses.asdict(q) for q in funnel.queries],
     }
 
 

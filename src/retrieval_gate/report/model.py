@@ -6,17 +6,20 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Any
 
+from retrieval_gate.cost import CostRow
 from retrieval_gate.policy import Comparison, GatePolicy
 from retrieval_gate.snapshot import Snapshot
 
-__all__ = ["Comparison", "QueryChange", "Report", "RunSummary"]
+__all__ = ["Comparison", "CostRow", "FunnelQuery", "FunnelReport", "FunnelRow", "QueryChange",
+           "Report", "RunSummary"]
 
 
 @dataclass(frozen=True)
 class RunSummary:
     """One side of the comparison: the run file, its manifest's system, its mean scores, the
-    share of unjudged items in its top ``k``, and its chunking (the chunk table its manifest
-    pins: file, hash, version, parameters; None when its items are not chunks of a table)."""
+    share of unjudged items (or empty slots) in its top ``k``, its chunking (the chunk table
+    its manifest pins: file, hash, version, parameters; None when its items are not chunks of
+    a table), the stages of a pipeline run, and where its latencies were measured."""
 
     path: str
     sha256: str
@@ -24,6 +27,8 @@ class RunSummary:
     means: dict[str, float | None]
     unjudged_share: float | None
     chunking: dict[str, Any] | None = None
+    stages: tuple[str, ...] = ()
+    timed_on: str | None = None
 
     def chunking_name(self) -> str:
         """The chunking in a few words: its version, else its table's hash; ``items as
@@ -51,11 +56,50 @@ class QueryChange:
 
 
 @dataclass(frozen=True)
+class FunnelRow:
+    """Relevant units lost in one way (``kind``: a stage name, or ``STAGE:budget``), in words
+    (``label``), in each run."""
+
+    kind: str
+    label: str
+    baseline: int
+    candidate: int
+
+    @property
+    def diff(self) -> int:
+        return self.candidate - self.baseline
+
+
+@dataclass(frozen=True)
+class FunnelQuery:
+    """One query's relevant units by where they were lost (kind → count, and ``reached``)."""
+
+    query: str
+    baseline: dict[str, int]
+    candidate: dict[str, int]
+
+
+@dataclass(frozen=True)
+class FunnelReport:
+    """The evidence funnel of both runs: the stages (described), the relevant units of the
+    answerable queries, how many reach each stage (name, baseline, candidate), the losses by
+    kind, the loss that grew most in the candidate (None when none grew), and per query."""
+
+    stages: tuple[str, ...]
+    units: int
+    reaching: tuple[tuple[str, int, int], ...]
+    losses: tuple[FunnelRow, ...]
+    worst: FunnelRow | None
+    queries: tuple[FunnelQuery, ...]
+
+
+@dataclass(frozen=True)
 class Report:
     """Everything ``gate check`` decided and what a reviewer needs next: the overall verdict
     and exit code, both runs, the policy, one :class:`Comparison` per gated (measure, slice),
     the newly failing queries (``hit_measure`` = 1 in the baseline, 0 in the candidate), the
-    largest per-query drops and the warnings."""
+    largest per-query drops and the warnings; for a pipeline, the evidence funnel; and the
+    costs both runs record (gated or shown)."""
 
     verdict: str
     exit_code: int
@@ -69,3 +113,5 @@ class Report:
     newly_failing: tuple[QueryChange, ...]
     top_regressions: tuple[QueryChange, ...]
     warnings: tuple[str, ...]
+    funnel: FunnelReport | None = None
+    costs: tuple[CostRow, ...] = ()

@@ -1,0 +1,165 @@
+"""Cost beside quality: each query's latency and context size, paired between the runs.
+
+Two per-query costs: ``latency_ms`` (what the run records; for a pipeline, the sum over its
+stages) and ``context_tokens`` (the tokens of the last stage's items within its contract).
+Each is summarised by a statistic — ``p50``, ``p95`` (numpy's linear-interpolation
+percentiles) or ``mean`` — over the queries both runs give it for, and compared as the ratio
+candidate / baseline.
+
+**The interval** is a paired percentile bootstrap of that ratio: the same resampled queries
+for both runs, ``policy.resamples`` resamples from ``numpy.random.default_rng(policy.seed)``.
+
+**Gates.** A relative gate (``max_increase`` δ: the candidate's statistic may be at most
+(1 + δ) × the baseline's) decides like a quality measure, in the same words:
+
+- ``regression`` — the ratio's estimate ≥ 1 + δ and the low end of its two-sided 1 − α/m
+  interval (m relative gates: Bonferroni) is above 1: clearly more costly, by the margin;
+- ``pass`` — the high end of the 1 − α interval is below 1 + δ;
+- ``inconclusive`` — otherwise, and with fewer than ``min_queries`` queries;
+
+``improved`` when the whole 1 − α interval is below 1. An absolute gate (``max``: e.g. mean
+context tokens ≤ 1,800) is a budget, not an estimate: ``pass`` when the candidate's statistic
+is at most the budget, else ``regression``.
+
+Latencies are comparable only when both runs were timed in the same place under the same
+load: each run manifest says where (``provenance.timed_on``), and the report shows both.
+"""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Sequence
+from dataclasses import dataclass
+
+import numpy as np
+
+from retrieval_gate.policy import CostGate, Decision, GatePolicy
+
+METRICS = ("latency_ms", "context_tokens")
+STATS = ("p50", "p95", "mean")
+SHOWN = {"latency_ms": ("p50", "p95"), "context_tokens": ("mean", "p95")}
+_BATCH = 250  # resamples per block: bounds memory at _BATCH × queries
+
+
+@dataclass(frozen=True)
+class CostRow:
+    """One statistic of one cost for both runs over the ``n`` queries both give it for: the
+    values, their ratio and its bootstrap interval (None when undefined), and, when gated, the
+    gate and its decision."""
+
+    metric: str
+    stat: str
+    n: int
+    baseline: float | None
+    candidate: float | None
+    ratio: float | None
+    ratio_low: float | None
+    ratio_high: float | None
+    ratio_low_adjusted: float | None
+    gate: CostGate | None
+    decision: Decision | None
+    improvement: bool
+    note: str | None
+
+
+def statistic(values: np.ndarray, stat: str, axis: int | None = None) -> np.ndarray:
+    """``p50``, ``p95`` (linear interpolation) or ``mean`` along ``axis``."""
+    if stat == "mean":
+        return np.mean(values, axis=axis)
+    return np.percentile(values, 50 if stat == "p50" else 95, axis=axis)
+
+
+def compare_costs(baseline: dict[str, np.ndarray | None], candidate: dict[str, np.ndarray | None],
+                  gates: Sequence[CostGate], policy: GatePolicy) -> tuple[CostRow, ...]:
+    """A row per shown statistic of each cost both runs record, and per gated one; paired over
+    the queries both runs give it for. A gated cost a run does not record is the caller's
+    error to raise (see :func:`missing_costs`)."""
+    relative = [g for g in gates if g.max_increase is not None]
+    family_alpha = policy.alpha / max(len(relative), 1)
+    rows = []
+    for metric in METRICS:
+        b, c = baseline.get(metric), candidate.get(metric)
+        if b is None or c is None:
+            continue
+        both = ~(np.isnan(b) | np.isnan(c))
+        b, c = b[both], c[both]
+        gated = {g.stat: g for g in gates if g.metric == metric}
+        for stat in dict.fromkeys((*SHOWN[metric], *gated)):
+            rows.append(_row(metric, stat, b, c, gated.get(stat), policy, family_alpha))
+    return tuple(rows)
+
+
+def missing_costs(baseline: dict[str, np.ndarray | None], candidate: dict[str, np.ndarray | None],
+                  gates: Sequence[CostGate]) -> list[str]:
+    """For each gated cost a run does not record: which run, and which cost."""
+    return [f"{role} records no {g.metric}" for g in gates
+            for role, side in (("baseline", baseline), ("candidate", candidate))
+            if side.get(g.metric) is None]
+
+
+def _row(metric: str, stat: str, b: np.ndarray, c: np.ndarray, gate: CostGate | None,
+         policy: GatePolicy, family_alpha: float) -> CostRow:
+    n = len(b)
+    if n == 0:
+        return CostRow(metric, stat, 0, None, None, None, None, None, None, gate,
+                       None if gate is None else "inconclusive", False,
+                       "no query has this cost in both runs")
+    base, cand = float(statistic(b, stat)), float(statistic(c, stat))
+    ratio = cand / base if base > 0 else None
+    low = high = low_adjusted = None
+    if ratio is not None:
+        low, high, low_adjusted = (finite_or_none(v) for v in
+                                   _ratio_interval(b, c, stat, policy, family_alpha))
+    decision, note = _decide(gate, n, base, cand, ratio, high, low_adjusted, policy)
+    improvement = (gate is not None and gate.max_increase is not None and n >= policy.min_queries
+                   and high is not None and high < 1)
+    return CostRow(metric, stat, n, base, cand, ratio, low, high, low_adjusted, gate, decision,
+                   improvement, note)
+
+
+def _ratio_interval(b: np.ndarray, c: np.ndarray, stat: str, policy: GatePolicy,
+                    family_alpha: float) -> tuple[float, float, float]:
+    """Percentile bootstrap of candidate stat / baseline stat, the same queries resampled for
+    both: (low, high) of the 1 − α interval and the low end of the 1 − family_alpha one."""
+    rng = np.random.default_rng(policy.seed)
+    n = len(b)
+    ratios = []
+    for start in range(0, policy.resamples, _BATCH):
+        size = min(_BATCH, policy.resamples - start)
+        picks = rng.integers(0, n, size=(size, n))
+        sb = statistic(b[picks], stat, axis=1)
+        sc = statistic(c[picks], stat, axis=1)
+        with np.errstate(divide="ignore", invalid="ignore"):
+            ratios.append(np.where(sb > 0, sc / np.where(sb > 0, sb, 1), np.inf))
+    draws = np.concatenate(ratios)
+    low, high = np.quantile(draws, [policy.alpha / 2, 1 - policy.alpha / 2])
+    return float(low), float(high), float(np.quantile(draws, family_alpha / 2))
+
+
+def _decide(gate: CostGate | None, n: int, base: float, cand: float, ratio: float | None,
+            high: float | None, low_adjusted: float | None, policy: GatePolicy
+            ) -> tuple[Decision | None, str | None]:
+    if gate is None:
+        return None, None
+    if gate.max is not None:
+        return ("pass" if cand <= gate.max else "regression"), None
+    assert gate.max_increase is not None
+    if ratio is None:
+        return "inconclusive", f"the baseline's {gate.stat} is {base:g}: no ratio"
+    if high is None or low_adjusted is None:
+        return "inconclusive", ("the interval is unbounded: the baseline's statistic is 0 in "
+                                "some resamples")
+    if n < policy.min_queries:
+        return "inconclusive", (f"only {n} {'query' if n == 1 else 'queries'}, fewer than "
+                                f"min-queries = {policy.min_queries}")
+    limit = 1 + gate.max_increase
+    if ratio >= limit and low_adjusted > 1:
+        return "regression", None
+    if high < limit:
+        return "pass", None
+    return "inconclusive", None
+
+
+def finite_or_none(value: float | None) -> float | None:
+    """``value``, or None when it is not a finite number (an infinite bootstrap ratio)."""
+    return None if value is None or not math.isfinite(value) else value
