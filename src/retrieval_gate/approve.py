@@ -82,12 +82,20 @@ def approve_baseline(candidate: str | os.PathLike[str], to: str | os.PathLike[st
     copies = [(source, checked.manifest.document["run"]["sha256"])]
     chunks = checked.manifest.chunks_file()
     if chunks is not None:  # the run's chunk table travels with it, beside it
-        if chunks.name in (source.name, manifest_path(source).name):
-            raise InputError(str(chunks), "has the name of the run or its manifest, and the "
-                             "approved version keeps them side by side",
-                             "rename the chunk table and rewrite the run's manifest")
         document["chunking"] = {**document["chunking"], "file": chunks.name}
         copies.append((chunks, document["chunking"]["sha256"]))
+    if checked.manifest.stages:  # a pipeline run's stages travel with it, side by side
+        files = checked.manifest.stage_files()
+        document["stages"] = [{"name": name, "file": file.name, "sha256": sha}
+                              for name, file, sha in files]
+        copies.extend((file, sha) for _, file, sha in files[:-1])
+    names = [file.name for file, _ in copies] + [manifest_path(source).name]
+    if len(set(names)) < len(names):
+        twice = min(n for n in names if names.count(n) > 1)
+        raise InputError(checked.manifest.source, f"two of the run's files are named {twice}, "
+                         "and the approved version keeps them side by side in one folder",
+                         "rename one (stage files, chunk table, run) and rewrite the run's "
+                         "manifest")
     folder = Path(to)
     schema.validate(document, "run-manifest", str(manifest_path(folder / source.name)))
     if folder.exists() and not folder.is_dir():

@@ -205,6 +205,20 @@ def score(files, measures, k, threshold, unjudged, duplicates, missing, extra, u
         _print(text, nl=False, json=output_format == "json")
 
 
+def _utf8(option: str, text: str, what: str = "it") -> str:
+    """``text`` if it is UTF-8 text; InputError otherwise (bytes that are not UTF-8 reach
+    Python as lone surrogates: shown as \\xNN; a surrogate no byte stands for as \\udXXX)."""
+    from retrieval_gate.errors import InputError
+
+    try:
+        shown = text.encode("utf-8", "surrogateescape").decode("utf-8", "backslashreplace")
+    except UnicodeEncodeError:
+        shown = text.encode("utf-8", "backslashreplace").decode("utf-8")
+    if shown != text:
+        raise InputError(option, f"'{shown}' is not UTF-8 text", f"give {what} as UTF-8 text")
+    return text
+
+
 def _key_values(option: str, pairs: tuple[str, ...]) -> dict[str, object]:
     """``KEY=VALUE`` pairs → a dict; VALUE is a JSON number, true, false or null when it reads as
     one, else a string."""
@@ -214,14 +228,7 @@ def _key_values(option: str, pairs: tuple[str, ...]) -> dict[str, object]:
 
     result: dict[str, object] = {}
     for pair in pairs:
-        try:  # bytes that are not UTF-8 reach Python as lone surrogates: show them as \xNN
-            shown = pair.encode("utf-8", "surrogateescape").decode("utf-8", "backslashreplace")
-        except UnicodeEncodeError:  # a surrogate no byte stands for: show it as \udXXX
-            shown = pair.encode("utf-8", "backslashreplace").decode("utf-8")
-        if shown != pair:
-            raise InputError(option, f"'{shown}' is not UTF-8 text",
-                             "give keys and values as UTF-8 text")
-        key, sep, value = pair.partition("=")
+        key, sep, value = _utf8(option, pair, "keys and values").partition("=")
         if not sep or not key:
             raise InputError(option, f"'{pair}' is not KEY=VALUE", f"write {option} size=512")
         try:
@@ -278,17 +285,24 @@ def snapshot() -> None:
               help="A measure to score (repeatable).  [default: Recall, P, Hit, RR, nDCG, AP @10]")
 @click.option("--gain", type=click.Choice(["exponential", "linear"]), default="exponential",
               show_default=True, help="Gain of nDCG measures named without one.")
+@click.option("--stage", "stages", multiple=True, metavar="NAME[:CUTOFF[:BUDGET]]",
+              help="A stage of the pipeline runs must give, in order (repeatable): how many "
+                   "items it passes on and its token budget, e.g. candidates:50, reranked:20, "
+                   "context:20:1000. A measure reads the stage it names (Recall@50 "
+                   "[candidates]), else the last.")
 @_policy_options
 @click.option("-o", "--output", required=True, type=click.Path(dir_okay=False),
               help="The manifest to write; every file must lie in its folder or below.")
 def freeze(queries, queries_version, qrels, qrels_version, corpus_version, corpus_file, unit,
            chunking_version, chunking_params, chunks_file, min_coverage, permissions_version,
-           permissions_file, name, measures, gain, threshold, unjudged, duplicates, missing,
-           extra, unlabeled, output):
+           permissions_file, name, measures, gain, stages, threshold, unjudged, duplicates,
+           missing, extra, unlabeled, output):
     """Pin queries, qrels, corpus, chunking, permissions and the scoring policy."""
     from retrieval_gate.scoring_policy import ScoringPolicy
     from retrieval_gate.snapshot import freeze as freeze_snapshot
+    from retrieval_gate.stages import parse_contract
 
+    contracts = [parse_contract(_utf8("--stage", text)) for text in stages]
     frozen = freeze_snapshot(
         output, queries=queries, queries_version=queries_version, qrels=qrels,
         qrels_version=qrels_version, corpus_version=corpus_version, corpus_file=corpus_file,
@@ -296,7 +310,7 @@ def freeze(queries, queries_version, qrels, qrels_version, corpus_version, corpu
         chunking_params=_key_values("--chunking-param", chunking_params),
         chunks_file=chunks_file, min_coverage=min_coverage,
         permissions_version=permissions_version, permissions_file=permissions_file, name=name,
-        measures=measures, gain=gain,
+        measures=measures, gain=gain, stages=contracts,
         policy=ScoringPolicy(threshold, unjudged, duplicates, missing, extra, unlabeled))
     _print(f"{_shown(output)}: snapshot '{_shown(frozen.name)}', fingerprint "
            f"{frozen.fingerprint}")
@@ -322,7 +336,15 @@ def validate(snapshot_file, runs, run_manifest):
 @cli.command("run-manifest")
 @click.option("--snapshot", "snapshot_file", required=True, type=click.Path(dir_okay=False),
               help="The snapshot the run was made on.")
-@click.option("--run", required=True, type=click.Path(dir_okay=False), help="The run file.")
+@click.option("--run", type=click.Path(dir_okay=False),
+              help="The run file (a pipeline run: its last --stage).")
+@click.option("--stage", "stages", multiple=True, metavar="NAME=FILE",
+              help="A pipeline run: one run file per stage, in pipeline order (repeatable), "
+                   "e.g. --stage candidates=c.jsonl --stage reranked=r.jsonl --stage "
+                   "context=x.jsonl. The manifest lies beside the last one.")
+@click.option("--timed-on", metavar="TEXT",
+              help="Where the run's latency_ms were measured (machine, runner type): "
+                   "latencies from different places are not comparable.")
 @click.option("--system", "system", multiple=True, metavar="KEY=VALUE",
               help="What produced the run: retriever, model, index, parameters (repeatable).")
 @click.option("--commit", help="Source commit.  [default: $GITHUB_SHA, else git rev-parse HEAD]")
@@ -335,16 +357,33 @@ def validate(snapshot_file, runs, run_manifest):
               help="A parameter of the run's chunking (with --chunks; repeatable).")
 @click.option("-o", "--output", type=click.Path(dir_okay=False),
               help="Where to write it.  [default: RUN.manifest.json]")
-def run_manifest(snapshot_file, run, system, commit, created, chunks, chunking_version,
-                 chunking_params, output):
+def run_manifest(snapshot_file, run, stages, timed_on, system, commit, created, chunks,
+                 chunking_version, chunking_params, output):
     """Write the manifest of a run made on a snapshot (after checking the run against it)."""
     from retrieval_gate.validate import record_run
 
+    pairs = [_stage_file(text) for text in stages]
     target, loaded = record_run(snapshot_file, run, _key_values("--system", system), commit,
                                 created, output, chunks, chunking_version,
-                                _key_values("--chunking-param", chunking_params))
-    _print(f"{_shown(target)}: run {_shown(run)} on snapshot '{_shown(loaded.name)}' "
+                                _key_values("--chunking-param", chunking_params), pairs,
+                                None if timed_on is None else _utf8("--timed-on", timed_on))
+    made = (f"pipeline run ({', '.join(_shown(n) for n, _ in pairs)})" if pairs
+            else f"run {_shown(run)}")
+    _print(f"{_shown(target)}: {made} on snapshot '{_shown(loaded.name)}' "
            f"({loaded.fingerprint})")
+
+
+def _stage_file(text: str) -> tuple[str, str]:
+    """``NAME=FILE`` → (name, file)."""
+    from retrieval_gate.errors import InputError
+    from retrieval_gate.stages import STAGE_NAME
+
+    name, sep, file = _utf8("--stage", text).partition("=")
+    if not sep or not file or not STAGE_NAME.fullmatch(name):
+        raise InputError("--stage", f"'{text[:60]}' is not NAME=FILE with a stage name "
+                         "(letters, digits, _ . -; at most 64)",
+                         "write --stage candidates=runs/candidates.jsonl")
+    return name, file
 
 
 @cli.command()

@@ -28,6 +28,7 @@ import re
 
 from retrieval_gate.policy import labels
 from retrieval_gate.report.model import Report
+from retrieval_gate.report.sections import cost_rule, cost_table, funnel_table
 from retrieval_gate.report.text import chunkings, headline, mean_cell, p_value, signed
 from retrieval_gate.untrusted import capped, visible
 
@@ -69,6 +70,11 @@ def code(text: str, limit: int = PATH) -> str:
 def html_text(text: str, limit: int = LINE) -> str:
     """``text`` as the text of an HTML element (``<summary>``)."""
     return html.escape(_unlinked(text, limit))
+
+
+def _markdown_row(cells: list[str]) -> str:
+    """A table row of cells already safe as Markdown (escaped, or made by the gate)."""
+    return "| " + " | ".join(cells) + " |"
 
 
 def _details(summary: str, body: list[str]) -> list[str]:
@@ -120,6 +126,19 @@ def report_markdown(report: Report) -> str:
             f"{c.wins}/{c.losses}/{c.ties} | {p_value(c.sign_p)} ({p_value(c.sign_p_holm)}) | "
             f"{decision}{' ↑' if c.improvement else ''} |")
 
+    if report.funnel is not None:
+        rows = funnel_table(report.funnel)
+        lines += ["", (f"**Evidence funnel** ({report.funnel.units} relevant units; where each "
+                       "was lost first):"), "", _markdown_row(rows[0]), "|---|--:|--:|--:|",
+                  *(_markdown_row([escape(row[0], LINE), *row[1:]]) for row in rows[1:])]
+    costs = cost_table(report)
+    if costs:
+        places = [report.baseline.timed_on, report.candidate.timed_on]
+        lines += ["", ("**Cost** (latency timed on: baseline "
+                       f"{escape(places[0] or 'not recorded', NAME)}, candidate "
+                       f"{escape(places[1] or 'not recorded', NAME)}):"), "",
+                  _markdown_row(costs[0]), "|---|--:|--:|--:|--:|---|---|---|",
+                  *(_markdown_row([escape(row[0], NAME), *row[1:]]) for row in costs[1:])]
     failing = report.newly_failing
     if failing:
         body = ["| query | text |", "|---|---|"]
@@ -151,6 +170,7 @@ def report_markdown(report: Report) -> str:
                 f"{'undefined' if c.mde is None else f'{c.mde:.4f}'}"
                 for c in report.comparisons),
             f"- rule: {lab.rule}",
+            *([f"- cost: {cost_rule(report)}"] if report.policy.costs else []),
             *(f"- {escape(m.describe(snap.policy.threshold))}" for m in snap.measures)]
     lines += _details("How this was decided", body)
     return _fit(lines)

@@ -15,6 +15,7 @@ from dataclasses import replace
 
 from retrieval_gate.policy import labels
 from retrieval_gate.report.model import Comparison, QueryChange, Report
+from retrieval_gate.report.sections import cost_table, funnel_table, lost_at
 from retrieval_gate.untrusted import command_safe, visible
 
 __all__ = ["chunkings", "headline", "mean_cell", "p_value", "report_text", "signed"]
@@ -28,10 +29,14 @@ def headline(report: Report) -> tuple[str, str]:
         return ", ".join(f"{c.measure} ({c.slice})" for c in report.comparisons
                          if c.decision == decision)
     if report.verdict == "regression":
-        return "REGRESSION", f"material regression in {named('regression')}"
+        costs = [f"{r.metric} {r.stat}" for r in report.costs if r.decision == "regression"]
+        where = ", ".join(filter(None, [named("regression"), *costs]))
+        lost = lost_at(report)
+        return "REGRESSION", f"material regression in {where}" + (f"; {lost}" if lost else "")
     if report.verdict == "inconclusive":
-        return "INCONCLUSIVE", (f"this test set cannot rule out a material drop in "
-                                f"{named('inconclusive')}")
+        costs = [f"{r.metric} {r.stat}" for r in report.costs if r.decision == "inconclusive"]
+        where = ", ".join(filter(None, [named("inconclusive"), *costs]))
+        return "INCONCLUSIVE", f"this test set cannot rule out a material drop in {where}"
     improved = ", ".join(f"{c.measure} ({c.slice})" for c in report.comparisons if c.improvement)
     return "PASS", "no material regression" + (f"; improved: {improved}" if improved else "")
 
@@ -65,11 +70,15 @@ def _table(comparisons: tuple[Comparison, ...], ci: str) -> list[str]:
              signed(c.mean_diff), f"[{signed(c.ci_low)}, {signed(c.ci_high)}]",
              f"{c.wins}/{c.losses}/{c.ties}", f"{p_value(c.sign_p)} ({p_value(c.sign_p_holm)})",
              f"{c.margin:g}", _decision(c)] for c in comparisons]
-    widths = [max(len(r[i]) for r in [header, *rows]) for i in range(len(header))]
-    right = {2, 3, 4, 5}
+    return _aligned([header, *rows], {2, 3, 4, 5})
+
+
+def _aligned(rows: list[list[str]], right: set[int]) -> list[str]:
+    """Rows of cells as lines of columns (``right``: right-aligned columns)."""
+    widths = [max(len(r[i]) for r in rows) for i in range(len(rows[0]))]
     return ["  ".join(cell.rjust(w) if i in right else cell.ljust(w)
                       for i, (cell, w) in enumerate(zip(row, widths))).rstrip()
-            for row in [header, *rows]]
+            for row in rows]
 
 
 def chunkings(report: Report, shown: Callable[[str], str]) -> str:
@@ -130,6 +139,18 @@ def report_text(report: Report) -> str:
             f"{c.measure} ({c.slice}) {'undefined (n < 2)' if c.mde is None else f'{c.mde:.4f}'}"
             for c in report.comparisons),
     ]
+    if report.funnel is not None:
+        lines.append(f"Evidence funnel ({report.funnel.units} relevant units of the answerable "
+                     "queries; where each was lost first):")
+        lines.extend(f"  {line}" for line in _aligned(
+            [[visible(cell) for cell in row] for row in funnel_table(report.funnel)], {1, 2, 3}))
+    costs = cost_table(report)
+    if costs:
+        places = [report.baseline.timed_on, report.candidate.timed_on]
+        lines.append("Cost (paired over the queries both runs record; latency timed on: "
+                     f"baseline {visible(places[0] or 'not recorded')}, candidate "
+                     f"{visible(places[1] or 'not recorded')}):")
+        lines.extend(f"  {line}" for line in _aligned(costs, {1, 2, 3, 4}))
     lines.append(f"Newly failing queries ({report.hit_measure} = 1 in the baseline, 0 in the "
                  f"candidate): {len(report.newly_failing)}")
     lines.extend(_queries(report.newly_failing, with_values=False))
