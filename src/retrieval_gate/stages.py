@@ -18,7 +18,7 @@ threshold) of every answerable query, the first stage that lost it:
 
 - ``never retrieved`` — not in the first stage's ranking (within its cutoff);
 - ``cut at <stage>`` — in the previous stage, not in this stage's ranking within its cutoff
-  (for a stage with a budget: *dropped when packing*);
+  (for a stage with a budget: *dropped at packing*);
 - ``over budget`` — in a budgeted stage's ranking, but only past its token budget (truncated).
 
 A unit that reaches the last stage is ``reached``, whatever happened on the way (a later stage
@@ -107,14 +107,15 @@ def parse_contract(text: str) -> StageContract:
 
 
 def loss_labels(stages: Sequence[StageContract]) -> dict[str, str]:
-    """Loss kind key → its words: ``never retrieved``, ``cut at reranked`` (``dropped when
-    packing`` for a budgeted stage), ``over budget``."""
+    """Loss kind key → its words: ``never retrieved``, ``cut at reranked (top 20)``
+    (``dropped at packing (context)`` for a budgeted stage), ``over budget (context, 1,000
+    tokens)``."""
     out = {}
     for i, stage in enumerate(stages):
         if i == 0:
             out[stage.name] = NEVER_RETRIEVED
         elif stage.budget is not None:
-            out[stage.name] = f"dropped when packing ({stage.name})"
+            out[stage.name] = f"dropped at packing ({stage.name})"
         else:
             out[stage.name] = f"cut at {stage.name} (top {stage.cutoff})" if stage.cutoff \
                 else f"cut at {stage.name}"

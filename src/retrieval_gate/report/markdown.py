@@ -28,7 +28,7 @@ import re
 
 from retrieval_gate.policy import labels
 from retrieval_gate.report.model import Report
-from retrieval_gate.report.sections import cost_rule, cost_table, funnel_table
+from retrieval_gate.report.sections import cost_rule, cost_table, funnel_table, timed_on
 from retrieval_gate.report.text import chunkings, headline, mean_cell, p_value, signed
 from retrieval_gate.untrusted import capped, visible
 
@@ -133,10 +133,10 @@ def report_markdown(report: Report) -> str:
                   *(_markdown_row([escape(row[0], LINE), *row[1:]]) for row in rows[1:])]
     costs = cost_table(report)
     if costs:
-        places = [report.baseline.timed_on, report.candidate.timed_on]
-        lines += ["", ("**Cost** (latency timed on: baseline "
-                       f"{escape(places[0] or 'not recorded', NAME)}, candidate "
-                       f"{escape(places[1] or 'not recorded', NAME)}):"), "",
+        base, cand = timed_on(report)
+        where = (f"both on {escape(base, TEXT)}" if cand is None else
+                 f"baseline on {escape(base, TEXT)}, candidate on {escape(cand, TEXT)}")
+        lines += ["", f"**Cost** (latency timed {where}):", "",
                   _markdown_row(costs[0]), "|---|--:|--:|--:|--:|---|---|---|",
                   *(_markdown_row([escape(row[0], NAME), *row[1:]]) for row in costs[1:])]
     failing = report.newly_failing

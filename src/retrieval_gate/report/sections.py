@@ -7,7 +7,7 @@ from retrieval_gate.cost import CostRow
 from retrieval_gate.policy import percent
 from retrieval_gate.report.model import FunnelReport, Report
 
-__all__ = ["cost_rule", "cost_table", "funnel_table", "lost_at"]
+__all__ = ["cost_rule", "cost_table", "funnel_table", "lost_at", "timed_on"]
 
 
 def funnel_table(funnel: FunnelReport) -> list[list[str]]:
@@ -22,14 +22,14 @@ def funnel_table(funnel: FunnelReport) -> list[list[str]]:
 
 
 def lost_at(report: Report) -> str | None:
-    """For a regression, where the candidate lost the evidence: ``the candidate loses evidence
-    at dropped when packing (context): 8 → 30 of 120 units``; else None."""
+    """For a regression, where the candidate lost the evidence: ``evidence lost: dropped at
+    packing (context), 8 → 30 of 120 units``; else None."""
     funnel = report.funnel
     if report.verdict != "regression" or funnel is None or funnel.worst is None:
         return None
     worst = funnel.worst
-    return (f"the candidate loses evidence at {worst.label}: {worst.baseline} → "
-            f"{worst.candidate} of {funnel.units} units")
+    return (f"evidence lost: {worst.label}, {worst.baseline} → {worst.candidate} of "
+            f"{funnel.units} units")
 
 
 def cost_table(report: Report) -> list[list[str]]:
@@ -55,6 +55,14 @@ def _value(row: CostRow, value: float | None) -> str:
     if value is None:
         return "-"
     return f"{value:,.1f}" if row.metric == "latency_ms" else f"{value:,.0f}"
+
+
+def timed_on(report: Report) -> tuple[str, str | None]:
+    """Where each run's latencies were measured: (the baseline's, the candidate's), or (one
+    place, None) when both name the same one."""
+    places = report.baseline.timed_on or "not recorded", report.candidate.timed_on or \
+        "not recorded"
+    return (places[0], None) if places[0] == places[1] else places
 
 
 def cost_rule(report: Report) -> str:

@@ -15,7 +15,7 @@ from dataclasses import replace
 
 from retrieval_gate.policy import labels
 from retrieval_gate.report.model import Comparison, QueryChange, Report
-from retrieval_gate.report.sections import cost_table, funnel_table, lost_at
+from retrieval_gate.report.sections import cost_table, funnel_table, lost_at, timed_on
 from retrieval_gate.untrusted import command_safe, visible
 
 __all__ = ["chunkings", "headline", "mean_cell", "p_value", "report_text", "signed"]
@@ -146,10 +146,10 @@ def report_text(report: Report) -> str:
             [[visible(cell) for cell in row] for row in funnel_table(report.funnel)], {1, 2, 3}))
     costs = cost_table(report)
     if costs:
-        places = [report.baseline.timed_on, report.candidate.timed_on]
-        lines.append("Cost (paired over the queries both runs record; latency timed on: "
-                     f"baseline {visible(places[0] or 'not recorded')}, candidate "
-                     f"{visible(places[1] or 'not recorded')}):")
+        base, cand = timed_on(report)
+        where = (f"both on {visible(base)}" if cand is None else
+                 f"baseline on {visible(base)}, candidate on {visible(cand)}")
+        lines.append(f"Cost (paired over the queries both runs record; latency timed {where}):")
         lines.extend(f"  {line}" for line in _aligned(costs, {1, 2, 3, 4}))
     lines.append(f"Newly failing queries ({report.hit_measure} = 1 in the baseline, 0 in the "
                  f"candidate): {len(report.newly_failing)}")
