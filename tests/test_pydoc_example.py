@@ -167,3 +167,39 @@ def test_a_run_of_ids_outside_the_corpus_is_refused(tmp_path):
                         "--chunks", tmp_path / "chunks.jsonl")
     assert code == 2
     assert "name a document that is not in the corpus" in err and "'assert-statement'" in err
+
+
+# -- the pipeline example --------------------------------------------------------------------
+
+def test_the_pipeline_example_fails_the_packing_bug_at_packing(tmp_path):
+    """Candidates → reranked → context within 1,000 tokens: a packer that packs against 500
+    tokens loses evidence at packing (exit 1, the funnel names it); 100 candidates instead of
+    50 find more at the candidates stage and lose nothing later (exit 0, improved)."""
+    from conftest import gate
+
+    config = PYDOC / "pipeline.toml"
+    code, out, _ = gate("check", "--config", config, "--json", tmp_path / "bug.json")
+    assert code == 1
+    assert out.splitlines()[0].startswith(
+        "REGRESSION: material regression in Recall [context] (all), FactCoverage [context] "
+        "(all); evidence lost: dropped at packing (context), 103 → 161 of 265 units")
+    report = json.loads((tmp_path / "bug.json").read_text(encoding="utf-8"))
+    assert report["funnel"]["worst"]["kind"] == "context"
+    assert [r["stage"] for r in report["funnel"]["reaching"]] == ["candidates", "reranked",
+                                                                 "context"]
+    tokens = next(r for r in report["costs"] if r["metric"] == "context_tokens"
+                  and r["stat"] == "mean")
+    assert tokens["decision"] == "pass" and tokens["candidate"] <= 500 < tokens["baseline"]
+    code, out, _ = gate("check", "--config", config, "--candidate",
+                        PYDOC / "pipeline" / "more-candidates" / "context.jsonl")
+    assert code == 0
+    assert out.splitlines()[0] == ("PASS: no material regression; improved: Recall [candidates] "
+                                   "(all) (exit 0)")
+
+
+def test_pipeline_stages_are_rebuilt_except_their_latencies():
+    pytest.importorskip("bm25s")
+    pytest.importorskip("mistral_common")
+    pytest.importorskip("Stemmer")
+    done = script(ROOT / "examples" / "make_pydoc_pipeline.py", "--check")
+    assert done.returncode == 0, done.stdout + done.stderr

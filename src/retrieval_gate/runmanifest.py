@@ -337,6 +337,8 @@ def _change(key: str, before: Mapping[str, Any], after: Mapping[str, Any]) -> st
         value = side[key]
         if key == "sha256":
             return value[:12]
+        if isinstance(value, dict) and "position" in value:  # a stage's contract
+            return ", ".join(f"{k}={v}" for k, v in sorted(value.items()) if k != "name")
         return value if isinstance(value, str) else json.dumps(value, sort_keys=True)
     return f"{key} {show(before)} → {show(after)}"
 
