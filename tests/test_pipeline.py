@@ -26,6 +26,7 @@ from retrieval_gate.cli import cli
 from retrieval_gate.errors import InputError
 from retrieval_gate.policy import CostGate, GatedMeasure, GatePolicy
 from retrieval_gate.report.json import report_json
+from retrieval_gate.report.junit import report_junit
 from retrieval_gate.report.markdown import report_markdown
 from retrieval_gate.report.text import report_text
 from retrieval_gate.snapshot import freeze
@@ -207,6 +208,9 @@ def test_latency_gate_on_a_known_ratio(tmp_path: Path, increase: float, decision
     assert row.ratio_high == pytest.approx(1.5)
     assert row.decision == decision and report.verdict == decision
     assert row.baseline == pytest.approx(10 + 0.95 * 29)  # numpy's linear p95 of 10..39
+    junit = report_junit(report)
+    assert 'name="latency_ms p95"' in junit
+    assert f'failures="{int(decision == "regression")}"' in junit
 
 
 def test_context_budget_gate_is_absolute(tmp_path: Path) -> None:

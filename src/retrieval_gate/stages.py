@@ -80,7 +80,7 @@ def contracts_of(entries: Sequence[dict[str, object]], source: str) -> tuple[Sta
 
 
 def _int(value: object) -> int | None:
-    return None if value is None else int(value)  # type: ignore[call-overload]
+    return None if value is None else int(str(value))
 
 
 def parse_contract(text: str) -> StageContract:
@@ -92,7 +92,7 @@ def parse_contract(text: str) -> StageContract:
     if not STAGE_NAME.fullmatch(name):
         raise InputError("--stage", f"'{text[:40]}': '{name[:40]}' is not a stage name "
                          "(letters, digits, _ . -; at most 64)", fix)
-    values = []
+    values: list[int | None] = []
     for label, value in (("cutoff", cutoff_text), ("budget", budget_text)):
         if value == "":
             values.append(None)
@@ -162,7 +162,8 @@ def funnel(stages: Sequence[StageContract], listed: Sequence[np.ndarray],
             kinds.append(f"{stage.name}:budget")
     lost = np.full(len(qidx), -1, dtype=np.int64)
     last = len(stages) - 1
-    reached_last = listed[last] if within_budget[last] is None else within_budget[last]
+    final = within_budget[last]
+    reached_last = listed[last] if final is None else final
     undecided = ~reached_last
     for i, stage in enumerate(stages):
         gone = undecided & ~listed[i]

@@ -30,6 +30,7 @@ from retrieval_gate.errors import EXIT_INVALID, EXIT_NOT_COMPARABLE
 from retrieval_gate.policy import labels
 from retrieval_gate.report.markdown import LINE, MARKER, escape
 from retrieval_gate.report.model import Report
+from retrieval_gate.report.sections import cost_detail
 from retrieval_gate.report.text import signed
 from retrieval_gate.untrusted import capped, command_safe, visible
 
@@ -96,6 +97,10 @@ def workflow_annotations(report: Report) -> list[str]:
             errors.append((f"retrieval regression: {c.measure}", detail))
         elif c.decision == "inconclusive":
             warnings.append((f"retrieval inconclusive: {c.measure}", detail))
+    for row in report.costs:
+        if row.decision in ("regression", "inconclusive"):
+            target = errors if row.decision == "regression" else warnings
+            target.append((f"cost {row.decision}: {row.metric} {row.stat}", cost_detail(row)))
     warnings += [("retrieval-gate", w) for w in report.warnings]
     return _capped("error", errors) + _capped("warning", warnings)
 

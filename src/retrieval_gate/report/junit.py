@@ -15,18 +15,25 @@ from xml.etree import ElementTree
 
 from retrieval_gate.policy import labels
 from retrieval_gate.report.model import Report
+from retrieval_gate.report.sections import cost_detail
 from retrieval_gate.report.text import p_value, signed
 from retrieval_gate.untrusted import visible
 
 __all__ = ["report_junit"]
 
 
+def _fails(decision: str | None, report: Report) -> bool:
+    return decision == "regression" or (decision == "inconclusive"
+                                        and report.policy.fail_on == "inconclusive")
+
+
 def report_junit(report: Report) -> str:
     cases = report.comparisons
-    failing = [c for c in cases if c.decision == "regression" or (
-        c.decision == "inconclusive" and report.policy.fail_on == "inconclusive")]
-    attributes = {"name": "retrieval-gate", "tests": str(len(cases)),
-                  "failures": str(len(failing)), "errors": "0", "skipped": "0"}
+    failing = [c for c in cases if _fails(c.decision, report)]
+    costs = [row for row in report.costs if row.decision is not None]
+    attributes = {"name": "retrieval-gate", "tests": str(len(cases) + len(costs)),
+                  "failures": str(len(failing) + sum(_fails(r.decision, report) for r in costs)),
+                  "errors": "0", "skipped": "0"}
     suites = ElementTree.Element("testsuites", attributes)
     ci = labels(report.policy, len(cases)).ci
     suite = ElementTree.SubElement(suites, "testsuite",
@@ -41,6 +48,16 @@ def report_junit(report: Report) -> str:
                   f"{p_value(c.sign_p_holm)})")
         if c in failing:
             failure = ElementTree.SubElement(case, "failure", {"type": c.decision,
+                                                               "message": detail})
+            failure.text = detail
+        ElementTree.SubElement(case, "system-out").text = detail
+    for row in costs:
+        case = ElementTree.SubElement(suite, "testcase", {
+            "classname": f"retrieval-gate.{report.snapshot.name}.cost",
+            "name": f"{row.metric} {row.stat}"})
+        detail = f"{row.decision}: {cost_detail(row)}"
+        if _fails(row.decision, report):
+            failure = ElementTree.SubElement(case, "failure", {"type": str(row.decision),
                                                                "message": detail})
             failure.text = detail
         ElementTree.SubElement(case, "system-out").text = detail

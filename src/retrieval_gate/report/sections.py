@@ -7,7 +7,7 @@ from retrieval_gate.cost import CostRow
 from retrieval_gate.policy import percent
 from retrieval_gate.report.model import FunnelReport, Report
 
-__all__ = ["cost_rule", "cost_table", "funnel_table", "lost_at", "timed_on"]
+__all__ = ["cost_detail", "cost_rule", "cost_table", "funnel_table", "lost_at", "timed_on"]
 
 
 def funnel_table(funnel: FunnelReport) -> list[list[str]]:
@@ -49,6 +49,17 @@ def cost_table(report: Report) -> list[list[str]]:
                      "-" if row.ratio is None else f"×{row.ratio:.3f}", interval,
                      "-" if row.gate is None else row.gate.describe(), decision])
     return rows
+
+
+def cost_detail(row: CostRow) -> str:
+    """One gated cost in a sentence: ``latency_ms p95: 12.1 → 18.4 (×1.52, 95% CI [×1.40,
+    ×1.66]), gate ≤ +20%, n = 89``."""
+    ratio = "no ratio" if row.ratio is None else f"×{row.ratio:.3f}"
+    interval = ("" if row.ratio_low is None else f", interval [×{row.ratio_low:.3f}, "
+                f"{'∞' if row.ratio_high is None else f'×{row.ratio_high:.3f}'}]")
+    gate = "" if row.gate is None else f", gate {row.gate.describe()}"
+    return (f"{row.metric} {row.stat}: {_value(row, row.baseline)} → "
+            f"{_value(row, row.candidate)} ({ratio}{interval}){gate}, n = {row.n}")
 
 
 def _value(row: CostRow, value: float | None) -> str:
