@@ -6,8 +6,11 @@ Each is summarised by a statistic — ``p50``, ``p95`` (numpy's linear-interpola
 percentiles) or ``mean`` — over the queries both runs give it for, and compared as the ratio
 candidate / baseline.
 
-**The interval** is a paired percentile bootstrap of that ratio: the same resampled queries
-for both runs, ``policy.resamples`` resamples from ``numpy.random.default_rng(policy.seed)``.
+**The interval** of a relatively gated statistic is a paired percentile bootstrap of that
+ratio: the same resampled queries for both runs, ``policy.resamples`` resamples from
+``numpy.random.default_rng(policy.seed)``. A statistic that is shown but not gated that way
+gets no interval (the report shows its values and ratio): it decides nothing, and at 5,000
+queries its 10,000 resamples would cost more than scoring the runs.
 
 **Gates.** A relative gate (``max_increase`` δ: the candidate's statistic may be at most
 (1 + δ) × the baseline's) decides like a quality measure, in the same words:
@@ -107,7 +110,7 @@ def _row(metric: str, stat: str, b: np.ndarray, c: np.ndarray, gate: CostGate | 
     base, cand = float(statistic(b, stat)), float(statistic(c, stat))
     ratio = cand / base if base > 0 else None
     low = high = low_adjusted = None
-    if ratio is not None:
+    if ratio is not None and gate is not None and gate.max_increase is not None:
         low, high, low_adjusted = (finite_or_none(v) for v in
                                    _ratio_interval(b, c, stat, policy, family_alpha))
     decision, note = _decide(gate, n, base, cand, ratio, high, low_adjusted, policy)
@@ -123,17 +126,42 @@ def _ratio_interval(b: np.ndarray, c: np.ndarray, stat: str, policy: GatePolicy,
     both: (low, high) of the 1 − α interval and the low end of the 1 − family_alpha one."""
     rng = np.random.default_rng(policy.seed)
     n = len(b)
+    sides = [_Sorted(b), _Sorted(c)]
     ratios = []
     for start in range(0, policy.resamples, _BATCH):
         size = min(_BATCH, policy.resamples - start)
         picks = rng.integers(0, n, size=(size, n))
-        sb = statistic(b[picks], stat, axis=1)
-        sc = statistic(c[picks], stat, axis=1)
+        sb, sc = (side.resampled(picks, stat) for side in sides)
         with np.errstate(divide="ignore", invalid="ignore"):
             ratios.append(np.where(sb > 0, sc / np.where(sb > 0, sb, 1), np.inf))
     draws = np.concatenate(ratios)
     low, high = np.quantile(draws, [policy.alpha / 2, 1 - policy.alpha / 2])
     return float(low), float(high), float(np.quantile(draws, family_alpha / 2))
+
+
+class _Sorted:
+    """One run's per-query costs, arranged so that a resample's percentile is read from its
+    sorted ranks (small integers, which numpy sorts by radix) instead of partitioning floats."""
+
+    def __init__(self, values: np.ndarray):
+        order = np.argsort(values, kind="stable")
+        self.values = values
+        self.ordered = values[order]
+        self.ranks = np.empty(len(values), dtype=np.int16 if len(values) < 1 << 15 else np.int64)
+        self.ranks[order] = np.arange(len(values))
+
+    def resampled(self, picks: np.ndarray, stat: str) -> np.ndarray:
+        """The statistic of each resample (a row of query positions ``picks``): the mean, or
+        the percentile by linear interpolation between the two order statistics around it
+        (numpy's default method)."""
+        if stat == "mean":
+            return self.values[picks].mean(axis=1)
+        ranks = np.sort(self.ranks[picks], axis=1)
+        at = (0.5 if stat == "p50" else 0.95) * (picks.shape[1] - 1)
+        low = int(at)
+        high = min(low + 1, picks.shape[1] - 1)
+        below, above = self.ordered[ranks[:, low]], self.ordered[ranks[:, high]]
+        return below + (above - below) * (at - low)
 
 
 def _decide(gate: CostGate | None, n: int, base: float, cand: float, ratio: float | None,
