@@ -18,6 +18,7 @@ import dataclasses
 import json
 from pathlib import Path
 
+import numpy as np
 import pytest
 from click.testing import CliRunner
 
@@ -335,3 +336,15 @@ def test_stage_files_travel_with_an_approved_baseline(pipeline: Path) -> None:
     report = check(pipeline / "snapshot.json", pipeline / "baselines", run,
                    GatePolicy(gates=(GatedMeasure("Recall [context]"),), min_queries=1))
     assert report.funnel is not None and all(r.diff == 0 for r in report.funnel.losses)
+
+
+def test_resampled_percentiles_are_numpys() -> None:
+    from retrieval_gate.cost import _Sorted
+
+    rng = np.random.default_rng(7)
+    for n in (1, 2, 5, 997):
+        values = rng.lognormal(size=n).round(1)  # ties too
+        picks = rng.integers(0, n, size=(40, n))
+        for stat, q in (("p50", 50), ("p95", 95)):
+            assert np.array_equal(_Sorted(values).resampled(picks, stat),
+                                  np.percentile(values[picks], q, axis=1))
