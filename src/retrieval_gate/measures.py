@@ -170,6 +170,34 @@ def judged(rows: JudgedRows, k: int | None, threshold: int) -> np.ndarray:
     return count / k if k is not None else _ratio(count, rows.retrieved)
 
 
+def stale(rows: JudgedRows, k: int | None, threshold: int) -> np.ndarray:
+    """Stale@k = items in the top k that are not in force on the query's day / k (without k,
+    / items returned): superseded or not yet valid. 0 without access data. Lower is better."""
+    if rows.stale is None:
+        return np.zeros(rows.n_queries)
+    count = _per_query(rows, _cut(rows, k) & rows.stale)
+    return count / k if k is not None else _ratio(count, rows.retrieved)
+
+
+def mixed_versions(rows: JudgedRows, k: int | None, threshold: int) -> np.ndarray:
+    """MixedVersions@k = 1 when the top k holds two or more versions of one document family
+    (linked by ``supersedes``) and at least one of them is not in force on the query's day —
+    a current and a superseded rule side by side; else 0. Its mean is the share of such
+    queries. Lower is better."""
+    out = np.zeros(rows.n_queries)
+    if rows.family is None or rows.stale is None:
+        return out
+    picked = np.flatnonzero(_cut(rows, k) & (rows.family >= 0))
+    if not len(picked):
+        return out
+    group = rows.qidx[picked] * (int(rows.family.max()) + 1) + rows.family[picked]
+    groups, inverse, sizes = np.unique(group, return_inverse=True, return_counts=True)
+    any_stale = np.bincount(inverse, weights=rows.stale[picked], minlength=len(groups)) > 0
+    mixed = (sizes >= 2) & any_stale
+    out[np.unique(rows.qidx[picked][mixed[inverse]])] = 1.0
+    return out
+
+
 @dataclass(frozen=True)
 class _Family:
     name: str
@@ -177,6 +205,7 @@ class _Family:
     compute: Callable[..., np.ndarray]
     summary: str
     binary: bool = True  # uses the relevance threshold (accepts rel=N)
+    lower_is_better: bool = False
 
 
 _FAMILIES = (
@@ -191,6 +220,10 @@ _FAMILIES = (
     _Family("FactCoverage", (), fact_coverage, "required facts stated by a relevant unit in "
             "top k / required facts"),
     _Family("AllFacts", (), all_facts, "1 if every required fact is stated in top k"),
+    _Family("Stale", (), stale, "items not in force on the query's day in top k / k; lower is "
+            "better", binary=False, lower_is_better=True),
+    _Family("MixedVersions", (), mixed_versions, "1 if top k holds a current and a superseded "
+            "version of one document; lower is better", binary=False, lower_is_better=True),
 )
 FACT_FAMILIES = ("FactCoverage", "AllFacts")
 _BY_NAME = {n.lower(): f for f in _FAMILIES for n in (f.name, *f.aliases)}
@@ -238,6 +271,11 @@ class Measure:
     def at_stage(self, stage: str | None) -> Measure:
         """This measure read on ``stage``."""
         return Measure(self.family, self.k, self.rel, self.gain, stage)
+
+    @property
+    def lower_is_better(self) -> bool:
+        """True for measures of harm (Stale, MixedVersions): a rise is the regression."""
+        return _BY_NAME[self.family.lower()].lower_is_better
 
     @property
     def uses_threshold(self) -> bool:

@@ -22,13 +22,18 @@ import numpy as np
 @dataclass(frozen=True)
 class Query:
     """One query of the frozen query set. ``answerable=False`` marks a question the approved
-    corpus cannot answer: it has no positive judgment, is reported separately, never averaged."""
+    corpus cannot answer: it has no positive judgment, is reported separately, never averaged.
+    ``scope`` is the asker's principals (None: not given — the asker sees public documents
+    only); ``as_of`` the day the question is asked at (a proleptic Gregorian ordinal, None:
+    no day, so no document is out of force)."""
 
     id: str
     text: str = ""
     tags: tuple[str, ...] = ()
     answerable: bool = True
     facts: tuple[str, ...] | None = None  # required facts; None: every fact labelled for it
+    scope: tuple[str, ...] | None = None
+    as_of: int | None = None
 
 
 @dataclass(frozen=True)
@@ -228,6 +233,8 @@ class JudgedRows:
       rank of the judged id; for a span, of the item that completes its coverage), or
       :data:`NEVER`; ``judgment_fact``: the code of the fact it states, −1 for none;
     - ``required_qidx`` / ``required_fact``: the facts each query requires (fact codes);
+    - ``stale`` / ``family``: per row, not in force on the query's day, and its family of
+      versions (−1 none); None without access data;
     - ``ideal_qidx`` / ``ideal_rank`` / ``ideal_grade``: the positive grades of each query sorted
       best first, the ideal ranking for nDCG.
     """
@@ -247,6 +254,8 @@ class JudgedRows:
     judgment_fact: np.ndarray
     required_qidx: np.ndarray
     required_fact: np.ndarray
+    stale: np.ndarray | None = None
+    family: np.ndarray | None = None
 
     def relevant(self, threshold: int) -> np.ndarray:
         """Per row: judged with grade ≥ threshold (and ≥ 0)."""
@@ -260,3 +269,22 @@ class JudgedRows:
         """R per query: judgments with grade ≥ threshold (negative grades never count)."""
         mask = self.relevant_units(threshold)
         return np.bincount(self.judgment_qidx[mask], minlength=self.n_queries)
+
+
+@dataclass(frozen=True, eq=False)
+class AccessTable:
+    """Who may see each document and when it is in force (see
+    :mod:`retrieval_gate.formats.access`), for the documents that say: ids in hash order
+    (``keys``), an ACL bitset per document over ``principals`` (``acl``, shape (documents,
+    words); ``public`` where the document has no ACL), the first and last day in force
+    (ordinals; int64 min / max when unbounded) and the family of versions (−1: none)."""
+
+    source: str
+    ids: np.ndarray
+    keys: np.ndarray
+    principals: tuple[str, ...]
+    acl: np.ndarray
+    public: np.ndarray
+    valid_from: np.ndarray
+    valid_to: np.ndarray
+    family: np.ndarray

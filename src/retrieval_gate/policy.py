@@ -261,56 +261,77 @@ class Comparison:
     decision: Decision
     decision_note: str | None
     improvement: bool
+    lower_is_better: bool = False
 
 
 def compare(baseline: np.ndarray, candidate: np.ndarray, measures: Sequence[str],
-            slices: Mapping[str, np.ndarray], policy: GatePolicy) -> tuple[Comparison, ...]:
+            slices: Mapping[str, np.ndarray], policy: GatePolicy,
+            lower_is_better: Sequence[bool] = (),
+            pairs: Sequence[tuple[str, str]] | None = None) -> tuple[Comparison, ...]:
     """Every gated (measure, slice) comparison, decided: a pure function of per-query values.
 
     ``baseline`` and ``candidate`` have shape (queries, measures): column j holds the values of
     ``measures[j]``, gated with the margin of ``policy.gates[j]``, and row i the same query in
-    both. ``slices`` maps a slice name to the row positions of its queries. The family is every
-    (measure, slice), m = len(measures) · len(slices). Per slice, one bootstrap with
+    both. ``slices`` maps a slice name to the row positions of its queries; ``pairs``, when
+    given, are the (measure, slice) comparisons to make (default: every measure on every
+    slice). The family is every comparison made. Per slice, one bootstrap with
     ``numpy.random.default_rng(policy.seed)`` resamples the slice's queries for all measures at
     once (so a slice's interval does not depend on which other slices are gated) and gives both
     the 1 − α interval and the 1 − α/m bound; the sign tests of the family are Holm-adjusted
-    together. The minimum detectable drop is at the bound's level (two-sided α/m). Comparisons
-    come slice by slice, measures in order."""
-    family = max(len(slices) * len(measures), 1)
+    together. The minimum detectable drop is at the bound's level (two-sided α/m).
+
+    A measure marked ``lower_is_better`` (Stale, FalseAbstain) is decided on its differences
+    turned round, so that its rise is the regression: its margin is the largest rise that is
+    not material, ``wins`` are queries where the candidate is lower, and ``ci_high_adjusted``
+    bounds the turned difference; ``mean_diff`` and the shown interval stay candidate −
+    baseline. Comparisons come slice by slice, measures in order."""
+    wanted = set(pairs) if pairs is not None else None
+    family = (len(wanted) if wanted is not None else len(slices) * len(measures)) or 1
     family_alpha = policy.alpha / family
+    sign = np.array([-1.0 if low else 1.0 for low in
+                     (lower_is_better or [False] * len(measures))])
     rows: list[dict[str, Any]] = []
     for name, members in slices.items():
+        if wanted is not None and not any((m, name) in wanted for m in measures):
+            continue
         b = baseline[members].T
         c = candidate[members].T
-        d = c - b
+        d = (c - b) * sign[:, None]  # turned so that positive is better
         intervals = bootstrap_ci(d, rng=np.random.default_rng(policy.seed),
                                  resamples=policy.resamples, alpha=policy.alpha,
                                  method=policy.bootstrap, upper_alpha=family_alpha)
         for j, (measure, interval) in enumerate(zip(measures, intervals)):
+            if wanted is not None and (measure, name) not in wanted:
+                continue
             n = len(members)
             signs = sign_test(d[j], policy.tie_band)
+            turned = sign[j] < 0
             rows.append({
                 "measure": measure, "slice": name, "n": n,
                 "baseline_mean": _mean(b[j]), "candidate_mean": _mean(c[j]),
-                "mean_diff": _mean(d[j]) or 0.0,
-                "ci_low": interval.low, "ci_high": interval.high, "ci_method": interval.method,
+                "mean_diff": sign[j] * (_mean(d[j]) or 0.0),
+                "ci_low": -interval.high if turned else interval.low,
+                "ci_high": -interval.low if turned else interval.high,
+                "ci_method": interval.method,
                 "ci_note": interval.fallback or _interval_note(interval.method),
                 "ci_high_adjusted": interval.upper,
                 "wins": signs.wins, "losses": signs.losses, "ties": signs.ties,
                 "sign_p": signs.p_regression, "sign_p_two_sided": signs.p_two_sided,
                 "mde": minimum_detectable_drop(d[j], family_alpha, policy.power),
-                "margin": policy.gates[j].margin,
+                "margin": policy.gates[j].margin, "lower_is_better": bool(turned),
+                "_turned": (_mean(d[j]) or 0.0, interval.low),
             })
     adjusted = holm([r["sign_p"] for r in rows])
     comparisons = []
     for row, p_holm in zip(rows, adjusted.tolist()):
-        decision = decide(row["n"], row["mean_diff"], row["ci_low"], row["ci_high"], p_holm,
+        mean_turned, low_turned = row.pop("_turned")
+        decision = decide(row["n"], mean_turned, low_turned, row["ci_high_adjusted"], p_holm,
                           row["margin"], policy.alpha, ci_high_adjusted=row["ci_high_adjusted"],
                           rule=policy.regression_rule, min_queries=policy.min_queries)
         note = decision_note(row["n"], policy.min_queries)
         comparisons.append(Comparison(**row, sign_p_holm=p_holm, decision=decision,
                                       decision_note=note,
-                                      improvement=note is None and row["ci_low"] > 0))
+                                      improvement=note is None and low_turned > 0))
     return tuple(comparisons)
 
 

@@ -13,20 +13,57 @@ from __future__ import annotations
 
 import math
 from collections.abc import Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 
 import numpy as np
 
+from retrieval_gate.access import ItemAccess, allowed, askers, item_access
 from retrieval_gate.errors import InputError
 from retrieval_gate.evidence import judge_spans, require_in_corpus, spans_in_corpus
 from retrieval_gate.measures import FACT_FAMILIES, Measure
-from retrieval_gate.model import NEVER, Corpus, JudgedRows, Qrels, Query, RankedRun, RunRows, Span
+from retrieval_gate.model import (
+    NEVER,
+    AccessTable,
+    Corpus,
+    JudgedRows,
+    Places,
+    Qrels,
+    Query,
+    RankedRun,
+    RunRows,
+    Span,
+)
 from retrieval_gate.ranking import IdIndex, rank_run
 from retrieval_gate.scoring_policy import ScoringPolicy
 from retrieval_gate.stages import StageContract
 
 _LISTED = 10  # how many query ids a warning names before "and N more"
 _DEFAULT_POLICY = ScoringPolicy()
+
+
+MAX_LEAKS = 1000  # leaks listed one by one; the count covers them all
+
+
+@dataclass(frozen=True)
+class Leak:
+    """An item its asker may not see: the query, its rank, the item, its document and the
+    principals that may see it (any one would do)."""
+
+    query: str
+    rank: int
+    item: str
+    document: str
+    allowed: tuple[str, ...]
+
+
+@dataclass(frozen=True, eq=False)
+class Leaks:
+    """The leaks of one ranking among the items the measures read: how many, per query, and
+    the first :data:`MAX_LEAKS` of them in run order."""
+
+    count: int
+    per_query: dict[str, int]
+    rows: tuple[Leak, ...]
 
 
 @dataclass(frozen=True, eq=False)
@@ -55,6 +92,8 @@ class Scores:
     policy: ScoringPolicy
     coverage: UnitCoverage | None = None
     retrieved: np.ndarray | None = None
+    leaks: Leaks | None = None
+    returned: dict[str, tuple[int, float | None, int]] = field(default_factory=dict)
 
     def means(self) -> dict[str, float | None]:
         """Macro average of each measure; None when no query was scored."""
@@ -131,7 +170,7 @@ def score_run(qrels: Qrels, run: RunRows, measures: Sequence[Measure],
               policy: ScoringPolicy = _DEFAULT_POLICY, queries: Sequence[Query] | None = None,
               doc_map: dict[str, str] | None = None, corpus: Corpus | None = None,
               min_coverage: float = 1.0, limit: StageContract | None = None,
-              whole_list: bool = False) -> Scores:
+              whole_list: bool = False, access: AccessTable | None = None) -> Scores:
     """Score ``run`` against ``qrels`` on every measure, per query; see the module docstring.
 
     With a ``corpus``, every document the scored items name must be in it (and every item's
@@ -142,7 +181,10 @@ def score_run(qrels: Qrels, run: RunRows, measures: Sequence[Measure],
     a span counts as retrieved once ``min_coverage`` of it is covered (see
     :mod:`retrieval_gate.evidence`). ``limit``, a pipeline stage's contract, keeps only what
     the stage passes on (its cutoff and token budget); ``whole_list`` reads every item (so
-    that :attr:`Scores.coverage` covers the whole ranking, not only the measures' depth)."""
+    that :attr:`Scores.coverage` covers the whole ranking, not only the measures' depth).
+    With ``access`` data (:mod:`retrieval_gate.access`), an item the query may not see or
+    that is not in force on its day gains nothing, judgments of such documents are not
+    counted, and the leaks among the items the measures read are listed."""
     if not measures:
         raise InputError("--measure", "no measure to compute", "name at least one measure")
     answerable, unanswerable, warnings = query_set(qrels, queries, policy)
@@ -197,7 +239,12 @@ def score_run(qrels: Qrels, run: RunRows, measures: Sequence[Measure],
         warnings.append(f"{_queries(len(missing))} missing from the run, scored 0 "
                         f"(missing: zero): {_listing(missing)}")
 
-    rows = _judge(ranked, qrels, answerable, index, policy, queries, min_coverage)
+    by_id = {q.id: q for q in queries or ()}
+    flags = leaks = None
+    if access is not None:
+        flags, leaks = _access(access, ranked, by_id, index, skipped, measures)
+    rows = _judge(ranked, qrels, answerable, index, policy, queries, min_coverage, flags,
+                  access)
     values = np.column_stack([m.compute(rows, policy.threshold) for m in measures]) \
         if answerable else np.zeros((0, len(measures)))
     warnings.extend(_threshold_warnings(rows, measures, policy.threshold, answerable))
@@ -206,14 +253,70 @@ def score_run(qrels: Qrels, run: RunRows, measures: Sequence[Measure],
     coverage = UnitCoverage(rows.judgment_qidx, rows.relevant_units(policy.threshold),
                             rows.judgment_rank != NEVER)
     return Scores(tuple(measures), tuple(answerable), values, tuple(unanswerable),
-                  tuple(warnings), policy, coverage, rows.retrieved)
+                  tuple(warnings), policy, coverage, rows.retrieved, leaks,
+                  _returned(ranked, unanswerable, leaks, measures))
+
+
+def _depth(measures: Sequence[Measure]) -> int | None:
+    """How deep the measures read: the deepest cutoff, None for the whole list."""
+    cutoffs = [m.k for m in measures if m.k is not None]
+    return None if len(cutoffs) < len(measures) else max(cutoffs)
+
+
+def _row_docs(ranked: RankedRun) -> np.ndarray:
+    """The document of each ranked row (the item itself once collapsed)."""
+    return ranked.docs if ranked.places is None else ranked.places.doc
+
+
+def _access(table: AccessTable, ranked: RankedRun, by_id: dict[str, Query],
+            index: dict[str, int], unanswerable: set[str], measures: Sequence[Measure]
+            ) -> tuple[ItemAccess, Leaks]:
+    """Every ranked row's access, and the leaks among the rows the measures read, of the
+    queries of the query set (answerable or not)."""
+    asked = [by_id.get(q) or Query(q) for q in ranked.query_ids]
+    counts = np.diff(ranked.offsets)
+    row_query = np.repeat(np.arange(len(asked)), counts)
+    flags = item_access(table, askers(table, asked), row_query, _row_docs(ranked))
+    rank = np.arange(len(row_query)) - np.repeat(ranked.offsets[:-1], counts) + 1
+    depth = _depth(measures)
+    in_set = np.array([q in index or q in unanswerable for q in ranked.query_ids], dtype=bool)
+    leaked = np.flatnonzero(~flags.visible & in_set[row_query]
+                            & (True if depth is None else rank <= depth))
+    shown = leaked[:MAX_LEAKS]
+    leaky, counted = np.unique(row_query[leaked], return_counts=True)
+    return flags, Leaks(
+        count=len(leaked),
+        per_query={ranked.query_ids[i]: n for i, n in zip(leaky.tolist(), counted.tolist())},
+        rows=tuple(Leak(ranked.query_ids[int(row_query[r])], int(rank[r]),
+                        ranked.docs[r].decode(errors="replace"),
+                        _row_docs(ranked)[r].decode(errors="replace"),
+                        allowed(table, int(flags.row[r]))) for r in shown.tolist()))
+
+
+def _returned(ranked: RankedRun, unanswerable: list[str], leaks: Leaks | None,
+              measures: Sequence[Measure]) -> dict[str, tuple[int, float | None, int]]:
+    """For each unanswerable query: how many items the run returned (within the measures'
+    depth), its top score (None without scores) and its leaks."""
+    at = {q: i for i, q in enumerate(ranked.query_ids)}
+    depth = _depth(measures)
+    out: dict[str, tuple[int, float | None, int]] = {}
+    for qid in unanswerable:
+        i = at.get(qid)
+        n = 0 if i is None else int(ranked.offsets[i + 1] - ranked.offsets[i])
+        n = n if depth is None else min(n, depth)
+        top = (None if i is None or n == 0 or ranked.scores is None
+               else float(ranked.scores[ranked.offsets[i]]))
+        out[qid] = (n, top, 0 if leaks is None else leaks.per_query.get(qid, 0))
+    return out
 
 
 def _judge(ranked: RankedRun, qrels: Qrels, answerable: list[str], index: dict[str, int],
-           policy: ScoringPolicy, queries: Sequence[Query] | None, min_coverage: float
-           ) -> JudgedRows:
+           policy: ScoringPolicy, queries: Sequence[Query] | None, min_coverage: float,
+           flags: ItemAccess | None = None, access: AccessTable | None = None) -> JudgedRows:
     """Join the ranked items of the answerable queries with their judged units (ids or spans):
-    each row's grade, and each unit's grade, fact and the rank that covers it."""
+    each row's grade, and each unit's grade, fact and the rank that covers it. With access
+    data (``flags`` per ranked row), rows the query may not see or not in force gain nothing,
+    and units of such documents are dropped."""
     n = len(answerable)
     run_to_eval = np.array([index.get(q, -1) for q in ranked.query_ids], dtype=np.int64)
     counts = np.diff(ranked.offsets)
@@ -227,17 +330,29 @@ def _judge(ranked: RankedRun, qrels: Qrels, answerable: list[str], index: dict[s
     rank = (selected - starts + 1).astype(np.int64)
 
     units = _units_of(qrels, answerable, queries)
+    ok = stale = family = None
+    if flags is not None and access is not None:
+        ok = (flags.visible & flags.in_force)[selected]
+        stale, family = ~flags.in_force[selected], flags.family[selected]
+        known = {q.id: q for q in queries or ()}
+        units = _acceptable_units(units, access, [known.get(q) or Query(q) for q in answerable])
     if qrels.spans is not None:
         assert ranked.places is not None  # checked by score_run
-        grade, judged, unit_rank = judge_spans(qidx, rank, ranked.places.take(selected),
-                                               units.qidx, units.spans, min_coverage)
+        places = ranked.places.take(selected)
+        if ok is not None and not ok.all():  # an unacceptable item holds no text
+            places = Places(places.doc, places.start, np.where(ok, places.end, places.start),
+                            places.tokens)
+        grade, judged, unit_rank = judge_spans(qidx, rank, places, units.qidx, units.spans,
+                                               min_coverage)
     else:
         found = IdIndex(units.ids, units.qidx).find(docs, qidx)
-        hit = found >= 0
+        hit = found >= 0 if ok is None else (found >= 0) & ok
         grade = np.where(hit, units.grade[np.maximum(found, 0)], 0)
         judged = hit & (grade >= 0)
         unit_rank = np.full(len(units.grade), NEVER, dtype=np.int64)
         np.minimum.at(unit_rank, found[hit], rank[hit])
+    if ok is not None:
+        judged = judged | ~ok  # not evidence for this query: judged non-relevant
     if policy.unjudged == "error" and not judged.all():
         row = int(np.flatnonzero(~judged)[0])
         raise InputError(ranked.source, f"item '{docs[row].decode()}' of query "
@@ -256,7 +371,24 @@ def _judge(ranked: RankedRun, qrels: Qrels, answerable: list[str], index: dict[s
         judgment_grade=units.grade, judgment_rank=unit_rank, ideal_qidx=ideal_qidx,
         ideal_rank=ideal_rank, ideal_grade=units.grade[order], judgment_fact=units.fact,
         required_qidx=units.required_qidx, required_fact=units.required_fact,
+        stale=stale, family=family,
     )
+
+
+def _acceptable_units(units: _Units, access: AccessTable, asked: list[Query]) -> _Units:
+    """``units`` without the judgments of documents their query may not see or that are not
+    in force on its day: not acceptable evidence, never counted in R or the ideal ranking."""
+    docs = (units.ids if not units.spans else
+            np.array([s.doc.encode() for s in units.spans], dtype="S"))
+    if not len(docs):
+        return units
+    flags = item_access(access, askers(access, asked), units.qidx, docs)
+    keep = flags.visible & flags.in_force
+    if keep.all():
+        return units
+    return _Units(units.qidx[keep], units.ids[keep] if not units.spans else units.ids,
+                  tuple(s for s, k in zip(units.spans, keep.tolist()) if k), units.grade[keep],
+                  units.fact[keep], units.required_qidx, units.required_fact)
 
 
 @dataclass(frozen=True, eq=False)

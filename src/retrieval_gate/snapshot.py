@@ -36,23 +36,25 @@ from pathlib import Path, PurePosixPath
 from typing import Any
 
 from retrieval_gate import schema
+from retrieval_gate.access import access_warnings
 from retrieval_gate.errors import InputError, ManyErrors, NotComparableError
 from retrieval_gate.evidence import spans_in_corpus
 from retrieval_gate.formats import read_qrels, read_queries
+from retrieval_gate.formats.access import has_access_data, read_access
 from retrieval_gate.formats.atomic import write_text_atomic
 from retrieval_gate.formats.corpus import read_chunk_table, read_corpus
 from retrieval_gate.formats.jsonfmt import loads
 from retrieval_gate.formats.jsonfmt import path as json_path
 from retrieval_gate.formats.source import Blob, display_name, is_regular_file, read_blob
 from retrieval_gate.measures import EXPONENTIAL, Measure, default_measures, parse_measures
-from retrieval_gate.model import ChunkTable, Corpus, Qrels, Query
+from retrieval_gate.model import AccessTable, ChunkTable, Corpus, Qrels, Query
 from retrieval_gate.scoring import query_set
 from retrieval_gate.scoring_policy import POLICY_NAMES, ScoringPolicy
 from retrieval_gate.stages import StageContract, contracts_of
 
 COMPONENTS = ("queries", "qrels", "corpus", "chunking", "permissions")
 FILE_COMPONENTS = ("queries", "qrels", "corpus", "chunking", "permissions")
-PARSED_COMPONENTS = ("queries", "qrels", "corpus", "chunking")  # read once: hashed and parsed
+PARSED_COMPONENTS = ("queries", "qrels", "corpus", "chunking", "permissions")  # read once
 UNITS = ("document", "span", "chunk")
 DEFAULT_CUTOFF = 10
 _DEFAULT_POLICY = ScoringPolicy()
@@ -139,6 +141,20 @@ class Snapshot:
         if self.file("corpus") is None or "unit" not in self.document["chunking"]:
             return None
         return read_corpus(self._source("corpus"))
+
+    def read_access(self) -> AccessTable | None:
+        """The access data: the pinned permissions file, else the fields of a JSON Lines
+        corpus that has some; None when neither (every document public and in force). A
+        snapshot without a unit (from before access data) only hashes its permissions file."""
+        if "unit" not in self.document["chunking"]:
+            return None
+        if self.file("permissions") is not None:
+            return read_access(self._source("permissions"))
+        if self.file("corpus") is None:
+            return None
+        corpus = self._source("corpus")
+        blob = corpus if isinstance(corpus, Blob) else read_blob(corpus, map_from=1 << 24)
+        return read_access(blob) if blob.data[:1] != b"" and has_access_data(blob) else None
 
     def read_chunks(self) -> ChunkTable | None:
         """The pinned chunk table of chunk judgments, or None."""
@@ -310,8 +326,8 @@ def _verified(snapshot: Snapshot) -> Snapshot:
 
 @dataclass(frozen=True)
 class TestSet:
-    """The snapshot's queries and judgments, checked against each other, and the pinned corpus
-    and chunk table (None when not pinned)."""
+    """The snapshot's queries and judgments, checked against each other, the pinned corpus
+    and chunk table, and the access data (None when not pinned)."""
 
     queries: tuple[Query, ...]
     qrels: Qrels
@@ -320,6 +336,7 @@ class TestSet:
     warnings: tuple[str, ...]
     corpus: Corpus | None = None
     chunks: ChunkTable | None = None
+    access: AccessTable | None = None
 
 
 def load_test_set(snapshot: Snapshot) -> TestSet:
@@ -343,8 +360,11 @@ def load_test_set(snapshot: Snapshot) -> TestSet:
                              "point into", "pin the corpus file (gate snapshot freeze "
                              "--corpus-file corpus.jsonl)", json_path("corpus"))
         spans_in_corpus(qrels.spans or {}, corpus, qrels.source)
+    access = snapshot.read_access()
+    if access is not None:
+        warnings.extend(access_warnings(access, queries, qrels))
     return TestSet(queries, qrels, tuple(answerable), tuple(unanswerable), tuple(warnings),
-                   corpus, snapshot.read_chunks())
+                   corpus, snapshot.read_chunks(), access)
 
 
 def freeze(output: str | os.PathLike[str], *, queries: str | os.PathLike[str],

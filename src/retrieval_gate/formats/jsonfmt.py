@@ -495,8 +495,22 @@ def _place(item: dict[str, Any], doc_id: str | None, name: str, line: int
     return (*offsets(item, name, line, "an item"), count)
 
 
+def iso_day(value: Any, name: str, line: int, key: str) -> int:
+    """An ISO date ``YYYY-MM-DD`` as its proleptic Gregorian ordinal; InputError otherwise."""
+    import datetime as dt
+
+    if isinstance(value, str) and re.fullmatch(r"\d{4}-\d{2}-\d{2}", value):
+        try:
+            return dt.date.fromisoformat(value).toordinal()
+        except ValueError:
+            pass
+    raise InputError(name, f"{key} {json.dumps(value)[:40]} is not a date",
+                     f'write "{key}": "2026-03-01" (YYYY-MM-DD)', line)
+
+
 def queries_from_jsonl(text: str, name: str) -> tuple[Query, ...]:
-    """One ``{"id", "text"?, "tags"?, "answerable"?}`` object per line."""
+    """One ``{"id", "text"?, "tags"?, "answerable"?, "facts"?, "scope"?, "as_of"?}`` object per
+    line."""
     seen: dict[str, Query] = {}
     for line, obj in json_lines(text, name):
         qid = check_id(obj.get("id"), name, line, "id")
@@ -519,8 +533,16 @@ def queries_from_jsonl(text: str, name: str) -> tuple[Query, ...]:
                 isinstance(f, str) and f for f in facts) or len(set(facts)) != len(facts)):
             raise InputError(name, "'facts' is not a list of distinct fact labels",
                              'write "facts": ["f1", "f2"] (the facts an answer needs)', line)
+        scope = obj.get("scope")
+        if scope is not None and (not isinstance(scope, list) or not all(
+                isinstance(p, str) and p for p in scope)):
+            raise InputError(name, "'scope' is not a list of principals",
+                             'write "scope": ["acme", "acme-finance"] (the asker\'s groups)', line)
+        as_of = obj.get("as_of")
         seen[qid] = Query(qid, text_value, tuple(tags), answerable,
-                          None if facts is None else tuple(facts))
+                          None if facts is None else tuple(facts),
+                          None if scope is None else tuple(sorted(set(scope))),
+                          None if as_of is None else iso_day(as_of, name, line, "as_of"))
     if not seen:
         raise InputError(name, "lists no queries", "give one JSON object per line")
     return tuple(seen.values())
