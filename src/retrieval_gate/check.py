@@ -28,9 +28,12 @@ from retrieval_gate.report.model import (
     FunnelQuery,
     FunnelReport,
     FunnelRow,
+    LeakReport,
     QueryChange,
     Report,
     RunSummary,
+    UnanswerableRow,
+    UnanswerableSide,
 )
 from retrieval_gate.runmanifest import (
     RunManifest,
@@ -41,11 +44,13 @@ from retrieval_gate.runmanifest import (
     resolve_run,
     verify_run_hash,
 )
-from retrieval_gate.scoring import Scores
+from retrieval_gate.scoring import Leaks, Scores
 from retrieval_gate.snapshot import Snapshot, TestSet, load_snapshot, load_test_set
 from retrieval_gate.stages import REACHED, Funnel, loss_labels
 
 ALL = "all"
+UNANSWERABLE = "unanswerable"
+ABSTAIN, FALSE_ABSTAIN = "Abstain", "FalseAbstain"
 SMALL_N = 25  # below this many queries a slice gets a warning
 TOP_REGRESSIONS = 5  # per gated measure
 _LISTED = 10  # newly failing queries named in a warning
@@ -65,7 +70,7 @@ def check(snapshot: str | os.PathLike[str], baseline: str | os.PathLike[str],
     manifests = (read_run_manifest(baseline, baseline_manifest),
                  read_run_manifest(candidate, candidate_manifest))
     require_made_on(snap, (manifests[0], "baseline"), (manifests[1], "candidate"))
-    gated = _gated_measures(snap, policy, config)
+    gated, decisions = _gated(snap, policy, config)
     slices = _slices(test_set, policy, config)
     final = snap.stages[-1].name if snap.stages else None
     cutoff = max((m.k for m in gated if m.k is not None and m.stage == final), default=None)
@@ -78,10 +83,15 @@ def check(snapshot: str | os.PathLike[str], baseline: str | os.PathLike[str],
                          "record it in both runs (latency_ms per query in JSON Lines runs; "
                          "token counts of the last stage's items), or remove the cost gate",
                          '$["cost"]')
+    for name in decisions:
+        for role, run in (("baseline", base), ("candidate", cand)):
+            if run.abstained is None:
+                raise InputError(config or "gate policy", f"{name} is gated, and the {role} "
+                                 "records no abstained decision", 'record "abstained": true or '
+                                 "false for every query of a JSON Lines run, or remove the gate",
+                                 '$["gate"]')
 
-    columns = [base.scores.measures.index(m) for m in gated]
-    comparisons = compare(base.scores.values[:, columns], cand.scores.values[:, columns],
-                          [str(m) for m in gated], slices, policy)
+    comparisons = _compare(test_set, base, cand, gated, decisions, slices, policy)
     costs = compare_costs(base.costs(), cand.costs(), policy.costs, policy)
     texts = {q.id: q.text for q in test_set.queries}
     newly_failing = _newly_failing(base.scores, cand.scores, hit, texts)
@@ -90,8 +100,12 @@ def check(snapshot: str | os.PathLike[str], baseline: str | os.PathLike[str],
     warnings += [f"{role}: stage {name} is not in the snapshot's pipeline and is not scored"
                  for role, m in zip(("baseline", "candidate"), manifests)
                  for name in ignored_stages(snap, m)]
-    overall = verdict([c.decision for c in comparisons]
-                      + [r.decision for r in costs if r.decision is not None])
+    leaks = _leak_report(base, cand, policy) if test_set.access is not None else None
+    reasons = [*(["leak"] if leaks is not None and leaks.fails else []),
+               *(["measures"] if any(c.decision == "regression" for c in comparisons) else []),
+               *(["cost"] if any(r.decision == "regression" for r in costs) else [])]
+    overall = "regression" if leaks is not None and leaks.fails else verdict(
+        [c.decision for c in comparisons] + [r.decision for r in costs if r.decision is not None])
     funnel = (None if base.funnel is None or cand.funnel is None
               else _funnel_report(snap, base.funnel, cand.funnel, base.scores.query_ids))
     return Report(overall, exit_code(overall, policy.fail_on), snap,
@@ -99,7 +113,59 @@ def check(snapshot: str | os.PathLike[str], baseline: str | os.PathLike[str],
                   _summary(manifests[1].run, manifests[1], cand.scores, snap, judged), policy,
                   config, comparisons, str(hit), newly_failing,
                   _top_regressions(base.scores, cand.scores, gated, texts), tuple(warnings),
-                  funnel, costs)
+                  funnel, costs, leaks, _unanswerable(test_set, base, cand), tuple(reasons))
+
+
+def _compare(test_set: TestSet, base: RunScores, cand: RunScores, gated: tuple[Measure, ...],
+             decisions: tuple[str, ...], slices: dict[str, np.ndarray], policy: GatePolicy
+             ) -> tuple[Comparison, ...]:
+    """Every gated comparison as one family: each measure on each answerable slice, and the
+    abstention decisions — ``Abstain`` on the unanswerable queries, ``FalseAbstain`` on each
+    answerable slice. Rows are the answerable queries, then the unanswerable ones."""
+    columns = [base.scores.measures.index(m) for m in gated]
+    extra = len(test_set.unanswerable)
+    values = []
+    for run in (base, cand):
+        quality = np.vstack([run.scores.values[:, columns], np.zeros((extra, len(columns)))])
+        said = run.abstained or {}
+        declined = np.array([float(said.get(q, False)) for q in
+                             (*test_set.answerable, *test_set.unanswerable)])
+        declined = np.repeat(declined[:, None], len(decisions), axis=1)
+        values.append(np.hstack([quality, declined]))
+    names = [*(str(m) for m in gated), *decisions]
+    answerable_slices = [s for s in slices if s != UNANSWERABLE]
+    pairs = [(str(m), s) for m in gated for s in answerable_slices]
+    pairs += [(d, UNANSWERABLE) if d == ABSTAIN else (d, s) for d in decisions
+              for s in ([UNANSWERABLE] if d == ABSTAIN else answerable_slices)]
+    rows = dict(slices)
+    rows[UNANSWERABLE] = np.arange(extra) + len(test_set.answerable)
+    lower = [m.lower_is_better for m in gated] + [d == FALSE_ABSTAIN for d in decisions]
+    margin = {g.measure: g.margin for g in policy.gates}
+    margins = [g.margin for g in policy.gates if g.measure not in (ABSTAIN, FALSE_ABSTAIN)]
+    return compare(values[0], values[1], names, rows, policy, lower, pairs,
+                   [*margins, *(margin[d] for d in decisions)])
+
+
+def _leak_report(base: RunScores, cand: RunScores, policy: GatePolicy) -> LeakReport:
+    """Both runs' leaks, and whether they fail the gate under ``policy.leaks``."""
+    none = Leaks(0, {}, ())
+    b, c = base.leaks or none, cand.leaks or none
+    fails = (policy.leaks == "fail" and (b.count > 0 or c.count > 0)) or (
+        policy.leaks == "candidate" and c.count > 0)
+    return LeakReport(policy.leaks, b, c, fails)
+
+
+def _unanswerable(test_set: TestSet, base: RunScores, cand: RunScores
+                  ) -> tuple[UnanswerableRow, ...]:
+    """What each run did with each unanswerable query."""
+    texts = {q.id: q.text for q in test_set.queries}
+
+    def side(run: RunScores, qid: str) -> UnanswerableSide:
+        returned, top, leaks = run.returned.get(qid, (0, None, 0))
+        return UnanswerableSide(returned, top, leaks,
+                                None if run.abstained is None else run.abstained.get(qid))
+    return tuple(UnanswerableRow(q, texts.get(q, ""), side(base, q), side(cand, q))
+                 for q in test_set.unanswerable)
 
 
 def _score_verified(snap: Snapshot, test_set: TestSet, runs: tuple[Path, Path],
@@ -165,13 +231,19 @@ def _cost_warnings(manifests: tuple[RunManifest, RunManifest], costs: tuple[Cost
             "comparable (record it with gate run-manifest --timed-on)")]
 
 
-def _gated_measures(snap: Snapshot, policy: GatePolicy, config: str | None
-                    ) -> tuple[Measure, ...]:
+def _gated(snap: Snapshot, policy: GatePolicy, config: str | None
+           ) -> tuple[tuple[Measure, ...], tuple[str, ...]]:
     """The gated measures, parsed with the snapshot's default gain (in a pipeline, a measure
-    without ``[stage]`` reads the last stage); each must be one of the snapshot's measures."""
+    without ``[stage]`` reads the last stage; each must be one of the snapshot's measures),
+    then the gated abstention decisions (``Abstain``, ``FalseAbstain``), in the config's
+    order. The policy's gates are reordered to match (measures first)."""
     source = config or "gate policy"
     gated = []
+    decisions = []
     for i, gate in enumerate(policy.gates):
+        if gate.measure in (ABSTAIN, FALSE_ABSTAIN):
+            decisions.append(gate.measure)
+            continue
         try:
             measure = parse_measure(gate.measure, snap.gain)
         except InputError as exc:
@@ -184,20 +256,29 @@ def _gated_measures(snap: Snapshot, policy: GatePolicy, config: str | None
                              "gate one of them, or freeze a snapshot that scores it",
                              f'$["gate"][{i}]["measure"]')
         gated.append(measure)
-    if len(set(gated)) != len(gated):
+    if len(set(gated)) != len(gated) or len(set(decisions)) != len(decisions):
         raise InputError(source, "a measure is gated twice", "gate each measure once",
                          '$["gate"]')
-    return tuple(gated)
+    return tuple(gated), tuple(decisions)
 
 
 def _slices(test_set: TestSet, policy: GatePolicy, config: str | None
             ) -> dict[str, np.ndarray]:
-    """Slice name → positions (in the answerable order) of its answerable queries."""
+    """Slice name → positions (in the answerable order) of its answerable queries; the
+    ``unanswerable`` slice (the queries marked ``answerable: false``, where ``Abstain`` is
+    decided) → their positions after the answerable ones."""
     position = {q: i for i, q in enumerate(test_set.answerable)}
     slices = {}
     for name in policy.slices:
         if name == ALL:
             slices[name] = np.arange(len(position))
+            continue
+        if name == UNANSWERABLE:
+            if not test_set.unanswerable:
+                raise InputError(config or "gate policy", "slice 'unanswerable' is empty: no "
+                                 "query is marked answerable: false", "mark the questions the "
+                                 "corpus cannot answer, or remove the slice", '$["slices"]')
+            slices[name] = np.arange(len(test_set.unanswerable)) + len(position)
             continue
         members = [position[q.id] for q in test_set.queries if name in q.tags and q.id in position]
         if not members:

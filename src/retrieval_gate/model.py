@@ -138,7 +138,8 @@ class RunRows:
       has a place; ``tokens``: its size in tokens (int64; −1 where not given), or None when
       no item gives one;
     - ``latency_ms``: per query (by index into ``query_ids``) the time the system took to
-      make the ranking, in milliseconds, or None when the run records none.
+      make the ranking, in milliseconds, or None when the run records none;
+    - ``abstained``: per query, whether the system declined to answer, or None.
     """
 
     source: str
@@ -152,6 +153,7 @@ class RunRows:
     ends: np.ndarray | None = None
     tokens: np.ndarray | None = None
     latency_ms: np.ndarray | None = None
+    abstained: np.ndarray | None = None
 
 
 @dataclass(frozen=True, eq=False)

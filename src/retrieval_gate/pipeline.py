@@ -13,7 +13,7 @@ from __future__ import annotations
 
 import math
 from collections.abc import Sequence
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from pathlib import Path
 
 import numpy as np
@@ -26,7 +26,7 @@ from retrieval_gate.measures import Measure
 from retrieval_gate.model import ChunkTable, RunRows
 from retrieval_gate.ranking import rank_run
 from retrieval_gate.runmanifest import RunManifest
-from retrieval_gate.scoring import Scores, score_run
+from retrieval_gate.scoring import MAX_LEAKS, Leaks, Scores, score_run
 from retrieval_gate.snapshot import Snapshot, TestSet
 from retrieval_gate.stages import Funnel, StageContract, funnel
 
@@ -38,13 +38,20 @@ class RunScores:
     query the latency in milliseconds and the context size in tokens (None when the run
     records none; NaN for a query the run does not give); ``short_lists``: per measure with a
     cutoff k (outside a budgeted stage, which its budget bounds), the queries whose ranking
-    holds fewer than k items."""
+    holds fewer than k items; ``leaks``: with access data, every stage's leaks (see
+    :class:`~retrieval_gate.scoring.Leaks`); ``abstained``: per query of the run (answerable
+    or not) the system's decision to decline, from the last ranking that records one (None
+    when none does); ``returned``: per unanswerable query, the items the last ranking returned,
+    its top score and the leaks of every stage."""
 
     scores: Scores
     funnel: Funnel | None = None
     latency_ms: np.ndarray | None = None
     context_tokens: np.ndarray | None = None
     short_lists: dict[str, tuple[str, ...]] = field(default_factory=dict)
+    leaks: Leaks | None = None
+    abstained: dict[str, bool] | None = None
+    returned: dict[str, tuple[int, float | None, int]] = field(default_factory=dict)
 
     def costs(self) -> dict[str, np.ndarray | None]:
         return {"latency_ms": self.latency_ms, "context_tokens": self.context_tokens}
@@ -112,6 +119,9 @@ def score_stages(snapshot: Snapshot, test_set: TestSet,
     tokens = None
     first: Scores | None = None
     short: dict[str, tuple[str, ...]] = {}
+    leaks: list[Leaks] = []
+    abstained: dict[str, bool] | None = None
+    last: Scores | None = None
     for contract, source in rankings:
         rows = read_run(source)
         if table is not None:
@@ -130,6 +140,12 @@ def score_stages(snapshot: Snapshot, test_set: TestSet,
         for text in scored.warnings:
             warnings.setdefault(text, []).append(name or "")
         latency = _add_latency(latency, rows, scored.query_ids)
+        last = scored
+        if scored.leaks is not None:
+            leaks.append(Leaks(scored.leaks.count, scored.leaks.per_query, tuple(
+                replace(leak, stage=name) for leak in scored.leaks.rows)))
+        if rows.abstained is not None:
+            abstained = dict(zip(rows.query_ids, rows.abstained.tolist()))
         if contract is not None and with_funnel:
             assert scored.coverage is not None
             if contract.budget is None:
@@ -153,7 +169,21 @@ def score_stages(snapshot: Snapshot, test_set: TestSet,
         found = funnel(snapshot.stages, [c[relevant] for c in listed],
                        [None if b is None else b[relevant] for b in budgeted],
                        first.coverage.qidx[relevant], len(first.query_ids))
-    return RunScores(scores, found, latency, tokens, short)
+    assert last is not None
+    merged = _merged_leaks(leaks) if leaks else None
+    returned = {q: (n, top, 0 if merged is None else merged.per_query.get(q, 0))
+                for q, (n, top, _) in last.returned.items()}
+    return RunScores(scores, found, latency, tokens, short, merged, abstained, returned)
+
+
+def _merged_leaks(per_stage: list[Leaks]) -> Leaks:
+    """The leaks of every stage together (the first :data:`MAX_LEAKS` listed)."""
+    per_query: dict[str, int] = {}
+    for leaks in per_stage:
+        for query, n in leaks.per_query.items():
+            per_query[query] = per_query.get(query, 0) + n
+    rows = tuple(leak for leaks in per_stage for leak in leaks.rows)[:MAX_LEAKS]
+    return Leaks(sum(leaks.count for leaks in per_stage), per_query, rows)
 
 
 def _score(snapshot: Snapshot, test_set: TestSet, rows: RunRows, measures: Sequence[Measure],

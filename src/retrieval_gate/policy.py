@@ -100,6 +100,7 @@ class GatePolicy:
     gates: tuple[GatedMeasure, ...] = (GatedMeasure("Recall@10"), GatedMeasure("nDCG@10"))
     slices: tuple[str, ...] = ("all",)
     costs: tuple[CostGate, ...] = ()
+    leaks: Literal["fail", "candidate", "warn"] = "fail"
     alpha: float = 0.05
     resamples: int = 10_000
     seed: int = 0
@@ -123,6 +124,7 @@ class GatePolicy:
             "gates": [{"measure": g.measure, "margin": g.margin} for g in self.gates],
             "slices": list(self.slices),
             "costs": [{k: v for k, v in vars(g).items() if v is not None} for g in self.costs],
+            "leaks": self.leaks,
             "alpha": self.alpha,
             "resamples": self.resamples,
             "seed": self.seed,
@@ -267,11 +269,13 @@ class Comparison:
 def compare(baseline: np.ndarray, candidate: np.ndarray, measures: Sequence[str],
             slices: Mapping[str, np.ndarray], policy: GatePolicy,
             lower_is_better: Sequence[bool] = (),
-            pairs: Sequence[tuple[str, str]] | None = None) -> tuple[Comparison, ...]:
+            pairs: Sequence[tuple[str, str]] | None = None,
+            margins: Sequence[float] | None = None) -> tuple[Comparison, ...]:
     """Every gated (measure, slice) comparison, decided: a pure function of per-query values.
 
     ``baseline`` and ``candidate`` have shape (queries, measures): column j holds the values of
-    ``measures[j]``, gated with the margin of ``policy.gates[j]``, and row i the same query in
+    ``measures[j]``, gated with ``margins[j]`` (default: the margin of ``policy.gates[j]``), and
+    row i the same query in
     both. ``slices`` maps a slice name to the row positions of its queries; ``pairs``, when
     given, are the (measure, slice) comparisons to make (default: every measure on every
     slice). The family is every comparison made. Per slice, one bootstrap with
@@ -318,7 +322,8 @@ def compare(baseline: np.ndarray, candidate: np.ndarray, measures: Sequence[str]
                 "wins": signs.wins, "losses": signs.losses, "ties": signs.ties,
                 "sign_p": signs.p_regression, "sign_p_two_sided": signs.p_two_sided,
                 "mde": minimum_detectable_drop(d[j], family_alpha, policy.power),
-                "margin": policy.gates[j].margin, "lower_is_better": bool(turned),
+                "margin": (policy.gates[j].margin if margins is None else margins[j]),
+                "lower_is_better": bool(turned),
                 "_turned": (_mean(d[j]) or 0.0, interval.low),
             })
     adjusted = holm([r["sign_p"] for r in rows])

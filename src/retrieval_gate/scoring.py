@@ -54,6 +54,7 @@ class Leak:
     item: str
     document: str
     allowed: tuple[str, ...]
+    stage: str | None = None
 
 
 @dataclass(frozen=True, eq=False)

@@ -376,6 +376,7 @@ class _RunBuilder:
         self.places: list[tuple[int, int, int]] = []  # start, end, tokens; −1 when not given
         self.lines: list[int] | None = [] if with_lines else None
         self.latency: dict[int, float] = {}
+        self.abstained: dict[int, bool] = {}
 
     def add_query(self, qid: str, where: int | str) -> int:
         if qid in self.query_ids:
@@ -415,6 +416,13 @@ class _RunBuilder:
                              "record latency_ms for every query of the run, or for none")
         latency = (np.array([self.latency[i] for i in range(len(self.query_ids))])
                    if self.latency else None)
+        if self.abstained and len(self.abstained) != len(self.query_ids):
+            missing = next(q for i, q in enumerate(self.query_ids) if i not in self.abstained)
+            raise InputError(self.name, f"query '{missing}' has no abstained decision, and "
+                             "others do", "record abstained (true or false) for every query "
+                             "of the run, or for none")
+        abstained = (np.array([self.abstained[i] for i in range(len(self.query_ids))],
+                              dtype=bool) if self.abstained else None)
         return RunRows(
             self.name,
             tuple(self.query_ids),
@@ -427,6 +435,7 @@ class _RunBuilder:
             places[:, 1].copy() if with_places else None,
             None if tokens is None else tokens.copy(),
             latency,
+            abstained,
         )
 
 
@@ -450,12 +459,18 @@ def run_from_json(document: Any, name: str) -> RunRows:
 
 def run_from_jsonl(text: str, name: str) -> RunRows:
     """One ``{"query_id", "items": [{"id", "score"?, "doc_id"?, "start"?, "end"?,
-    "tokens"?}, ...], "latency_ms"?}`` object per line."""
+    "tokens"?}, ...], "latency_ms"?, "abstained"?}`` object per line."""
     builder = _RunBuilder(name, with_lines=True)
     for line, obj in json_lines(text, name):
         code = builder.add_query(check_id(obj.get("query_id"), name, line, "query_id"), line)
         if "latency_ms" in obj:
             builder.latency[code] = _latency(obj["latency_ms"], name, line)
+        if "abstained" in obj:
+            if not isinstance(obj["abstained"], bool):
+                raise InputError(name, "'abstained' is not true or false",
+                                 'write "abstained": true when the system declines to answer',
+                                 line)
+            builder.abstained[code] = obj["abstained"]
         items = obj.get("items")
         if not isinstance(items, list):
             raise InputError(name, "'items' is missing or not a list",

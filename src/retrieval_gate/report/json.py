@@ -49,6 +49,12 @@ def report_document(report: Report) -> dict[str, Any]:
         "costs": [{**dataclasses.asdict(row),
                    "gate": None if row.gate is None else _gate(row.gate)}
                   for row in report.costs],
+        "reasons": list(report.reasons),
+        "leaks": None if report.leaks is None else {
+            "policy": report.leaks.policy, "fails": report.leaks.fails,
+            "baseline": dataclasses.asdict(report.leaks.baseline),
+            "candidate": dataclasses.asdict(report.leaks.candidate)},
+        "unanswerable": [dataclasses.asdict(row) for row in report.unanswerable],
     }
 
 

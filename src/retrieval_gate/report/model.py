@@ -8,10 +8,12 @@ from typing import Any
 
 from retrieval_gate.cost import CostRow
 from retrieval_gate.policy import Comparison, GatePolicy
+from retrieval_gate.scoring import Leak, Leaks
 from retrieval_gate.snapshot import Snapshot
 
-__all__ = ["Comparison", "CostRow", "FunnelQuery", "FunnelReport", "FunnelRow", "QueryChange",
-           "Report", "RunSummary"]
+__all__ = ["Comparison", "CostRow", "FunnelQuery", "FunnelReport", "FunnelRow", "Leak",
+           "LeakReport", "Leaks", "QueryChange", "Report", "RunSummary", "UnanswerableRow",
+           "UnanswerableSide"]
 
 
 @dataclass(frozen=True)
@@ -94,12 +96,46 @@ class FunnelReport:
 
 
 @dataclass(frozen=True)
+class LeakReport:
+    """Both runs' leaks (items their askers may not see), the policy (``fail``: any leak
+    fails; ``candidate``: the candidate's do; ``warn``: none does) and whether they fail."""
+
+    policy: str
+    baseline: Leaks
+    candidate: Leaks
+    fails: bool
+
+
+@dataclass(frozen=True)
+class UnanswerableSide:
+    """What one run did with an unanswerable query: items returned (within what the measures
+    read), its top score, its leaks, and its abstention decision (None: not recorded)."""
+
+    returned: int
+    top_score: float | None
+    leaks: int
+    abstained: bool | None
+
+
+@dataclass(frozen=True)
+class UnanswerableRow:
+    """An unanswerable query and what each run did with it."""
+
+    query: str
+    text: str
+    baseline: UnanswerableSide
+    candidate: UnanswerableSide
+
+
+@dataclass(frozen=True)
 class Report:
     """Everything ``gate check`` decided and what a reviewer needs next: the overall verdict
     and exit code, both runs, the policy, one :class:`Comparison` per gated (measure, slice),
     the newly failing queries (``hit_measure`` = 1 in the baseline, 0 in the candidate), the
-    largest per-query drops and the warnings; for a pipeline, the evidence funnel; and the
-    costs both runs record (gated or shown)."""
+    largest per-query drops and the warnings; for a pipeline, the evidence funnel; the costs
+    both runs record (gated or shown); with access data, the leaks; what each run did with
+    the unanswerable queries; and the reasons of a regression (``leak``, ``measures``,
+    ``cost``)."""
 
     verdict: str
     exit_code: int
@@ -115,3 +151,6 @@ class Report:
     warnings: tuple[str, ...]
     funnel: FunnelReport | None = None
     costs: tuple[CostRow, ...] = ()
+    leaks: LeakReport | None = None
+    unanswerable: tuple[UnanswerableRow, ...] = ()
+    reasons: tuple[str, ...] = ()
