@@ -4,7 +4,7 @@ of ``gate.toml``, validated against ``schemas/config.schema.json``.
 Keys (all optional): ``snapshot``, ``baseline``, ``candidate`` (paths, relative to the file that
 holds the configuration), ``gate`` (a list of ``{measure, margin}``), ``slices``, ``alpha``,
 ``resamples``, ``seed``, ``tie-band``, ``bootstrap``, ``regression-rule``, ``min-queries``,
-``fail-on``, ``cost`` (a list of ``{metric, stat, max-increase | max}``). Without a file, a bare
+``fail-on``, ``cost`` (a list of ``{metric, stat, max-increase | max}``), ``leaks``. Without a file, a bare
 ``gate check`` looks for ``gate.toml``, then for a ``pyproject.toml`` with a
 ``[tool.retrieval-gate]`` table, in the current folder.
 
@@ -136,6 +136,7 @@ def config_from_mapping(document: Any, source: str, base: Path,
         gates=gates,
         slices=tuple(document.get("slices", defaults.slices)),
         costs=costs,
+        leaks=document.get("leaks", defaults.leaks),
         alpha=float(document.get("alpha", defaults.alpha)),
         resamples=int(document.get("resamples", defaults.resamples)),
         seed=int(document.get("seed", defaults.seed)),

@@ -30,7 +30,7 @@ from retrieval_gate.errors import EXIT_INVALID, EXIT_NOT_COMPARABLE
 from retrieval_gate.policy import labels
 from retrieval_gate.report.markdown import LINE, MARKER, escape
 from retrieval_gate.report.model import Report
-from retrieval_gate.report.sections import cost_detail
+from retrieval_gate.report.sections import cost_detail, leak_summary
 from retrieval_gate.report.text import signed
 from retrieval_gate.untrusted import capped, command_safe, visible
 
@@ -89,6 +89,14 @@ def _capped(kind: str, items: list[tuple[str, str]]) -> list[str]:
 def workflow_annotations(report: Report) -> list[str]:
     """The workflow commands for ``report`` (see the module docstring)."""
     errors, warnings = [], []
+    summary = leak_summary(report)
+    if summary is not None and report.leaks is not None and (
+            report.leaks.candidate.count or report.leaks.baseline.count):
+        first = (report.leaks.candidate.rows or report.leaks.baseline.rows)[:1]
+        example = "" if not first else (f"; e.g. query {first[0].query} rank {first[0].rank}: "
+                                        f"{first[0].item}")
+        (errors if report.leaks.fails else warnings).append(("retrieval leak",
+                                                             summary + example))
     ci = labels(report.policy, len(report.comparisons)).ci
     for c in report.comparisons:
         detail = (f"{c.measure} on '{c.slice}': Δ {signed(c.mean_diff)}, {ci} "

@@ -15,7 +15,7 @@ from xml.etree import ElementTree
 
 from retrieval_gate.policy import labels
 from retrieval_gate.report.model import Report
-from retrieval_gate.report.sections import cost_detail
+from retrieval_gate.report.sections import cost_detail, leak_summary
 from retrieval_gate.report.text import p_value, signed
 from retrieval_gate.untrusted import visible
 
@@ -31,13 +31,25 @@ def report_junit(report: Report) -> str:
     cases = report.comparisons
     failing = [c for c in cases if _fails(c.decision, report)]
     costs = [row for row in report.costs if row.decision is not None]
-    attributes = {"name": "retrieval-gate", "tests": str(len(cases) + len(costs)),
-                  "failures": str(len(failing) + sum(_fails(r.decision, report) for r in costs)),
+    leaks = report.leaks
+    leak_case = 0 if leaks is None else 1
+    attributes = {"name": "retrieval-gate", "tests": str(len(cases) + len(costs) + leak_case),
+                  "failures": str(len(failing) + sum(_fails(r.decision, report) for r in costs)
+                                  + int(leaks is not None and leaks.fails)),
                   "errors": "0", "skipped": "0"}
     suites = ElementTree.Element("testsuites", attributes)
     ci = labels(report.policy, len(cases)).ci
     suite = ElementTree.SubElement(suites, "testsuite",
                                    {**attributes, "name": f"retrieval-gate {report.snapshot.name}"})
+    if leaks is not None:  # first: a leak fails whatever the statistics say
+        case = ElementTree.SubElement(suite, "testcase", {
+            "classname": f"retrieval-gate.{report.snapshot.name}.access", "name": "leaks"})
+        detail = str(leak_summary(report))
+        if leaks.fails:
+            failure = ElementTree.SubElement(case, "failure", {"type": "leak",
+                                                               "message": detail})
+            failure.text = detail
+        ElementTree.SubElement(case, "system-out").text = detail
     for c in cases:
         case = ElementTree.SubElement(suite, "testcase", {
             "classname": f"retrieval-gate.{report.snapshot.name}.{c.slice}",

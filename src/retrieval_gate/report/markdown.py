@@ -28,7 +28,16 @@ import re
 
 from retrieval_gate.policy import labels
 from retrieval_gate.report.model import Report
-from retrieval_gate.report.sections import cost_rule, cost_table, funnel_table, timed_on
+from retrieval_gate.report.sections import (
+    abstention_note,
+    cost_rule,
+    cost_table,
+    funnel_table,
+    leak_rows,
+    leak_summary,
+    timed_on,
+    unanswerable_rows,
+)
 from retrieval_gate.report.text import chunkings, headline, mean_cell, p_value, signed
 from retrieval_gate.untrusted import capped, visible
 
@@ -72,6 +81,20 @@ def html_text(text: str, limit: int = LINE) -> str:
     return html.escape(_unlinked(text, limit))
 
 
+def _leaks(report: Report) -> list[str]:
+    """The leaks, first of all details: a sentence and the first rows."""
+    summary = leak_summary(report)
+    if summary is None:
+        return []
+    rows = leak_rows(report)
+    lines = [f"**Leaks:** {escape(summary, 2 * LINE)}.", ""]
+    if rows:
+        lines += [_markdown_row(rows[0]), "|---|---|--:|---|---|---|",
+                  *(_markdown_row([escape(cell, NAME) for cell in row]) for row in rows[1:]),
+                  ""]
+    return lines
+
+
 def _markdown_row(cells: list[str]) -> str:
     """A table row of cells already safe as Markdown (escaped, or made by the gate)."""
     return "| " + " | ".join(cells) + " |"
@@ -113,6 +136,7 @@ def report_markdown(report: Report) -> str:
         "",
         chunkings(report, lambda name: escape(name, NAME)) + ".",
         "",
+        *_leaks(report),
         (f"| measure | slice | n | baseline | candidate | Δ | {lab.ci} | W/L/T | sign p (Holm) "
          "| decision |"),
         "|---|---|--:|--:|--:|--:|---|---|--:|---|",
@@ -139,6 +163,15 @@ def report_markdown(report: Report) -> str:
         lines += ["", f"**Cost** (latency timed {where}):", "",
                   _markdown_row(costs[0]), "|---|--:|--:|--:|--:|---|---|---|",
                   *(_markdown_row([escape(row[0], NAME), *row[1:]]) for row in costs[1:])]
+    unanswered = unanswerable_rows(report)
+    if unanswered:
+        note = abstention_note(report)
+        body = ([escape(note[0].upper() + note[1:], 2 * LINE) + ".", ""] if note else [])
+        body += [_markdown_row(unanswered[0]), "|---|---|---|---|",
+                 *(_markdown_row([escape(row[0], NAME), escape(row[1], NAME),
+                                  escape(row[2], NAME), escape(row[3], TEXT)])
+                   for row in unanswered[1:_SHOWN + 1])]
+        lines += _details(f"Unanswerable queries ({len(unanswered) - 1})", body)
     failing = report.newly_failing
     if failing:
         body = ["| query | text |", "|---|---|"]

@@ -5,9 +5,10 @@ from __future__ import annotations
 
 from retrieval_gate.cost import CostRow
 from retrieval_gate.policy import percent
-from retrieval_gate.report.model import FunnelReport, Report
+from retrieval_gate.report.model import FunnelReport, Report, UnanswerableSide
 
-__all__ = ["cost_detail", "cost_rule", "cost_table", "funnel_table", "lost_at", "timed_on"]
+__all__ = ["abstention_note", "cost_detail", "cost_rule", "cost_table", "funnel_table",
+           "leak_rows", "leak_summary", "lost_at", "timed_on", "unanswerable_rows"]
 
 
 def funnel_table(funnel: FunnelReport) -> list[list[str]]:
@@ -85,3 +86,77 @@ def cost_rule(report: Report) -> str:
             f"of its {family}% paired bootstrap interval is above 1; pass when the high end of "
             f"the {shown}% interval is below 1 + max-increase; an absolute one: pass when the "
             "candidate's statistic is at most max")
+
+
+LEAKS_SHOWN = 10  # leaks listed in a report; the JSON report lists up to 1,000
+
+
+def leak_summary(report: Report) -> str | None:
+    """One sentence on both runs' leaks (None without access data): ``the candidate returns
+    489 items their askers may not see (95 queries); the baseline 0 — fails the gate``."""
+    leaks = report.leaks
+    if leaks is None:
+        return None
+    def part(count: int, queries: int) -> str:
+        return f"{count} ({queries} {'query' if queries == 1 else 'queries'})" if count else "0"
+    c, b = leaks.candidate, leaks.baseline
+    outcome = ("fails the gate" if leaks.fails else
+               "reported, not failing (leaks: warn)" if leaks.policy == "warn" else
+               "the baseline's are reported, not failing (leaks: candidate)" if b.count else "")
+    text = (f"the candidate returns {part(c.count, len(c.per_query))} items their askers may "
+            f"not see; the baseline {part(b.count, len(b.per_query))}")
+    if b.count and not c.count:
+        text += " — a pre-existing leak is still a leak"
+    return text + (f" — {outcome}" if outcome and (b.count or c.count) else "")
+
+
+def leak_rows(report: Report) -> list[list[str]]:
+    """Header, then the first leaks of each run: run, query, rank (and stage), item,
+    document, who may see it."""
+    if report.leaks is None:
+        return []
+    rows = [["run", "query", "rank", "item", "document", "visible to"]]
+    for role, leaks in (("candidate", report.leaks.candidate), ("baseline", report.leaks.baseline)):
+        for leak in leaks.rows[:LEAKS_SHOWN]:
+            rows.append([role, leak.query, f"{leak.rank}" + (f" [{leak.stage}]" if leak.stage
+                                                                else ""),
+                         leak.item, leak.document, ", ".join(leak.allowed) or "nobody"])
+        if leaks.count > LEAKS_SHOWN:
+            rows.append([role, f"… and {leaks.count - LEAKS_SHOWN} more (JSON report)", "", "", "",
+                         ""])
+    return rows if len(rows) > 1 else []
+
+
+def unanswerable_rows(report: Report) -> list[list[str]]:
+    """Header, then per unanswerable query what each run did: abstained, or the items it
+    returned, its top score and its leaks."""
+    if not report.unanswerable:
+        return []
+
+    def side(s: UnanswerableSide) -> str:
+        if s.abstained:
+            return "abstained"
+        top = "" if s.top_score is None else f", top {s.top_score:.4g}"
+        leaks = f", {s.leaks} leaked" if s.leaks else ""
+        answered = "answered: " if s.abstained is False else ""
+        return f"{answered}{s.returned} items{top}{leaks}"
+    rows = [["query", "baseline", "candidate", "text"]]
+    rows += [[row.query, side(row.baseline), side(row.candidate), row.text]
+             for row in report.unanswerable]
+    return rows
+
+
+def abstention_note(report: Report) -> str | None:
+    """Said when a run records no abstention decision and the test set has unanswerable
+    queries: returning nothing is not, by itself, a correct abstention."""
+    if not report.unanswerable:
+        return None
+    missing = [role for role, side in (("baseline", report.unanswerable[0].baseline),
+                                       ("candidate", report.unanswerable[0].candidate))
+               if side.abstained is None]
+    if not missing:
+        return None
+    return (f"the {' and the '.join(missing)} record{'s' if len(missing) == 1 else ''} no "
+            "abstention decision: for the unanswerable queries below, what each run returned "
+            "is shown instead (returning nothing is not, by itself, a correct abstention; "
+            'record "abstained" per query to measure Abstain and FalseAbstain)')

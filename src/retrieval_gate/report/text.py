@@ -15,7 +15,16 @@ from dataclasses import replace
 
 from retrieval_gate.policy import labels
 from retrieval_gate.report.model import Comparison, QueryChange, Report
-from retrieval_gate.report.sections import cost_table, funnel_table, lost_at, timed_on
+from retrieval_gate.report.sections import (
+    abstention_note,
+    cost_table,
+    funnel_table,
+    leak_rows,
+    leak_summary,
+    lost_at,
+    timed_on,
+    unanswerable_rows,
+)
 from retrieval_gate.untrusted import command_safe, visible
 
 __all__ = ["chunkings", "headline", "mean_cell", "p_value", "report_text", "signed"]
@@ -32,7 +41,11 @@ def headline(report: Report) -> tuple[str, str]:
         costs = [f"{r.metric} {r.stat}" for r in report.costs if r.decision == "regression"]
         where = ", ".join(filter(None, [named("regression"), *costs]))
         lost = lost_at(report)
-        return "REGRESSION", f"material regression in {where}" + (f"; {lost}" if lost else "")
+        found = f"material regression in {where}" + (f"; {lost}" if lost else "")
+        if "leak" in report.reasons:
+            leaks = f"leak: {leak_summary(report)}"
+            return "REGRESSION", leaks + (f"; and {found}" if where else "")
+        return "REGRESSION", found
     if report.verdict == "inconclusive":
         costs = [f"{r.metric} {r.stat}" for r in report.costs if r.decision == "inconclusive"]
         where = ", ".join(filter(None, [named("inconclusive"), *costs]))
@@ -74,7 +87,10 @@ def _table(comparisons: tuple[Comparison, ...], ci: str) -> list[str]:
 
 
 def _aligned(rows: list[list[str]], right: set[int]) -> list[str]:
-    """Rows of cells as lines of columns (``right``: right-aligned columns)."""
+    """Rows of cells as lines of columns (``right``: right-aligned columns); none for no
+    rows."""
+    if not rows:
+        return []
     widths = [max(len(r[i]) for r in rows) for i in range(len(rows[0]))]
     return ["  ".join(cell.rjust(w) if i in right else cell.ljust(w)
                       for i, (cell, w) in enumerate(zip(row, widths))).rstrip()
@@ -129,6 +145,9 @@ def report_text(report: Report) -> str:
         f"candidate {report.candidate.path} vs baseline {report.baseline.path}",
         f"snapshot {snap.name} ({snap.fingerprint}){queries}",
         chunkings(report, visible),
+        *([f"Leaks: {visible(summary)}"] if (summary := leak_summary(report)) else []),
+        *(f"  {line}" for line in _aligned([[visible(c) for c in row]
+                                             for row in leak_rows(report)], {2})),
         (f"paired per query; {policy.resamples} {method} bootstrap resamples (seed "
          f"{policy.seed}), {lab.intervals}, sign test with Holm across "
          f"{len(report.comparisons)} comparisons"),
@@ -151,6 +170,12 @@ def report_text(report: Report) -> str:
                  f"baseline on {visible(base)}, candidate on {visible(cand)}")
         lines.append(f"Cost (paired over the queries both runs record; latency timed {where}):")
         lines.extend(f"  {line}" for line in _aligned(costs, {1, 2, 3, 4}))
+    unanswered = unanswerable_rows(report)
+    if unanswered:
+        note = abstention_note(report)
+        lines.append("Unanswerable queries" + (f" ({note})" if note else "") + ":")
+        lines.extend(f"  {line}" for line in _aligned(
+            [[visible(c) for c in row] for row in unanswered], set()))
     lines.append(f"Newly failing queries ({report.hit_measure} = 1 in the baseline, 0 in the "
                  f"candidate): {len(report.newly_failing)}")
     lines.extend(_queries(report.newly_failing, with_values=False))
