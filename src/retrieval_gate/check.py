@@ -337,14 +337,18 @@ def _warnings(base_run: RunScores, cand_run: RunScores, comparisons: tuple[Compa
         warnings.append(f"unjudged items {'or empty slots ' if cutoff else ''}in the {where} "
                         f"(scored as non-relevant): baseline {_percent(judged_shares[0])}, "
                         f"candidate {_percent(judged_shares[1])}")
+    grouped: dict[tuple[tuple[str, ...], ...], list[Measure]] = {}
     for measure in gated:
-        short = [run.short_lists.get(str(measure), ()) for run in (base_run, cand_run)]
+        short = tuple(run.short_lists.get(str(measure), ()) for run in (base_run, cand_run))
         if short[0] or short[1]:
-            warnings.append(f"{measure}: {len(short[1])} {_plural(len(short[1]))} of the "
-                            f"candidate (baseline {len(short[0])}) rank fewer than {measure.k} "
-                            "items — an empty slot counts as a non-relevant, unjudged item, "
-                            "so a shorter list never scores better"
-                            + (f": {_listed(list(short[1]))}" if short[1] else ""))
+            grouped.setdefault(short, []).append(measure)
+    for (base_short, cand_short), named in grouped.items():
+        k = named[0].k
+        warnings.append(f"{', '.join(map(str, named))}: {len(cand_short)} "
+                        f"{_plural(len(cand_short))} of the candidate (baseline "
+                        f"{len(base_short)}) rank fewer than {k} items — an empty slot counts "
+                        "as a non-relevant, unjudged item"
+                        + (f": {_listed(list(cand_short))}" if cand_short else ""))
     for c in comparisons:
         if c.decision_note:
             warnings.append(f"{c.measure} on slice '{c.slice}': {c.decision_note}")

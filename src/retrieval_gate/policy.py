@@ -313,9 +313,9 @@ def compare(baseline: np.ndarray, candidate: np.ndarray, measures: Sequence[str]
             rows.append({
                 "measure": measure, "slice": name, "n": n,
                 "baseline_mean": _mean(b[j]), "candidate_mean": _mean(c[j]),
-                "mean_diff": sign[j] * (_mean(d[j]) or 0.0),
-                "ci_low": -interval.high if turned else interval.low,
-                "ci_high": -interval.low if turned else interval.high,
+                "mean_diff": sign[j] * (_mean(d[j]) or 0.0) + 0.0,  # + 0.0: no −0
+                "ci_low": -interval.high + 0.0 if turned else interval.low,
+                "ci_high": -interval.low + 0.0 if turned else interval.high,
                 "ci_method": interval.method,
                 "ci_note": interval.fallback or _interval_note(interval.method),
                 "ci_high_adjusted": interval.upper,

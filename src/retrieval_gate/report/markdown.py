@@ -35,6 +35,7 @@ from retrieval_gate.report.sections import (
     funnel_table,
     leak_rows,
     leak_summary,
+    leaks_not_shown,
     timed_on,
     unanswerable_rows,
 )
@@ -92,6 +93,9 @@ def _leaks(report: Report) -> list[str]:
         lines += [_markdown_row(rows[0]), "|---|---|--:|---|---|---|",
                   *(_markdown_row([escape(cell, NAME) for cell in row]) for row in rows[1:]),
                   ""]
+        more = leaks_not_shown(report)
+        if more:
+            lines += [escape(more), ""]
     return lines
 
 

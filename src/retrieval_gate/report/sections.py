@@ -8,7 +8,7 @@ from retrieval_gate.policy import percent
 from retrieval_gate.report.model import FunnelReport, Report, UnanswerableSide
 
 __all__ = ["abstention_note", "cost_detail", "cost_rule", "cost_table", "funnel_table",
-           "leak_rows", "leak_summary", "lost_at", "timed_on", "unanswerable_rows"]
+           "leak_rows", "leak_summary", "leaks_not_shown", "lost_at", "timed_on", "unanswerable_rows"]
 
 
 def funnel_table(funnel: FunnelReport) -> list[list[str]]:
@@ -98,13 +98,14 @@ def leak_summary(report: Report) -> str | None:
     if leaks is None:
         return None
     def part(count: int, queries: int) -> str:
-        return f"{count} ({queries} {'query' if queries == 1 else 'queries'})" if count else "0"
+        return (f"{count} items ({queries} {'query' if queries == 1 else 'queries'})" if count
+                else "0")
     c, b = leaks.candidate, leaks.baseline
     outcome = ("fails the gate" if leaks.fails else
                "reported, not failing (leaks: warn)" if leaks.policy == "warn" else
                "the baseline's are reported, not failing (leaks: candidate)" if b.count else "")
-    text = (f"the candidate returns {part(c.count, len(c.per_query))} items their askers may "
-            f"not see; the baseline {part(b.count, len(b.per_query))}")
+    text = (f"the candidate returns {part(c.count, len(c.per_query))} its askers may not see; "
+            f"the baseline {part(b.count, len(b.per_query))}")
     if b.count and not c.count:
         text += " — a pre-existing leak is still a leak"
     return text + (f" — {outcome}" if outcome and (b.count or c.count) else "")
@@ -121,10 +122,17 @@ def leak_rows(report: Report) -> list[list[str]]:
             rows.append([role, leak.query, f"{leak.rank}" + (f" [{leak.stage}]" if leak.stage
                                                                 else ""),
                          leak.item, leak.document, ", ".join(leak.allowed) or "nobody"])
-        if leaks.count > LEAKS_SHOWN:
-            rows.append([role, f"… and {leaks.count - LEAKS_SHOWN} more (JSON report)", "", "", "",
-                         ""])
     return rows if len(rows) > 1 else []
+
+
+def leaks_not_shown(report: Report) -> str | None:
+    """``… and 479 more of the candidate (the JSON report lists up to 1,000)``, or None."""
+    if report.leaks is None:
+        return None
+    more = [f"{leaks.count - LEAKS_SHOWN} more of the {role}" for role, leaks in
+            (("candidate", report.leaks.candidate), ("baseline", report.leaks.baseline))
+            if leaks.count > LEAKS_SHOWN]
+    return f"… and {', '.join(more)} (the JSON report lists up to 1,000)" if more else None
 
 
 def unanswerable_rows(report: Report) -> list[list[str]]:

@@ -21,6 +21,7 @@ from retrieval_gate.report.sections import (
     funnel_table,
     leak_rows,
     leak_summary,
+    leaks_not_shown,
     lost_at,
     timed_on,
     unanswerable_rows,
@@ -148,6 +149,7 @@ def report_text(report: Report) -> str:
         *([f"Leaks: {visible(summary)}"] if (summary := leak_summary(report)) else []),
         *(f"  {line}" for line in _aligned([[visible(c) for c in row]
                                              for row in leak_rows(report)], {2})),
+        *([f"  {more}"] if (more := leaks_not_shown(report)) else []),
         (f"paired per query; {policy.resamples} {method} bootstrap resamples (seed "
          f"{policy.seed}), {lab.intervals}, sign test with Holm across "
          f"{len(report.comparisons)} comparisons"),
