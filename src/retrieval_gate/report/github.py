@@ -88,7 +88,8 @@ def _capped(kind: str, items: list[tuple[str, str]]) -> list[str]:
 
 def workflow_annotations(report: Report) -> list[str]:
     """The workflow commands for ``report`` (see the module docstring)."""
-    errors, warnings = [], []
+    errors: list[tuple[str, str]] = []
+    warnings: list[tuple[str, str]] = []
     summary = leak_summary(report)
     if summary is not None and report.leaks is not None and (
             report.leaks.candidate.count or report.leaks.baseline.count):
