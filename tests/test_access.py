@@ -312,3 +312,14 @@ def test_the_policies_example_catches_leak_stale_and_abstention(tmp_path: Path) 
                                                  "FalseAbstain (all) (exit 1)")
     code, out = _gate("--candidate", str(ROOT / "examples/policies/runs/baseline.jsonl"))
     assert code == 0
+
+
+def test_policies_runs_are_rebuilt_byte_for_byte() -> None:
+    import subprocess
+    import sys
+
+    pytest.importorskip("bm25s")
+    pytest.importorskip("Stemmer")
+    done = subprocess.run([sys.executable, str(ROOT / "examples" / "make_policies_runs.py"),
+                           "--check"], capture_output=True, text=True, cwd=ROOT, check=False)
+    assert done.returncode == 0, done.stdout + done.stderr
