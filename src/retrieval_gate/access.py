@@ -41,18 +41,18 @@ def askers(table: AccessTable, queries: Sequence[Query]) -> Askers:
     """The scope bitsets and days of ``queries``; ``unknown`` names, per query, the principals
     of its scope that no document's ACL mentions (they grant nothing)."""
     code = {p: i for i, p in enumerate(table.principals)}
-    bits = np.zeros((len(queries), table.acl.shape[1]), dtype=np.uint64)
+    rows: list[int] = []
+    codes: list[int] = []
     unknown = {}
     for row, query in enumerate(queries):
-        missing = []
-        for principal in query.scope or ():
-            if principal in code:
-                i = code[principal]
-                bits[row, i // 64] |= np.uint64(1) << np.uint64(i % 64)
-            else:
-                missing.append(principal)
+        missing = [p for p in query.scope or () if p not in code]
         if missing:
             unknown[query.id] = tuple(missing)
+        known = [code[p] for p in query.scope or () if p in code]
+        rows.extend([row] * len(known))
+        codes.extend(known)
+    bits = set_bits(len(queries), table.acl.shape[1], np.array(rows, dtype=np.int64),
+                    np.array(codes, dtype=np.int64))
     days = np.array([NO_DAY if q.as_of is None else q.as_of for q in queries], dtype=np.int64)
     return Askers(bits, days, unknown)
 
@@ -86,11 +86,22 @@ def item_access(table: AccessTable, who: Askers, query: np.ndarray, docs: np.nda
     return ItemAccess(visible, in_force, family, row)
 
 
-def allowed(table: AccessTable, row: int) -> tuple[str, ...]:
-    """The principals that may see the document at ``row`` of the table."""
-    words = table.acl[row]
-    return tuple(p for i, p in enumerate(table.principals)
-                 if int(words[i // 64]) >> (i % 64) & 1)
+def set_bits(n_rows: int, n_words: int, rows: np.ndarray, codes: np.ndarray) -> np.ndarray:
+    """A (rows, words) uint64 bitset with bit ``codes[i]`` of row ``rows[i]`` set."""
+    bits = np.zeros((n_rows, n_words), dtype=np.uint64)
+    np.bitwise_or.at(bits, (rows, codes // 64),
+                     np.left_shift(np.uint64(1), (codes % 64).astype(np.uint64)))
+    return bits
+
+
+def allowed(table: AccessTable, rows: np.ndarray) -> list[tuple[str, ...]]:
+    """For each row of the table, the principals that may see its document."""
+    if not len(rows):
+        return []
+    codes = np.arange(len(table.principals))
+    words = table.acl[rows][:, codes // 64]
+    held = (words >> (codes % 64).astype(np.uint64)) & np.uint64(1)
+    return [tuple(table.principals[i] for i in np.flatnonzero(line).tolist()) for line in held]
 
 
 def access_warnings(table: AccessTable, queries: Sequence[Query], qrels: Qrels) -> list[str]:

@@ -285,13 +285,14 @@ def _access(table: AccessTable, ranked: RankedRun, by_id: dict[str, Query],
                             & (True if depth is None else rank <= depth))
     shown = leaked[:MAX_LEAKS]
     leaky, counted = np.unique(row_query[leaked], return_counts=True)
+    who_may = allowed(table, flags.row[shown])
     return flags, Leaks(
         count=len(leaked),
         per_query={ranked.query_ids[i]: n for i, n in zip(leaky.tolist(), counted.tolist())},
         rows=tuple(Leak(ranked.query_ids[int(row_query[r])], int(rank[r]),
                         ranked.docs[r].decode(errors="replace"),
-                        _row_docs(ranked)[r].decode(errors="replace"),
-                        allowed(table, int(flags.row[r]))) for r in shown.tolist()))
+                        _row_docs(ranked)[r].decode(errors="replace"), principals)
+                   for r, principals in zip(shown.tolist(), who_may)))
 
 
 def _returned(ranked: RankedRun, unanswerable: list[str], leaks: Leaks | None,

@@ -21,6 +21,7 @@ from __future__ import annotations
 
 import numpy as np
 
+from retrieval_gate.access import set_bits
 from retrieval_gate.errors import InputError
 from retrieval_gate.formats import Source, cache, source_blob
 from retrieval_gate.formats.source import Blob
@@ -93,10 +94,9 @@ def _parse(blob: Blob) -> AccessTable:
         lines.append(line)
     principals = tuple(sorted({p for acl in acls if acl for p in acl}))
     code = {p: i for i, p in enumerate(principals)}
-    bits = np.zeros((len(ids), max(1, (len(principals) + 63) // 64)), dtype=np.uint64)
-    for row, acl in enumerate(acls):
-        for p in acl or ():
-            bits[row, code[p] // 64] |= np.uint64(1) << np.uint64(code[p] % 64)
+    pairs = [(row, code[p]) for row, acl in enumerate(acls) for p in acl or ()]
+    at = np.array(pairs, dtype=np.int64).reshape(-1, 2)
+    bits = set_bits(len(ids), max(1, (len(principals) + 63) // 64), at[:, 0], at[:, 1])
     array = np.array(ids, dtype="S") if ids else np.zeros(0, dtype="S1")
     keys = hash_ids(array)
     order = np.argsort(keys, kind="stable")
