@@ -323,3 +323,54 @@ def test_policies_runs_are_rebuilt_byte_for_byte() -> None:
     done = subprocess.run([sys.executable, str(ROOT / "examples" / "make_policies_runs.py"),
                            "--check"], capture_output=True, text=True, cwd=ROOT, check=False)
     assert done.returncode == 0, done.stdout + done.stderr
+
+
+def test_freeze_warns_about_unacceptable_judgments_and_unknown_principals(tmp_path: Path
+                                                                          ) -> None:
+    _lines(tmp_path / "corpus.jsonl", DOCS)
+    _lines(tmp_path / "queries.jsonl", [{"id": "qa", "scope": ["acme", "acmee"]},
+                                        {"id": "qb", "scope": ["acme"]}])
+    _lines(tmp_path / "qrels.jsonl", [{"query_id": "qa", "doc_id": "g1", "grade": 1},
+                                      {"query_id": "qa", "doc_id": "a1", "grade": 1},
+                                      {"query_id": "qb", "doc_id": "a1", "grade": 1}])
+    result = CliRunner().invoke(cli, [
+        "snapshot", "freeze", "--queries", str(tmp_path / "queries.jsonl"), "--qrels",
+        str(tmp_path / "qrels.jsonl"), "--corpus-file", str(tmp_path / "corpus.jsonl"),
+        "--corpus-version", "c", "--permissions-version", "p", "--unit", "document",
+        "-o", str(tmp_path / "snapshot.json")])
+    assert result.exit_code == 0, result.output
+    assert "warning: 1 query has principals in their scope that no document's ACL names " \
+           "(they grant nothing): qa (acmee)" in result.output
+    assert "qa: g1 (not visible)" in result.output
+    # a principal in two scopes: both askers see a1
+    table = read_access(tmp_path / "corpus.jsonl")
+    who = askers(table, [Query("qa", scope=("acme", "acmee")), Query("qb", scope=("acme",))])
+    flags = item_access(table, who, np.array([0, 1]), np.array([b"a1", b"a1"], dtype="S"))
+    assert flags.visible.tolist() == [True, True]
+
+
+def test_changing_an_acl_changes_what_the_snapshot_pins(tmp_path: Path) -> None:
+    snapshot = _test_set(tmp_path, QUERIES, QRELS)
+    corpus = tmp_path / "corpus.jsonl"
+    corpus.write_text(corpus.read_text().replace('"acl": ["acme"]', '"acl": ["globex"]', 1))
+    run = tmp_path / "r.jsonl"
+    _lines(run, [{"query_id": "qa", "items": []}, {"query_id": "qg", "items": []}])
+    result = CliRunner().invoke(cli, ["validate", str(snapshot)])
+    assert result.exit_code == 3 and "corpus file 'corpus.jsonl' has sha256" in result.output
+
+
+def test_leaks_come_first_in_markdown_and_annotations(tmp_path: Path) -> None:
+    from retrieval_gate.report.github import workflow_annotations
+    from retrieval_gate.report.markdown import report_markdown
+
+    snapshot = _test_set(tmp_path, QUERIES, QRELS)
+    clean = _run(tmp_path, "clean", {"qa": ["a1"], "qg": ["g1"]})
+    leaky = _run(tmp_path, "leaky", {"qa": ["g1", "a1"], "qg": ["g1"]})
+    report = check(snapshot, clean, leaky, GatePolicy(gates=(GatedMeasure("Recall@3"),),
+                                                      min_queries=1))
+    markdown = report_markdown(report)
+    assert markdown.index("**Leaks:**") < markdown.index("| measure |")
+    assert "| candidate | qa | 1 | g1 | g1 | globex |" in markdown
+    annotations = workflow_annotations(report)
+    assert annotations[0].startswith("::error title=retrieval leak::the candidate returns 1 "
+                                     "item (1 query)")

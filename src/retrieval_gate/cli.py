@@ -300,6 +300,7 @@ def freeze(queries, queries_version, qrels, qrels_version, corpus_version, corpu
     """Pin queries, qrels, corpus, chunking, permissions and the scoring policy."""
     from retrieval_gate.scoring_policy import ScoringPolicy
     from retrieval_gate.snapshot import freeze as freeze_snapshot
+    from retrieval_gate.snapshot import load_snapshot, load_test_set
     from retrieval_gate.stages import parse_contract
 
     contracts = [parse_contract(_utf8("--stage", text)) for text in stages]
@@ -314,6 +315,8 @@ def freeze(queries, queries_version, qrels, qrels_version, corpus_version, corpu
         policy=ScoringPolicy(threshold, unjudged, duplicates, missing, extra, unlabeled))
     _print(f"{_shown(output)}: snapshot '{_shown(frozen.name)}', fingerprint "
            f"{frozen.fingerprint}")
+    for warning in load_test_set(load_snapshot(output)).warnings:
+        _print(f"warning: {warning}")
 
 
 @cli.command()

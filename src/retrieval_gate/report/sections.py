@@ -98,8 +98,8 @@ def leak_summary(report: Report) -> str | None:
     if leaks is None:
         return None
     def part(count: int, queries: int) -> str:
-        return (f"{count} items ({queries} {'query' if queries == 1 else 'queries'})" if count
-                else "0")
+        return (f"{count} {'item' if count == 1 else 'items'} ({queries} "
+                f"{'query' if queries == 1 else 'queries'})" if count else "0")
     c, b = leaks.candidate, leaks.baseline
     outcome = ("fails the gate" if leaks.fails else
                "reported, not failing (leaks: warn)" if leaks.policy == "warn" else
