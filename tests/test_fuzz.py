@@ -251,6 +251,37 @@ def test_score_survives_mutated_span_judgments_corpora_and_chunk_tables(tmp_path
                         "0.5", "--missing", "zero", "--extra", "ignore", "--unlabeled", "zero")
     _expect_clean(code, err, REFUSED + (0,))
 
+ACCESS = {
+    "corpus.jsonl": b'{"id": "a", "text": "x", "acl": ["t1", "t2"], "valid_to": "2026-02-28"}\n'
+                    b'{"id": "b", "text": "y", "valid_from": "2026-03-01", "supersedes": "a"}\n',
+    "queries.jsonl": b'{"id": "q1", "scope": ["t1"], "as_of": "2026-03-01"}\n'
+                     b'{"id": "q2", "answerable": false, "scope": []}\n',
+    "qrels.jsonl": b'{"query_id": "q1", "doc_id": "b", "grade": 1}\n',
+    "run.jsonl": b'{"query_id": "q1", "items": [{"id": "a", "score": 2}], "abstained": false, '
+                 b'"latency_ms": 3.5}\n{"query_id": "q2", "items": [], "abstained": true, '
+                 b'"latency_ms": 1}\n',
+}
+
+
+@FUZZ
+@given(data=st.data(), which=st.sampled_from(sorted(ACCESS)))
+def test_freeze_and_run_manifest_survive_mutated_access_data(tmp_path, data, which):
+    folder = tmp_path / f"access-{next(_names)}"
+    folder.mkdir()
+    for name, seed in ACCESS.items():
+        (folder / name).write_bytes(_mutate(data, seed) if name == which else seed)
+    code, _, err = gate("snapshot", "freeze", "--queries", folder / "queries.jsonl", "--qrels",
+                        folder / "qrels.jsonl", "--corpus-file", folder / "corpus.jsonl",
+                        "--corpus-version", "c", "--permissions-version", "p", "--unit",
+                        "document", "-m", "Stale@2", "-m", "MixedVersions@2", "-o",
+                        folder / "snapshot.json")
+    _expect_clean(code, err, REFUSED + (0,))
+    if code == 0:
+        code, _, err = gate("run-manifest", "--snapshot", folder / "snapshot.json", "--run",
+                            folder / "run.jsonl")
+        _expect_clean(code, err, REFUSED + (0,))
+
+
 # -- snapshots and manifests -----------------------------------------------------------------
 
 @FUZZ
