@@ -30,6 +30,7 @@ from retrieval_gate.report.model import (
     FunnelRow,
     LeakReport,
     QueryChange,
+    QueryRow,
     Report,
     RunSummary,
     UnanswerableRow,
@@ -113,7 +114,24 @@ def check(snapshot: str | os.PathLike[str], baseline: str | os.PathLike[str],
                   _summary(manifests[1].run, manifests[1], cand.scores, snap, judged), policy,
                   config, comparisons, str(hit), newly_failing,
                   _top_regressions(base.scores, cand.scores, gated, texts), tuple(warnings),
-                  funnel, costs, leaks, _unanswerable(test_set, base, cand), tuple(reasons))
+                  funnel, costs, leaks, _unanswerable(test_set, base, cand), tuple(reasons),
+                  _query_rows(test_set, base.scores, cand.scores, slices))
+
+
+def _query_rows(test_set: TestSet, base: Scores, cand: Scores, slices: dict[str, np.ndarray]
+                ) -> tuple[QueryRow, ...]:
+    """Every answerable query with its slices and every measure's value in both runs."""
+    texts = {q.id: q.text for q in test_set.queries}
+    member: dict[int, list[str]] = {}
+    for name, rows in slices.items():
+        if name != UNANSWERABLE:
+            for i in rows.tolist():
+                member.setdefault(i, []).append(name)
+    names = [str(m) for m in base.measures]
+    return tuple(QueryRow(qid, texts.get(qid, ""), tuple(member.get(i, ())),
+                          dict(zip(names, b)), dict(zip(names, c)))
+                 for i, (qid, b, c) in enumerate(zip(base.query_ids, base.values.tolist(),
+                                                     cand.values.tolist())))
 
 
 def _compare(test_set: TestSet, base: RunScores, cand: RunScores, gated: tuple[Measure, ...],

@@ -55,6 +55,8 @@ def report_document(report: Report) -> dict[str, Any]:
             "baseline": dataclasses.asdict(report.leaks.baseline),
             "candidate": dataclasses.asdict(report.leaks.candidate)},
         "unanswerable": [dataclasses.asdict(row) for row in report.unanswerable],
+        "queries": [{**dataclasses.asdict(row), "slices": list(row.slices)}
+                    for row in report.queries],
     }
 
 

@@ -12,7 +12,7 @@ from retrieval_gate.scoring import Leak, Leaks
 from retrieval_gate.snapshot import Snapshot
 
 __all__ = ["Comparison", "CostRow", "FunnelQuery", "FunnelReport", "FunnelRow", "Leak",
-           "LeakReport", "Leaks", "QueryChange", "Report", "RunSummary", "UnanswerableRow",
+           "LeakReport", "Leaks", "QueryChange", "QueryRow", "Report", "RunSummary", "UnanswerableRow",
            "UnanswerableSide"]
 
 
@@ -128,6 +128,18 @@ class UnanswerableRow:
 
 
 @dataclass(frozen=True)
+class QueryRow:
+    """One answerable query: its text, the slices it belongs to, and every measure's value in
+    each run (the snapshot's measures, then the gate's own)."""
+
+    query: str
+    text: str
+    slices: tuple[str, ...]
+    baseline: dict[str, float]
+    candidate: dict[str, float]
+
+
+@dataclass(frozen=True)
 class Report:
     """Everything ``gate check`` decided and what a reviewer needs next: the overall verdict
     and exit code, both runs, the policy, one :class:`Comparison` per gated (measure, slice),
@@ -154,3 +166,4 @@ class Report:
     leaks: LeakReport | None = None
     unanswerable: tuple[UnanswerableRow, ...] = ()
     reasons: tuple[str, ...] = ()
+    queries: tuple[QueryRow, ...] = ()
