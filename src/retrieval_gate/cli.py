@@ -434,12 +434,19 @@ def check(ctx, snapshot_file, baseline, candidate, config, fail_on, json_out, ma
                            inputs.config)
         out = write_reports(report, output_format, json_out, markdown_out, junit_out, github)
     except Exception as exc:
+        code = exc.exit_code if isinstance(exc, GateError) else EXIT_INTERNAL
         if github:
             from retrieval_gate.report.github import publish_failure
 
-            code = exc.exit_code if isinstance(exc, GateError) else EXIT_INTERNAL
             for line in publish_failure(str(exc), code):
                 click.echo(line)
+        if isinstance(exc, GateError) and not isinstance(exc, EnvironmentFault):
+            from retrieval_gate.report.files import write_failure_reports
+
+            try:  # the error itself is what must reach the user; its reports are a courtesy
+                write_failure_reports(str(exc), code, json_out, markdown_out, junit_out)
+            except GateError:
+                pass
         raise
     if github:  # made workflow-safe by write_reports, followed by the gate's own annotations
         click.echo(out, nl=False)

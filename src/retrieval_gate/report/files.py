@@ -1,5 +1,6 @@
 """Rendering a gate report to every requested destination: standard output, the ``--json``,
-``--markdown`` and ``--junit`` files, and GitHub Actions.
+``--markdown``, ``--junit`` and ``--html`` files, and GitHub Actions — and, when the gate could
+not decide (exit 2, 3), the same files holding the error.
 
 The files land all or nothing: every report is rendered first, then the files are written
 together by :func:`~retrieval_gate.formats.atomic.staged_texts` (staged beside their targets,
@@ -18,7 +19,7 @@ from retrieval_gate.report.markdown import report_markdown
 from retrieval_gate.report.model import Report
 from retrieval_gate.report.text import report_text
 
-__all__ = ["write_reports"]
+__all__ = ["write_failure_reports", "write_reports"]
 
 _RENDER = {"text": report_text, "json": report_json, "markdown": report_markdown}
 
@@ -57,3 +58,17 @@ def write_reports(report: Report, output_format: str, json_out: str | None = Non
             lines = publish(report, markdown, Path(json_out))
             out = workflow_safe(out) + "".join(f"{line}\n" for line in lines)
     return out
+
+
+def write_failure_reports(message: str, exit_code: int, json_out: str | None = None,
+                          markdown_out: str | None = None, junit_out: str | None = None,
+                          html_out: str | None = None) -> None:
+    """The requested files for a gate that could not decide (see
+    :mod:`~retrieval_gate.report.failure`), written all or nothing like a decision's."""
+    from retrieval_gate.report import failure
+
+    files = [(path, render(message, exit_code)) for path, render in (
+        (json_out, failure.failure_json), (markdown_out, failure.failure_markdown),
+        (junit_out, failure.failure_junit), (html_out, failure.failure_html)) if path]
+    with staged_texts(files):
+        pass

@@ -26,9 +26,8 @@ import uuid
 from collections.abc import Mapping
 from pathlib import Path
 
-from retrieval_gate.errors import EXIT_INVALID, EXIT_NOT_COMPARABLE
 from retrieval_gate.policy import labels
-from retrieval_gate.report.markdown import LINE, MARKER, escape
+from retrieval_gate.report.failure import error_verdict, failure_markdown
 from retrieval_gate.report.model import Report
 from retrieval_gate.report.sections import cost_detail, leak_summary
 from retrieval_gate.report.text import signed
@@ -46,7 +45,6 @@ __all__ = [
 
 MAX_PER_KIND = 10
 _MESSAGE = 1000  # characters of untrusted text in one annotation
-_FAILURE_LINES = 50  # lines of an error message in the summary
 
 
 def escape_data(text: str) -> str:
@@ -146,12 +144,6 @@ def publish(report: Report, markdown: str, json_path: Path,
     return workflow_annotations(report)
 
 
-def error_verdict(exit_code: int) -> str:
-    """The ``verdict`` output of a gate that could not decide."""
-    return {EXIT_INVALID: "invalid", EXIT_NOT_COMPARABLE: "not-comparable"}.get(exit_code,
-                                                                             "error")
-
-
 def publish_failure(message: str, exit_code: int, env: Mapping[str, str] = os.environ
                     ) -> list[str]:
     """For input the gate refused (or a crash): a short summary, the outputs, and one
@@ -160,11 +152,6 @@ def publish_failure(message: str, exit_code: int, env: Mapping[str, str] = os.en
     annotations."""
     verdict = error_verdict(exit_code)
     lines = message.rstrip("\n").split("\n")
-    body = [f"- {escape(line, LINE)}" for line in lines[:_FAILURE_LINES]]
-    if len(lines) > _FAILURE_LINES:
-        body.append(f"- … and {len(lines) - _FAILURE_LINES} more (see the job log)")
-    _append(env.get("GITHUB_STEP_SUMMARY"),
-            f"{MARKER}\n### {verdict.upper()} ⛔ retrieval-gate\n\n**The gate could not compare "
-            f"the runs (exit {exit_code}).**\n\n" + "".join(f"{line}\n" for line in body))
+    _append(env.get("GITHUB_STEP_SUMMARY"), failure_markdown(message, exit_code))
     _outputs({"verdict": verdict, "exit-code": str(exit_code), "report": ""}, env)
     return _capped("error", [(f"retrieval-gate: {verdict}", line) for line in lines])

@@ -1,0 +1,61 @@
+"""Reports land on every outcome: on exit 2 and 3 the requested files hold the error and no
+statistics, in the report schema's error form."""
+
+from __future__ import annotations
+
+import json
+import shutil
+from pathlib import Path
+from xml.etree import ElementTree
+
+import pytest
+from click.testing import CliRunner
+
+from retrieval_gate import schema
+from retrieval_gate.cli import cli
+
+ROOT = Path(__file__).resolve().parent.parent
+
+
+def _check(tmp_path: Path, *args: str) -> tuple[int, dict[str, str]]:
+    outs = {kind: tmp_path / f"report.{kind}" for kind in ("json", "md", "xml")}
+    result = CliRunner().invoke(cli, ["check", *args, "--json", str(outs["json"]),
+                                      "--markdown", str(outs["md"]), "--junit",
+                                      str(outs["xml"])])
+    return result.exit_code, {k: p.read_text(encoding="utf-8") for k, p in outs.items()}
+
+
+@pytest.mark.parametrize("case", ["invalid", "not-comparable"])
+def test_reports_land_on_exit_2_and_3(tmp_path: Path, case: str) -> None:
+    snapshot = ROOT / "examples" / "cranfield" / "snapshot.json"
+    candidate = tmp_path / "hybrid.trec"
+    shutil.copy(ROOT / "examples" / "cranfield" / "runs" / "hybrid.trec", candidate)
+    shutil.copy(ROOT / "examples" / "cranfield" / "runs" / "hybrid.trec.manifest.json",
+                f"{candidate}.manifest.json")
+    config = ROOT / "pyproject.toml"
+    if case == "invalid":
+        config = tmp_path / "gate.toml"
+        config.write_text('alpha = 2\n[[gate]]\nmeasure = "<script>@10"\nmargin = 0.02\n')
+        expected = 2
+    else:
+        with candidate.open("a") as handle:
+            handle.write("1 Q0 9999 1001 0.0 changed\n")
+        expected = 3
+    code, files = _check(tmp_path, "--snapshot", str(snapshot), "--baseline",
+                         str(ROOT / "baselines" / "cranfield"), "--candidate", str(candidate),
+                         "--config", str(config))
+    assert code == expected
+    document = json.loads(files["json"])
+    schema.validate(document, "report", "report.json")
+    assert document["verdict"] == case and document["exit_code"] == expected
+    assert set(document) == {"verdict", "exit_code", "errors"} and document["errors"]
+    assert f"### {case.upper()} ⛔ retrieval-gate" in files["md"]
+    assert "<script>" not in files["md"]
+    error = ElementTree.fromstring(files["xml"]).find(".//testcase/error")
+    assert error is not None and error.get("type") == case
+
+
+def test_the_error_form_is_refused_with_statistics() -> None:
+    with pytest.raises(Exception, match="report"):
+        schema.validate({"verdict": "invalid", "exit_code": 2, "errors": ["x"],
+                         "comparisons": []}, "report", "report.json")
