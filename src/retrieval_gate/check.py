@@ -23,7 +23,15 @@ from retrieval_gate.cost import CostRow, compare_costs, missing_costs
 from retrieval_gate.errors import InputError
 from retrieval_gate.measures import Measure, parse_measure
 from retrieval_gate.pipeline import RunScores, ignored_stages, score_stages, stage_sources
-from retrieval_gate.policy import Comparison, GatePolicy, compare, exit_code, verdict
+from retrieval_gate.policy import (
+    Comparison,
+    GatedMeasure,
+    GatePolicy,
+    PairPolicy,
+    compare,
+    exit_code,
+    verdict,
+)
 from retrieval_gate.report.model import (
     FunnelQuery,
     FunnelReport,
@@ -71,8 +79,8 @@ def check(snapshot: str | os.PathLike[str], baseline: str | os.PathLike[str],
     manifests = (read_run_manifest(baseline, baseline_manifest),
                  read_run_manifest(candidate, candidate_manifest))
     require_made_on(snap, (manifests[0], "baseline"), (manifests[1], "candidate"))
-    gated, decisions = _gated(snap, policy, config)
-    slices = _slices(test_set, policy, config)
+    gated, decisions, named = _gated(snap, policy, config)
+    slices = _slices(test_set, policy, config, [g.slice for _, g in named if g.slice])
     final = snap.stages[-1].name if snap.stages else None
     cutoff = max((m.k for m in gated if m.k is not None and m.stage == final), default=None)
     hit, judged = Measure("Hit", cutoff, stage=final), Measure("Judged", cutoff, stage=final)
@@ -92,7 +100,8 @@ def check(snapshot: str | os.PathLike[str], baseline: str | os.PathLike[str],
                                  "false for every query of a JSON Lines run, or remove the gate",
                                  '$["gate"]')
 
-    comparisons = _compare(test_set, base, cand, gated, decisions, slices, policy)
+    comparisons = _compare(test_set, base, cand, gated, decisions, slices, policy,
+                           _pairs(policy, named, slices))
     costs = compare_costs(base.costs(), cand.costs(), policy.costs, policy)
     texts = {q.id: q.text for q in test_set.queries}
     newly_failing = _newly_failing(base.scores, cand.scores, hit, texts)
@@ -103,10 +112,12 @@ def check(snapshot: str | os.PathLike[str], baseline: str | os.PathLike[str],
                  for name in ignored_stages(snap, m)]
     leaks = _leak_report(base, cand, policy) if test_set.access is not None else None
     reasons = [*(["leak"] if leaks is not None and leaks.fails else []),
-               *(["measures"] if any(c.decision == "regression" for c in comparisons) else []),
+               *(["measures"] if any(c.decision == "regression" and c.gating
+                                     for c in comparisons) else []),
                *(["cost"] if any(r.decision == "regression" for r in costs) else [])]
     overall = "regression" if leaks is not None and leaks.fails else verdict(
-        [c.decision for c in comparisons] + [r.decision for r in costs if r.decision is not None])
+        [c.decision for c in comparisons if c.gating]
+        + [r.decision for r in costs if r.decision is not None])
     funnel = (None if base.funnel is None or cand.funnel is None
               else _funnel_report(snap, base.funnel, cand.funnel, base.scores.query_ids))
     return Report(overall, exit_code(overall, policy.fail_on), snap,
@@ -135,8 +146,8 @@ def _query_rows(test_set: TestSet, base: Scores, cand: Scores, slices: dict[str,
 
 
 def _compare(test_set: TestSet, base: RunScores, cand: RunScores, gated: tuple[Measure, ...],
-             decisions: tuple[str, ...], slices: dict[str, np.ndarray], policy: GatePolicy
-             ) -> tuple[Comparison, ...]:
+             decisions: tuple[str, ...], slices: dict[str, np.ndarray], policy: GatePolicy,
+             pairs: dict[tuple[str, str], PairPolicy]) -> tuple[Comparison, ...]:
     """Every gated comparison as one family: each measure on each answerable slice, and the
     abstention decisions — ``Abstain`` on the unanswerable queries, ``FalseAbstain`` on each
     answerable slice. Rows are the answerable queries, then the unanswerable ones."""
@@ -151,17 +162,26 @@ def _compare(test_set: TestSet, base: RunScores, cand: RunScores, gated: tuple[M
         declined = np.repeat(declined[:, None], len(decisions), axis=1)
         values.append(np.hstack([quality, declined]))
     names = [*(str(m) for m in gated), *decisions]
-    answerable_slices = [s for s in slices if s != UNANSWERABLE]
-    pairs = [(str(m), s) for m in gated for s in answerable_slices]
-    pairs += [(d, UNANSWERABLE) if d == ABSTAIN else (d, s) for d in decisions
-              for s in ([UNANSWERABLE] if d == ABSTAIN else answerable_slices)]
     rows = dict(slices)
     rows[UNANSWERABLE] = np.arange(extra) + len(test_set.answerable)
     lower = [m.lower_is_better for m in gated] + [d == FALSE_ABSTAIN for d in decisions]
-    margin = {g.measure: g.margin for g in policy.gates}
-    margins = [g.margin for g in policy.gates if g.measure not in (ABSTAIN, FALSE_ABSTAIN)]
-    return compare(values[0], values[1], names, rows, policy, lower, pairs,
-                   [*margins, *(margin[d] for d in decisions)])
+    return compare(values[0], values[1], names, rows, policy, lower, pairs)
+
+
+def _pairs(policy: GatePolicy, named: tuple[tuple[str, GatedMeasure], ...],
+           slices: dict[str, np.ndarray]) -> dict[tuple[str, str], PairPolicy]:
+    """Each gate's (measure, slice) comparisons: on its own slice, else on every answerable
+    slice of the policy (``Abstain``: on the unanswerable one); a gate on one slice wins over
+    the same measure's gate on every slice."""
+    answerable = [s for s in policy.slices if s != UNANSWERABLE]
+    pairs = {}
+    for name, gate in sorted(named, key=lambda pair: pair[1].slice is not None):
+        where = [gate.slice] if gate.slice else ([UNANSWERABLE] if name == ABSTAIN
+                                                 else answerable)
+        for slice_name in where:
+            pairs[(name, slice_name)] = PairPolicy(gate.margin, gate.min_queries,
+                                                   gate.report_only)
+    return pairs
 
 
 def _leak_report(base: RunScores, cand: RunScores, policy: GatePolicy) -> LeakReport:
@@ -250,17 +270,17 @@ def _cost_warnings(manifests: tuple[RunManifest, RunManifest], costs: tuple[Cost
 
 
 def _gated(snap: Snapshot, policy: GatePolicy, config: str | None
-           ) -> tuple[tuple[Measure, ...], tuple[str, ...]]:
+           ) -> tuple[tuple[Measure, ...], tuple[str, ...], tuple[tuple[str, GatedMeasure], ...]]:
     """The gated measures, parsed with the snapshot's default gain (in a pipeline, a measure
     without ``[stage]`` reads the last stage; each must be one of the snapshot's measures),
-    then the gated abstention decisions (``Abstain``, ``FalseAbstain``), in the config's
-    order. The policy's gates are reordered to match (measures first)."""
+    the gated abstention decisions (``Abstain``, ``FalseAbstain``), and each gate with the
+    name its comparisons carry. A (measure, slice) gated twice is an error."""
     source = config or "gate policy"
-    gated = []
-    decisions = []
+    named: list[tuple[str, GatedMeasure]] = []
+    gated: list[Measure] = []
     for i, gate in enumerate(policy.gates):
         if gate.measure in (ABSTAIN, FALSE_ABSTAIN):
-            decisions.append(gate.measure)
+            named.append((gate.measure, gate))
             continue
         try:
             measure = parse_measure(gate.measure, snap.gain)
@@ -274,20 +294,24 @@ def _gated(snap: Snapshot, policy: GatePolicy, config: str | None
                              "gate one of them, or freeze a snapshot that scores it",
                              f'$["gate"][{i}]["measure"]')
         gated.append(measure)
-    if len(set(gated)) != len(gated) or len(set(decisions)) != len(decisions):
-        raise InputError(source, "a measure is gated twice", "gate each measure once",
+        named.append((str(measure), gate))
+    keys = [(name, gate.slice) for name, gate in named]
+    if len(set(keys)) != len(keys):
+        raise InputError(source, "a measure is gated twice on one slice", "gate each measure "
+                         "once per slice (a gate without slice covers every slice)",
                          '$["gate"]')
-    return tuple(gated), tuple(decisions)
+    decisions = tuple(dict.fromkeys(n for n, _ in named if n in (ABSTAIN, FALSE_ABSTAIN)))
+    return tuple(dict.fromkeys(gated)), decisions, tuple(named)
 
 
-def _slices(test_set: TestSet, policy: GatePolicy, config: str | None
-            ) -> dict[str, np.ndarray]:
+def _slices(test_set: TestSet, policy: GatePolicy, config: str | None,
+            extra: list[str | None] | None = None) -> dict[str, np.ndarray]:
     """Slice name → positions (in the answerable order) of its answerable queries; the
     ``unanswerable`` slice (the queries marked ``answerable: false``, where ``Abstain`` is
     decided) → their positions after the answerable ones."""
     position = {q: i for i, q in enumerate(test_set.answerable)}
     slices = {}
-    for name in policy.slices:
+    for name in dict.fromkeys([*policy.slices, *(s for s in extra or () if s)]):
         if name == ALL:
             slices[name] = np.arange(len(position))
             continue

@@ -402,6 +402,12 @@ def _stage_file(text: str) -> tuple[str, str]:
                    "[tool.retrieval-gate] in ./pyproject.toml, else the defaults]")
 @click.option("--fail-on", type=click.Choice(["regression", "inconclusive", "never"]),
               help="Which verdicts exit nonzero.  [default: from the config, else regression]")
+@click.option("--gate", "gates", multiple=True, metavar="MEASURE[:SLICE]=MARGIN",
+              help="Gate this measure (on this slice) with this margin; repeatable; replaces "
+                   "the config's gates, e.g. --gate Recall@10=0.02 --gate "
+                   "nDCG@10:paraphrase=0.05.")
+@click.option("--no-config", is_flag=True,
+              help="Read no config file: the defaults, and the options given.")
 @click.option("--json", "json_out", type=click.Path(dir_okay=False),
               help="Also write the JSON report here (atomically).")
 @click.option("--markdown", "markdown_out", type=click.Path(dir_okay=False),
@@ -414,8 +420,8 @@ def _stage_file(text: str) -> tuple[str, str]:
 @click.option("--output-format", type=click.Choice(["text", "json", "markdown"]),
               default="text", show_default=True, help="What to print on standard output.")
 @click.pass_context
-def check(ctx, snapshot_file, baseline, candidate, config, fail_on, json_out, markdown_out,
-          junit_out, github, output_format):
+def check(ctx, snapshot_file, baseline, candidate, config, fail_on, gates, no_config,
+          json_out, markdown_out, junit_out, github, output_format):
     """Compare a candidate run with the approved baseline, query by query, and decide.
 
     Exit 0 pass, 1 material regression, 2 invalid input, 3 not comparable, 4 inconclusive
@@ -423,13 +429,15 @@ def check(ctx, snapshot_file, baseline, candidate, config, fail_on, json_out, ma
     import os
 
     from retrieval_gate.check import check as run_check
-    from retrieval_gate.config import gate_inputs
+    from retrieval_gate.config import gate_inputs, parse_gate_option
     from retrieval_gate.report.files import write_reports
 
     if github is None:
         github = os.environ.get("GITHUB_ACTIONS") == "true"
     try:
-        inputs = gate_inputs(snapshot_file, baseline, candidate, config, fail_on)
+        inputs = gate_inputs(snapshot_file, baseline, candidate, config, fail_on,
+                             gates=tuple(parse_gate_option(_utf8("--gate", g)) for g in gates),
+                             no_config=no_config)
         report = run_check(inputs.snapshot, inputs.baseline, inputs.candidate, inputs.policy,
                            inputs.config)
         out = write_reports(report, output_format, json_out, markdown_out, junit_out, github)

@@ -124,8 +124,9 @@ def config_from_mapping(document: Any, source: str, base: Path,
     against ``base``. ``within`` is where the mapping lies in its file (for error paths)."""
     _require_valid(document, source, within)
     defaults = GatePolicy()
-    gates = tuple(GatedMeasure(g["measure"], float(g["margin"])) for g in document["gate"]) \
-        if "gate" in document else defaults.gates
+    gates = tuple(GatedMeasure(g["measure"], float(g["margin"]), g.get("slice"),
+                               bool(g.get("report-only", False)), g.get("min-queries"))
+                  for g in document["gate"]) if "gate" in document else defaults.gates
     costs = tuple(CostGate(c["metric"], c["stat"], _number(c.get("max-increase")),
                            _number(c.get("max"))) for c in document.get("cost", ()))
     twice = {g.name for g in costs if [c.name for c in costs].count(g.name) > 1}
@@ -214,11 +215,16 @@ class GateInputs:
 
 def gate_inputs(snapshot: str | None = None, baseline: str | None = None,
                 candidate: str | None = None, config: str | None = None,
-                fail_on: FailOn | None = None, folder: str | os.PathLike[str] = ".") -> GateInputs:
+                fail_on: FailOn | None = None, folder: str | os.PathLike[str] = ".",
+                gates: tuple[GatedMeasure, ...] = (), no_config: bool = False) -> GateInputs:
     """Combine options with the configuration (``config``, else the one :func:`find_config`
-    finds in ``folder``): an option given wins over the file; a path missing from both is a
-    usage error naming the option and the config key."""
-    loaded = load_config(config) if config else find_config(folder)
+    finds in ``folder``; none with ``no_config``): an option given wins over the file —
+    ``gates`` replace the file's gates; a path missing from both is a usage error naming the
+    option and the config key."""
+    if no_config and config:
+        raise InputError("--no-config", "and --config both given",
+                         "give one: --config FILE, or --no-config for the defaults")
+    loaded = None if no_config else load_config(config) if config else find_config(folder)
     found = loaded or GateConfig(None, GatePolicy())
     paths = {}
     for key, option in (("snapshot", snapshot), ("baseline", baseline),
@@ -230,6 +236,8 @@ def gate_inputs(snapshot: str | None = None, baseline: str | None = None,
     policy = found.policy
     if fail_on:
         policy = dataclasses.replace(policy, fail_on=fail_on)
+    if gates:
+        policy = dataclasses.replace(policy, gates=gates)
     return GateInputs(**paths, policy=policy, config=found.source)
 
 
@@ -248,3 +256,24 @@ def _required(key: str, source: str | None) -> InputError:
     where = source or f"gate.toml or [tool.{_TABLE}] of pyproject.toml"
     return InputError(f"--{key}", "is required",
                       f"pass --{key} PATH, or set {key} = \"PATH\" in {where}")
+
+
+def parse_gate_option(text: str) -> GatedMeasure:
+    """``MEASURE[:SLICE]=MARGIN`` (``--gate``) → a gate: ``Recall@10=0.02``,
+    ``nDCG@10:paraphrase=0.05``, ``RR(rel=2)@10=0.03``."""
+    fix = ("write --gate MEASURE[:SLICE]=MARGIN, e.g. --gate Recall@10=0.02 or "
+           "--gate nDCG@10:paraphrase=0.05")
+    left, sep, margin_text = text.rpartition("=")
+    try:
+        margin = float(margin_text)
+    except ValueError:
+        margin = math.nan
+    if not sep or not left or not math.isfinite(margin) or margin < 0:
+        raise InputError("--gate", f"'{text[:60]}' is not MEASURE[:SLICE]=MARGIN with a margin "
+                         "≥ 0", fix)
+    measure, colon, slice_name = left.rpartition(":")
+    if not colon or not slice_name or "]" in slice_name or ")" in slice_name:
+        return GatedMeasure(left, margin)
+    if not measure:
+        raise InputError("--gate", f"'{text[:60]}' names no measure", fix)
+    return GatedMeasure(measure, margin, slice_name)

@@ -62,11 +62,16 @@ POWER = 0.8  # power of the minimum detectable drop
 
 @dataclass(frozen=True)
 class GatedMeasure:
-    """A measure the gate decides on (its name, resolved against the snapshot later) and its
-    margin."""
+    """A measure the gate decides on (its name, resolved against the snapshot later), its
+    margin, and optionally the one slice it is gated on (else every slice of the policy),
+    whether it is only reported, and its own minimum number of queries (below it the
+    comparison is too small to decide and does not count in the verdict)."""
 
     measure: str
     margin: float = DEFAULT_MARGIN
+    slice: str | None = None
+    report_only: bool = False
+    min_queries: int | None = None
 
 
 @dataclass(frozen=True)
@@ -121,7 +126,8 @@ class GatePolicy:
 
     def as_dict(self) -> dict[str, object]:
         return {
-            "gates": [{"measure": g.measure, "margin": g.margin} for g in self.gates],
+            "gates": [{k: v for k, v in vars(g).items() if v is not None and v is not False}
+                      for g in self.gates],
             "slices": list(self.slices),
             "costs": [{k: v for k, v in vars(g).items() if v is not None} for g in self.costs],
             "leaks": self.leaks,
@@ -264,21 +270,39 @@ class Comparison:
     decision_note: str | None
     improvement: bool
     lower_is_better: bool = False
+    report_only: bool = False
+    too_small: bool = False
+
+    @property
+    def gating(self) -> bool:
+        """Whether this comparison counts in the verdict."""
+        return not (self.report_only or self.too_small)
+
+
+@dataclass(frozen=True)
+class PairPolicy:
+    """How one (measure, slice) comparison is decided: its margin, its own minimum number of
+    queries (None: the policy's) and whether it is only reported."""
+
+    margin: float
+    min_queries: int | None = None
+    report_only: bool = False
 
 
 def compare(baseline: np.ndarray, candidate: np.ndarray, measures: Sequence[str],
             slices: Mapping[str, np.ndarray], policy: GatePolicy,
             lower_is_better: Sequence[bool] = (),
-            pairs: Sequence[tuple[str, str]] | None = None,
-            margins: Sequence[float] | None = None) -> tuple[Comparison, ...]:
+            pairs: Mapping[tuple[str, str], PairPolicy] | None = None
+            ) -> tuple[Comparison, ...]:
     """Every gated (measure, slice) comparison, decided: a pure function of per-query values.
 
     ``baseline`` and ``candidate`` have shape (queries, measures): column j holds the values of
-    ``measures[j]``, gated with ``margins[j]`` (default: the margin of ``policy.gates[j]``), and
-    row i the same query in
+    ``measures[j]``, gated with the margin of ``policy.gates[j]``, and row i the same query in
     both. ``slices`` maps a slice name to the row positions of its queries; ``pairs``, when
-    given, are the (measure, slice) comparisons to make (default: every measure on every
-    slice). The family is every comparison made. Per slice, one bootstrap with
+    given, are the (measure, slice) comparisons to make, each with its margin, its own minimum
+    number of queries and whether it is only reported (default: every measure on every slice,
+    with the policy's). The family is every comparison that gates (report-only ones are left
+    out of the Bonferroni level and of Holm; their p-values are their own). Per slice, one bootstrap with
     ``numpy.random.default_rng(policy.seed)`` resamples the slice's queries for all measures at
     once (so a slice's interval does not depend on which other slices are gated) and gives both
     the 1 − α interval and the 1 − α/m bound; the sign tests of the family are Holm-adjusted
@@ -289,14 +313,16 @@ def compare(baseline: np.ndarray, candidate: np.ndarray, measures: Sequence[str]
     not material, ``wins`` are queries where the candidate is lower, and ``ci_high_adjusted``
     bounds the turned difference; ``mean_diff`` and the shown interval stay candidate −
     baseline. Comparisons come slice by slice, measures in order."""
-    wanted = set(pairs) if pairs is not None else None
-    family = (len(wanted) if wanted is not None else len(slices) * len(measures)) or 1
+    wanted = dict(pairs) if pairs is not None else {
+        (m, s): PairPolicy(policy.gates[j].margin) for j, m in enumerate(measures)
+        for s in slices}
+    family = sum(not p.report_only for p in wanted.values()) or 1
     family_alpha = policy.alpha / family
     sign = np.array([-1.0 if low else 1.0 for low in
                      (lower_is_better or [False] * len(measures))])
     rows: list[dict[str, Any]] = []
     for name, members in slices.items():
-        if wanted is not None and not any((m, name) in wanted for m in measures):
+        if not any((m, name) in wanted for m in measures):
             continue
         b = baseline[members].T
         c = candidate[members].T
@@ -305,8 +331,9 @@ def compare(baseline: np.ndarray, candidate: np.ndarray, measures: Sequence[str]
                                  resamples=policy.resamples, alpha=policy.alpha,
                                  method=policy.bootstrap, upper_alpha=family_alpha)
         for j, (measure, interval) in enumerate(zip(measures, intervals)):
-            if wanted is not None and (measure, name) not in wanted:
+            if (measure, name) not in wanted:
                 continue
+            own = wanted[(measure, name)]
             n = len(members)
             signs = sign_test(d[j], policy.tie_band)
             turned = sign[j] < 0
@@ -322,18 +349,24 @@ def compare(baseline: np.ndarray, candidate: np.ndarray, measures: Sequence[str]
                 "wins": signs.wins, "losses": signs.losses, "ties": signs.ties,
                 "sign_p": signs.p_regression, "sign_p_two_sided": signs.p_two_sided,
                 "mde": minimum_detectable_drop(d[j], family_alpha, policy.power),
-                "margin": (policy.gates[j].margin if margins is None else margins[j]),
-                "lower_is_better": bool(turned),
+                "margin": own.margin, "lower_is_better": bool(turned),
+                "report_only": own.report_only,
+                "too_small": own.min_queries is not None and n < own.min_queries,
                 "_turned": (_mean(d[j]) or 0.0, interval.low),
             })
-    adjusted = holm([r["sign_p"] for r in rows])
+    gating = [i for i, r in enumerate(rows) if not r["report_only"]]
+    adjusted = [r["sign_p"] for r in rows]
+    for i, p in zip(gating, holm([rows[i]["sign_p"] for i in gating]).tolist()):
+        adjusted[i] = p
     comparisons = []
-    for row, p_holm in zip(rows, adjusted.tolist()):
+    for row, p_holm in zip(rows, adjusted):
         mean_turned, low_turned = row.pop("_turned")
-        decision = decide(row["n"], mean_turned, low_turned, row["ci_high_adjusted"], p_holm,
-                          row["margin"], policy.alpha, ci_high_adjusted=row["ci_high_adjusted"],
-                          rule=policy.regression_rule, min_queries=policy.min_queries)
-        note = decision_note(row["n"], policy.min_queries)
+        decision: Decision = "inconclusive" if row["too_small"] else decide(
+            row["n"], mean_turned, low_turned, row["ci_high_adjusted"], p_holm, row["margin"],
+            policy.alpha, ci_high_adjusted=row["ci_high_adjusted"],
+            rule=policy.regression_rule, min_queries=policy.min_queries)
+        note = (f"too small to decide: {row['n']} queries, fewer than this gate's min-queries"
+                if row["too_small"] else decision_note(row["n"], policy.min_queries))
         comparisons.append(Comparison(**row, sign_p_holm=p_holm, decision=decision,
                                       decision_note=note,
                                       improvement=note is None and low_turned > 0))

@@ -96,10 +96,12 @@ def workflow_annotations(report: Report) -> list[str]:
                                         f"{first[0].item}")
         (errors if report.leaks.fails else warnings).append(("retrieval leak",
                                                              summary + example))
-    ci = labels(report.policy, len(report.comparisons)).ci
+    ci = labels(report.policy, report.family).ci
     for c in report.comparisons:
         detail = (f"{c.measure} on '{c.slice}': Δ {signed(c.mean_diff)}, {ci} "
                   f"[{signed(c.ci_low)}, {signed(c.ci_high)}], margin {c.margin:g}, n = {c.n}")
+        if not c.gating:
+            continue
         if c.decision == "regression":
             errors.append((f"retrieval regression: {c.measure}", detail))
         elif c.decision == "inconclusive":

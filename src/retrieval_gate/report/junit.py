@@ -29,7 +29,7 @@ def _fails(decision: str | None, report: Report) -> bool:
 
 def report_junit(report: Report) -> str:
     cases = report.comparisons
-    failing = [c for c in cases if _fails(c.decision, report)]
+    failing = [c for c in cases if c.gating and _fails(c.decision, report)]
     costs = [row for row in report.costs if row.decision is not None]
     leaks = report.leaks
     leak_case = 0 if leaks is None else 1

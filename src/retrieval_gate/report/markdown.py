@@ -39,7 +39,14 @@ from retrieval_gate.report.sections import (
     timed_on,
     unanswerable_rows,
 )
-from retrieval_gate.report.text import chunkings, headline, mean_cell, p_value, signed
+from retrieval_gate.report.text import (
+    chunkings,
+    decision_cell,
+    headline,
+    mean_cell,
+    p_value,
+    signed,
+)
 from retrieval_gate.untrusted import capped, visible
 
 __all__ = ["MARKER", "MAX_CHARS", "code", "escape", "html_text", "report_markdown"]
@@ -129,7 +136,7 @@ def report_markdown(report: Report) -> str:
     word, why = headline(report)
     snap = report.snapshot
     n_all = max((c.n for c in report.comparisons if c.slice == "all"), default=0)
-    lab = labels(report.policy, len(report.comparisons))
+    lab = labels(report.policy, report.family)
     lines = [
         MARKER,
         f"### {word} {_ICON[word]} retrieval-gate",
@@ -146,7 +153,8 @@ def report_markdown(report: Report) -> str:
         "|---|---|--:|--:|--:|--:|---|---|--:|---|",
     ]
     for c in report.comparisons:
-        decision = f"**{c.decision}**" if c.decision != "pass" else "pass"
+        decision = (f"**{c.decision}**" if c.decision != "pass" and c.gating
+                    else decision_cell(c))
         lines.append(
             f"| {escape(c.measure, NAME)} | {escape(c.slice, NAME)} | {c.n} | "
             f"{mean_cell(c.baseline_mean)} | {mean_cell(c.candidate_mean)} | "
@@ -201,7 +209,7 @@ def report_markdown(report: Report) -> str:
             (f"- α = {policy.alpha:g}; {policy.resamples} "
             f"{'BCa' if policy.bootstrap == 'bca' else 'percentile'} bootstrap resamples of the "
             f"queries, seed {policy.seed}; tie band {policy.tie_band:g}; Holm across "
-            f"{len(report.comparisons)} comparisons; fail on {policy.fail_on}"),
+            f"{report.family} comparisons; fail on {policy.fail_on}"),
             f"- detectable drop at {lab.power}: " + ", ".join(
                 f"{escape(c.measure, NAME)} ({escape(c.slice, NAME)}) "
                 f"{'undefined' if c.mde is None else f'{c.mde:.4f}'}"

@@ -167,3 +167,8 @@ class Report:
     unanswerable: tuple[UnanswerableRow, ...] = ()
     reasons: tuple[str, ...] = ()
     queries: tuple[QueryRow, ...] = ()
+
+    @property
+    def family(self) -> int:
+        """The comparisons the family correction spans: every one not only reported."""
+        return sum(not c.report_only for c in self.comparisons)

@@ -28,7 +28,8 @@ from retrieval_gate.report.sections import (
 )
 from retrieval_gate.untrusted import command_safe, visible
 
-__all__ = ["chunkings", "headline", "mean_cell", "p_value", "report_text", "signed"]
+__all__ = ["chunkings", "decision_cell", "headline", "mean_cell", "p_value", "report_text",
+           "signed"]
 
 _SHOWN = 10  # queries listed per section
 
@@ -37,7 +38,7 @@ def headline(report: Report) -> tuple[str, str]:
     """(status word, one-sentence explanation) of the verdict."""
     def named(decision: str) -> str:
         return ", ".join(f"{c.measure} ({c.slice})" for c in report.comparisons
-                         if c.decision == decision)
+                         if c.decision == decision and c.gating)
     if report.verdict == "regression":
         costs = [f"{r.metric} {r.stat}" for r in report.costs if r.decision == "regression"]
         where = ", ".join(filter(None, [named("regression"), *costs]))
@@ -51,7 +52,8 @@ def headline(report: Report) -> tuple[str, str]:
         costs = [f"{r.metric} {r.stat}" for r in report.costs if r.decision == "inconclusive"]
         where = ", ".join(filter(None, [named("inconclusive"), *costs]))
         return "INCONCLUSIVE", f"this test set cannot rule out a material drop in {where}"
-    improved = ", ".join(f"{c.measure} ({c.slice})" for c in report.comparisons if c.improvement)
+    improved = ", ".join(f"{c.measure} ({c.slice})" for c in report.comparisons
+                         if c.improvement and c.gating)
     return "PASS", "no material regression" + (f"; improved: {improved}" if improved else "")
 
 
@@ -73,8 +75,12 @@ def mean_cell(value: float | None) -> str:
     return "-" if value is None else f"{value:.4f}"
 
 
-def _decision(c: Comparison) -> str:
-    return c.decision + (", improved" if c.improvement else "")
+def decision_cell(c: Comparison) -> str:
+    """The decision cell: ``pass, improved``; ``report-only: regression``; ``too small``."""
+    if c.too_small:
+        return "too small to decide"
+    word = c.decision + (", improved" if c.improvement else "")
+    return f"report-only: {word}" if c.report_only else word
 
 
 def _table(comparisons: tuple[Comparison, ...], ci: str) -> list[str]:
@@ -83,7 +89,7 @@ def _table(comparisons: tuple[Comparison, ...], ci: str) -> list[str]:
     rows = [[c.measure, c.slice, str(c.n), mean_cell(c.baseline_mean), mean_cell(c.candidate_mean),
              signed(c.mean_diff), f"[{signed(c.ci_low)}, {signed(c.ci_high)}]",
              f"{c.wins}/{c.losses}/{c.ties}", f"{p_value(c.sign_p)} ({p_value(c.sign_p_holm)})",
-             f"{c.margin:g}", _decision(c)] for c in comparisons]
+             f"{c.margin:g}", decision_cell(c)] for c in comparisons]
     return _aligned([header, *rows], {2, 3, 4, 5})
 
 
@@ -140,7 +146,7 @@ def report_text(report: Report) -> str:
     n_all = max((c.n for c in report.comparisons if c.slice == "all"), default=None)
     queries = f", {n_all} answerable queries" if n_all is not None else ""
     method = "BCa" if policy.bootstrap == "bca" else "percentile"
-    lab = labels(policy, len(report.comparisons))
+    lab = labels(policy, report.family)
     lines = [
         f"{word}: {why} (exit {report.exit_code})",
         f"candidate {report.candidate.path} vs baseline {report.baseline.path}",
@@ -152,7 +158,7 @@ def report_text(report: Report) -> str:
         *([f"  {more}"] if (more := leaks_not_shown(report)) else []),
         (f"paired per query; {policy.resamples} {method} bootstrap resamples (seed "
          f"{policy.seed}), {lab.intervals}, sign test with Holm across "
-         f"{len(report.comparisons)} comparisons"),
+         f"{report.family} comparisons"),
         "",
         *_table(report.comparisons, lab.ci),
         "",
