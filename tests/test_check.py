@@ -136,9 +136,13 @@ def test_run_made_on_another_snapshot_is_not_comparable(tmp_path):
     assert code == 0, err
     code, out, err = gate_check(folder / "runs" / "hybrid.trec", snapshot=folder / "snapshot.json")
     assert code == 3 and out == ""
-    assert ("not comparable: baseline " in err and "qrels: version cranfield-grades-v1 → "
-            "cranfield-grades-v2 — re-run the baseline on the new snapshot and approve it" in err)
-    assert "not comparable: candidate " in err
+    assert "not comparable: the baseline " in err and " and the candidate " in err
+    row = next(line for line in err.splitlines() if "qrels version" in line)
+    assert row.split()[1:] == ["qrels", "version", "cranfield-grades-v1", "cranfield-grades-v1",
+                               "cranfield-grades-v2"]
+    assert ("what to do — baseline: re-run the baseline system on the new snapshot and approve "
+            "it (chunking, qrels changed)") in err
+    assert "what to do — candidate: re-run it on the current snapshot (chunking, qrels changed)" in err
 
 
 # -- small hand-made test sets ---------------------------------------------------------------

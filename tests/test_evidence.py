@@ -361,7 +361,7 @@ def test_chunk_judgments_refuse_a_run_of_another_chunking(tmp_path):
     assert code == 0, err  # the run is valid; comparing it is not
     code, _, err = gate("validate", tmp_path / "snapshot.json", tmp_path / "run.trec")
     assert code == 3
-    assert ("not comparable: run " in err and "chunking: chunk table sha256" in err
+    assert ("not comparable: the run " in err and "chunk table sha256" in err
             and "judge spans or documents to compare chunkings" in err)
 
 

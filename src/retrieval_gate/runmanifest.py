@@ -30,7 +30,7 @@ from typing import Any
 
 from retrieval_gate import baselinefolder, schema
 from retrieval_gate.baselinefolder import MANIFEST_SUFFIX
-from retrieval_gate.errors import InputError, ManyErrors, NotComparableError
+from retrieval_gate.errors import InputError, NotComparableError
 from retrieval_gate.formats.atomic import write_text_atomic
 from retrieval_gate.formats.corpus import read_chunk_table
 from retrieval_gate.formats.jsonfmt import loads
@@ -351,9 +351,80 @@ def comparability(snapshot: Snapshot, baseline: RunManifest, candidate: RunManif
                                                                      "candidate")
 
 
+_CELL = 48  # characters of a value shown in the not-comparable table
+
+
 def require_made_on(snapshot: Snapshot, *runs: tuple[RunManifest, str]) -> None:
-    """Raise NotComparableError (exit 3), one line per difference, unless every ``(manifest,
-    role)`` names ``snapshot``'s fingerprint."""
-    found = [line for manifest, role in runs for line in differences(snapshot, manifest, role)]
-    if found:
-        raise ManyErrors([NotComparableError(f"not comparable: {line}") for line in found])
+    """NotComparableError (exit 3) unless every ``(manifest, role)`` names ``snapshot``'s
+    fingerprint: one table — a row per changed component field with each run's value and the
+    snapshot's — and one line of advice per run, fitted to what changed."""
+    rows: list[list[str]] = []
+    advice: list[str] = []
+    named = [(m, role) for m, role in runs if differences(snapshot, m, role)]
+    if not named:
+        return
+    fields: dict[tuple[str, str], None] = {}
+    for manifest, _ in named:
+        for component in (*COMPONENTS, "stages", "scoring"):
+            then, now = manifest.components.get(component, {}), snapshot.identity.get(
+                component, {})
+            for key in sorted(set(then) | set(now)):
+                if then.get(key) != now.get(key):
+                    fields[(component, key)] = None
+        if manifest.fingerprint == snapshot.fingerprint:  # chunk judgments, another chunking
+            fields[("chunking", "run's own")] = None
+    header = ["changed", *(role for _, role in named), "snapshot"]
+    for component, key in fields:
+        cells = [f"{component} {key}"]
+        for manifest, _ in named:
+            if key == "run's own":
+                cells.append(_other_chunking(snapshot, manifest) or "same")
+            else:
+                cells.append(_value(key, manifest.components.get(component, {})))
+        cells.append("—" if key == "run's own" else
+                     _value(key, snapshot.identity.get(component, {})))
+        rows.append([c if len(c) <= _CELL else c[:_CELL - 1] + "…" for c in cells])
+    for manifest, role in named:
+        advice.append(f"{role}: {_advice(snapshot, manifest, role)}")
+    widths = [max(len(r[i]) for r in [header, *rows]) for i in range(len(header))]
+    table = ["  " + "  ".join(c.ljust(w) for c, w in zip(r, widths)).rstrip()
+             for r in [header, *rows]]
+    raise NotComparableError("\n".join([
+        "not comparable: " + " and ".join(f"the {role} {m.run}" for m, role in named)
+        + f" {'was' if len(named) == 1 else 'were'} not made on snapshot {snapshot.name} "
+        f"({snapshot.fingerprint[:19]}…)", *table, *(f"what to do — {a}" for a in advice)]))
+
+
+def _value(key: str, side: Mapping[str, Any]) -> str:
+    """A component field's value for the table: hashes to 12 digits, 'none' when absent."""
+    if key not in side:
+        return "none"
+    value = side[key]
+    if key == "sha256":
+        return str(value)[:12]
+    if isinstance(value, dict) and "position" in value:  # a stage's contract
+        return ", ".join(f"{k}={v}" for k, v in sorted(value.items()) if k != "name")
+    return value if isinstance(value, str) else json.dumps(value, sort_keys=True)
+
+
+def _advice(snapshot: Snapshot, manifest: RunManifest, role: str) -> str:
+    """One line for one run, fitted to what changed: new judgments or queries → run it again
+    on the new snapshot (and approve the baseline); only the scoring policy → rewrite the
+    manifest; another chunking on chunk judgments → judge spans or documents."""
+    if manifest.fingerprint == snapshot.fingerprint or (
+            snapshot.unit == "chunk" and _only_changed(snapshot, manifest, {"chunking"})):
+        return _ONE_CHUNKING
+    if _only_changed(snapshot, manifest, {"scoring"}):
+        return ("only the scoring policy changed: rewrite its manifest with gate run-manifest"
+                + (" and approve it" if role == "baseline" else ""))
+    what = sorted(c for c in (*COMPONENTS, "stages", "scoring")
+                  if manifest.components.get(c, {}) != snapshot.identity.get(c, {}))
+    again = ("re-run the baseline system on the new snapshot and approve it"
+             if role == "baseline" else "re-run it on the current snapshot")
+    return f"{again} ({', '.join(what)} changed)"
+
+
+def _only_changed(snapshot: Snapshot, manifest: RunManifest, components: set[str]) -> bool:
+    changed = {c for c in (*COMPONENTS, "stages", "scoring")
+               if manifest.components.get(c, {}) != snapshot.identity.get(c, {})}
+    return bool(changed) and changed <= components
