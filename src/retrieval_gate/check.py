@@ -105,7 +105,10 @@ def check(snapshot: str | os.PathLike[str], baseline: str | os.PathLike[str],
     costs = compare_costs(base.costs(), cand.costs(), policy.costs, policy)
     texts = {q.id: q.text for q in test_set.queries}
     newly_failing = _newly_failing(base.scores, cand.scores, hit, texts)
-    warnings = _warnings(base, cand, comparisons, newly_failing, judged, cutoff, gated)
+    unchanged = all(c.wins == c.losses == 0 for c in comparisons) and np.array_equal(
+        base.scores.values, cand.scores.values) and base.abstained == cand.abstained
+    warnings = _warnings(base, cand, comparisons, newly_failing, judged, cutoff, gated,
+                         unchanged)
     warnings += _cost_warnings(manifests, costs)
     warnings += [f"{role}: stage {name} is not in the snapshot's pipeline and is not scored"
                  for role, m in zip(("baseline", "candidate"), manifests)
@@ -126,7 +129,7 @@ def check(snapshot: str | os.PathLike[str], baseline: str | os.PathLike[str],
                   config, comparisons, str(hit), newly_failing,
                   _top_regressions(base.scores, cand.scores, gated, texts), tuple(warnings),
                   funnel, costs, leaks, _unanswerable(test_set, base, cand), tuple(reasons),
-                  _query_rows(test_set, base.scores, cand.scores, slices))
+                  _query_rows(test_set, base.scores, cand.scores, slices), unchanged)
 
 
 def _query_rows(test_set: TestSet, base: Scores, cand: Scores, slices: dict[str, np.ndarray]
@@ -369,16 +372,13 @@ def _summary(path: str | os.PathLike[str], manifest: RunManifest, scores: Scores
 
 def _warnings(base_run: RunScores, cand_run: RunScores, comparisons: tuple[Comparison, ...],
               newly_failing: tuple[QueryChange, ...], judged: Measure, cutoff: int | None,
-              gated: tuple[Measure, ...]) -> list[str]:
+              gated: tuple[Measure, ...], unchanged: bool = False) -> list[str]:
     base, cand = base_run.scores, cand_run.scores
     warnings = [f"{role}: {w}" for role, s in (("baseline", base), ("candidate", cand))
                 for w in s.warnings]
-    judged_shares = [s.means()[str(judged)] for s in (base, cand)]
-    if any(share is not None and share < 1 for share in judged_shares):
-        where = f"top {cutoff}" if cutoff else "rankings"
-        warnings.append(f"unjudged items {'or empty slots ' if cutoff else ''}in the {where} "
-                        f"(scored as non-relevant): baseline {_percent(judged_shares[0])}, "
-                        f"candidate {_percent(judged_shares[1])}")
+    pool = _pool_bias(base, cand, judged, cutoff)
+    if pool:
+        warnings.append(pool)
     grouped: dict[tuple[tuple[str, ...], ...], list[Measure]] = {}
     for measure in gated:
         short = tuple(run.short_lists.get(str(measure), ()) for run in (base_run, cand_run))
@@ -392,6 +392,8 @@ def _warnings(base_run: RunScores, cand_run: RunScores, comparisons: tuple[Compa
                         "as a non-relevant, unjudged item"
                         + (f": {_listed(list(cand_short))}" if cand_short else ""))
     for c in comparisons:
+        if unchanged:
+            continue
         if c.decision_note:
             warnings.append(f"{c.measure} on slice '{c.slice}': {c.decision_note}")
         elif c.n < SMALL_N:
@@ -407,6 +409,31 @@ def _warnings(base_run: RunScores, cand_run: RunScores, comparisons: tuple[Compa
                         f"(a relevant item within {cutoff or 'the ranking'} in the baseline, "
                         f"none in the candidate): {shown}")
     return warnings
+
+
+POOL_SHARE = 0.05  # the candidate's unjudged share must exceed the baseline's by this…
+POOL_ITEMS = 10  # …and by this many items, for the pool-bias warning
+
+
+def _pool_bias(base: Scores, cand: Scores, judged: Measure, cutoff: int | None) -> str | None:
+    """A warning when the candidate surfaces clearly more unjudged items than the baseline
+    (a pool bias: they score as non-relevant, so its scores may be understated); None when
+    it does not — a share of unjudged items the two runs share is no news."""
+    shares = [s.means()[str(judged)] for s in (base, cand)]
+    if shares[0] is None or shares[1] is None:
+        return None
+    more = shares[0] - shares[1]  # Judged@k: the candidate's unjudged share minus the baseline's
+    slots = len(cand.query_ids) * (cutoff or 1) if cutoff else None
+    extra = None if slots is None else round(more * slots)
+    if more < POOL_SHARE or (extra is not None and extra < POOL_ITEMS):
+        return None
+    where = f"top {cutoff}" if cutoff else "rankings"
+    count = f"about {extra} more unjudged items" if extra is not None else "more unjudged items"
+    return (f"the candidate surfaces {count} in its {where} than the baseline (unjudged or "
+            f"empty: baseline {_percent(shares[0])}, candidate {_percent(shares[1])}): they "
+            "score as non-relevant, so its scores may be understated (pool bias) — judge them "
+            "and add the judgments under a new qrels version; the JSON report's queries give "
+            f"each query's {judged} for both runs")
 
 
 def _listed(ids: list[str]) -> str:

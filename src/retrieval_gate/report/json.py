@@ -57,6 +57,7 @@ def report_document(report: Report) -> dict[str, Any]:
         "unanswerable": [dataclasses.asdict(row) for row in report.unanswerable],
         "queries": [{**dataclasses.asdict(row), "slices": list(row.slices)}
                     for row in report.queries],
+        "unchanged": report.unchanged,
     }
 
 

@@ -210,10 +210,10 @@ def report_markdown(report: Report) -> str:
             f"{'BCa' if policy.bootstrap == 'bca' else 'percentile'} bootstrap resamples of the "
             f"queries, seed {policy.seed}; tie band {policy.tie_band:g}; Holm across "
             f"{report.family} comparisons; fail on {policy.fail_on}"),
-            f"- detectable drop at {lab.power}: " + ", ".join(
+            *([] if report.unchanged else [f"- detectable drop at {lab.power}: " + ", ".join(
                 f"{escape(c.measure, NAME)} ({escape(c.slice, NAME)}) "
                 f"{'undefined' if c.mde is None else f'{c.mde:.4f}'}"
-                for c in report.comparisons),
+                for c in report.comparisons)]),
             f"- rule: {lab.rule}",
             *([f"- cost: {cost_rule(report)}"] if report.policy.costs else []),
             *(f"- {escape(m.describe(snap.policy.threshold))}" for m in snap.measures)]

@@ -146,8 +146,9 @@ class Report:
     the newly failing queries (``hit_measure`` = 1 in the baseline, 0 in the candidate), the
     largest per-query drops and the warnings; for a pipeline, the evidence funnel; the costs
     both runs record (gated or shown); with access data, the leaks; what each run did with
-    the unanswerable queries; and the reasons of a regression (``leak``, ``measures``,
-    ``cost``)."""
+    the unanswerable queries; the reasons of a regression (``leak``, ``measures``,
+    ``cost``); every query's values; and whether nothing changed (every measure of every
+    query, and every abstention decision, equal in both runs)."""
 
     verdict: str
     exit_code: int
@@ -167,6 +168,7 @@ class Report:
     unanswerable: tuple[UnanswerableRow, ...] = ()
     reasons: tuple[str, ...] = ()
     queries: tuple[QueryRow, ...] = ()
+    unchanged: bool = False
 
     @property
     def family(self) -> int:

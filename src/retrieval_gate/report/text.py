@@ -52,6 +52,9 @@ def headline(report: Report) -> tuple[str, str]:
         costs = [f"{r.metric} {r.stat}" for r in report.costs if r.decision == "inconclusive"]
         where = ", ".join(filter(None, [named("inconclusive"), *costs]))
         return "INCONCLUSIVE", f"this test set cannot rule out a material drop in {where}"
+    if report.unchanged and report.verdict == "pass":
+        return "PASS", ("nothing changed: the candidate scores exactly as the baseline on "
+                        "every measure of every query")
     improved = ", ".join(f"{c.measure} ({c.slice})" for c in report.comparisons
                          if c.improvement and c.gating)
     return "PASS", "no material regression" + (f"; improved: {improved}" if improved else "")
@@ -162,9 +165,9 @@ def report_text(report: Report) -> str:
         "",
         *_table(report.comparisons, lab.ci),
         "",
-        f"Detectable drop ({lab.power}): " + ", ".join(
+        *([] if report.unchanged else [f"Detectable drop ({lab.power}): " + ", ".join(
             f"{c.measure} ({c.slice}) {'undefined (n < 2)' if c.mde is None else f'{c.mde:.4f}'}"
-            for c in report.comparisons),
+            for c in report.comparisons)]),
     ]
     if report.funnel is not None:
         lines.append(f"Evidence funnel ({report.funnel.units} relevant units of the answerable "
