@@ -115,7 +115,7 @@ _SCRIPT = """
   }
   function compare(a, b) {
     if (typeof a === "number" && typeof b === "number") { return a - b; }
-    return String(a).localeCompare(String(b));
+    return String(a).localeCompare(String(b), "en", {numeric: true});
   }
   function sortBy(table, th, column) {
     var ascending = th.getAttribute("aria-sort") !== "ascending";
@@ -495,8 +495,8 @@ def _query_plot(report: Report, c: Comparison, lab: Labels) -> str:
               "</text>"),
               "</svg>"]
     caption = (f"<figcaption>{escape(c.measure, NAME)}: {counts['win']} queries better, "
-               f"{counts['loss']} worse, {counts['tie']} tied (tie band {band:g}); mean Δ "
-               f"{signed(c.mean_diff)}, {lab.ci} [{signed(c.ci_low)}, {signed(c.ci_high)}] — "
+               f"{counts['loss']} worse, {counts['tie']} tied (tie band {band:g}); slice "
+               f"{escape(c.slice, NAME)}: mean Δ {signed(c.mean_diff)}, {lab.ci} [{signed(c.ci_low)}, {signed(c.ci_high)}] — "
                f"{_decision_words(c)}. Hover a bar for its query.</figcaption>")
     return f"<figure>\n<h3>{escape(c.measure, NAME)}</h3>\n" + "\n".join(parts) + \
         f"\n{caption}\n</figure>"
