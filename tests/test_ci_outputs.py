@@ -157,8 +157,8 @@ def test_bare_gate_check_runs_the_embedded_example(repo):
     assert code == 0
     assert out.startswith("PASS: no material regression; improved: Recall@10 (all), nDCG@10 "
                           "(all)")
-    assert "candidate examples/cranfield/runs/hybrid.trec vs baseline " \
-           "baselines/cranfield/bm25.trec" in out
+    assert "candidate rrf (k=60) (examples/cranfield/runs/hybrid.trec) vs baseline bm25 " \
+           "(library=bm25s==0.3.16) (baselines/cranfield/bm25.trec)" in out
 
 
 def test_gate_toml_wins_over_pyproject_and_options_win_over_files(repo):
@@ -182,4 +182,4 @@ def test_pyproject_without_the_table_is_not_a_config(repo):
 def test_config_paths_are_relative_to_the_config_file(repo, tmp_path, monkeypatch):
     monkeypatch.chdir(tmp_path)
     code, out, _ = gate("check", "--config", repo / "pyproject.toml")
-    assert code == 0 and f"candidate {repo / 'examples/cranfield/runs/hybrid.trec'}" in out
+    assert code == 0 and f"candidate rrf (k=60) ({repo / 'examples/cranfield/runs/hybrid.trec'})" in out

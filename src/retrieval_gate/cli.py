@@ -414,6 +414,8 @@ def _stage_file(text: str) -> tuple[str, str]:
               help="Also write the Markdown report here (atomically).")
 @click.option("--junit", "junit_out", type=click.Path(dir_okay=False),
               help="Also write JUnit XML here, one test case per comparison.")
+@click.option("--html", "html_out", type=click.Path(dir_okay=False),
+              help="Also write the HTML report here: one self-contained page with plots.")
 @click.option("--github/--no-github", default=None,
               help="Job summary, annotations and step outputs for GitHub Actions.  "
                    "[default: on when GITHUB_ACTIONS=true]")
@@ -421,7 +423,7 @@ def _stage_file(text: str) -> tuple[str, str]:
               default="text", show_default=True, help="What to print on standard output.")
 @click.pass_context
 def check(ctx, snapshot_file, baseline, candidate, config, fail_on, gates, no_config,
-          json_out, markdown_out, junit_out, github, output_format):
+          json_out, markdown_out, junit_out, html_out, github, output_format):
     """Compare a candidate run with the approved baseline, query by query, and decide.
 
     Exit 0 pass, 1 material regression, 2 invalid input, 3 not comparable, 4 inconclusive
@@ -440,7 +442,8 @@ def check(ctx, snapshot_file, baseline, candidate, config, fail_on, gates, no_co
                              no_config=no_config)
         report = run_check(inputs.snapshot, inputs.baseline, inputs.candidate, inputs.policy,
                            inputs.config)
-        out = write_reports(report, output_format, json_out, markdown_out, junit_out, github)
+        out = write_reports(report, output_format, json_out, markdown_out, junit_out, github,
+                            html_out)
     except Exception as exc:
         code = exc.exit_code if isinstance(exc, GateError) else EXIT_INTERNAL
         if github:
@@ -452,7 +455,8 @@ def check(ctx, snapshot_file, baseline, candidate, config, fail_on, gates, no_co
             from retrieval_gate.report.files import write_failure_reports
 
             try:  # the error itself is what must reach the user; its reports are a courtesy
-                write_failure_reports(str(exc), code, json_out, markdown_out, junit_out)
+                write_failure_reports(str(exc), code, json_out, markdown_out, junit_out,
+                                      html_out)
             except GateError:
                 pass
         raise

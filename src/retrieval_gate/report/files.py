@@ -26,7 +26,7 @@ _RENDER = {"text": report_text, "json": report_json, "markdown": report_markdown
 
 def write_reports(report: Report, output_format: str, json_out: str | None = None,
                   markdown_out: str | None = None, junit_out: str | None = None,
-                  github: bool = False) -> str:
+                  github: bool = False, html_out: str | None = None) -> str:
     """Write the files asked for and return what goes to standard output (the report in
     ``output_format``, then GitHub's annotation lines in GitHub mode). In GitHub mode the JSON
     report is always written: to ``json_out``, else :func:`github.default_report_path`; and the
@@ -48,6 +48,10 @@ def write_reports(report: Report, output_format: str, json_out: str | None = Non
         from retrieval_gate.report.junit import report_junit
 
         files.append((junit_out, report_junit(report)))
+    if html_out:
+        from retrieval_gate.report.html import report_html
+
+        files.append((html_out, report_html(report)))
     out = text(output_format)
     markdown = text("markdown") if github else ""
     with staged_texts(files):

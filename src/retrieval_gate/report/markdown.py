@@ -27,7 +27,7 @@ import html
 import re
 
 from retrieval_gate.policy import labels
-from retrieval_gate.report.model import Report
+from retrieval_gate.report.model import Report, RunSummary
 from retrieval_gate.report.sections import (
     abstention_note,
     cost_rule,
@@ -43,6 +43,7 @@ from retrieval_gate.report.text import (
     chunkings,
     decision_cell,
     headline,
+    in_words,
     mean_cell,
     p_value,
     signed,
@@ -87,6 +88,12 @@ def code(text: str, limit: int = PATH) -> str:
 def html_text(text: str, limit: int = LINE) -> str:
     """``text`` as the text of an HTML element (``<summary>``)."""
     return html.escape(_unlinked(text, limit))
+
+
+def _system(run: RunSummary) -> str:
+    """The system's name, then its run file as code."""
+    name = run.system_name()
+    return code(run.path) if name == run.path else f"{escape(name, NAME)} ({code(run.path)})"
 
 
 def _leaks(report: Report) -> list[str]:
@@ -142,15 +149,14 @@ def report_markdown(report: Report) -> str:
         f"### {word} {_ICON[word]} retrieval-gate",
         "",
         (f"**{escape(why[0].upper() + why[1:], 5 * LINE)}.** Candidate "
-         f"{code(report.candidate.path)} vs baseline {code(report.baseline.path)} on snapshot "
+         f"{_system(report.candidate)} vs baseline {_system(report.baseline)} on snapshot "
          f"{code(snap.name, NAME)} (`{snap.fingerprint[:19]}`), {n_all} queries."),
         "",
         chunkings(report, lambda name: escape(name, NAME)) + ".",
         "",
         *_leaks(report),
-        (f"| measure | slice | n | baseline | candidate | Δ | {lab.ci} | W/L/T | sign p (Holm) "
-         "| decision |"),
-        "|---|---|--:|--:|--:|--:|---|---|--:|---|",
+        f"| measure | slice | n | baseline | candidate | Δ | {lab.ci} | queries | decision |",
+        "|---|---|--:|--:|--:|--:|---|---|---|",
     ]
     for c in report.comparisons:
         decision = (f"**{c.decision}**" if c.decision != "pass" and c.gating
@@ -159,8 +165,7 @@ def report_markdown(report: Report) -> str:
             f"| {escape(c.measure, NAME)} | {escape(c.slice, NAME)} | {c.n} | "
             f"{mean_cell(c.baseline_mean)} | {mean_cell(c.candidate_mean)} | "
             f"{signed(c.mean_diff)} | [{signed(c.ci_low)}, {signed(c.ci_high)}] | "
-            f"{c.wins}/{c.losses}/{c.ties} | {p_value(c.sign_p)} ({p_value(c.sign_p_holm)}) | "
-            f"{decision}{' ↑' if c.improvement else ''} |")
+            f"{in_words(c)} | {decision}{' ↑' if c.improvement else ''} |")
 
     if report.funnel is not None:
         rows = funnel_table(report.funnel)
@@ -214,6 +219,9 @@ def report_markdown(report: Report) -> str:
                 f"{escape(c.measure, NAME)} ({escape(c.slice, NAME)}) "
                 f"{'undefined' if c.mde is None else f'{c.mde:.4f}'}"
                 for c in report.comparisons)]),
+            "- sign test, one-sided toward a regression, p (Holm-adjusted): " + ", ".join(
+                f"{escape(c.measure, NAME)} ({escape(c.slice, NAME)}) {p_value(c.sign_p)} "
+                f"({p_value(c.sign_p_holm)})" for c in report.comparisons),
             f"- rule: {lab.rule}",
             *([f"- cost: {cost_rule(report)}"] if report.policy.costs else []),
             *(f"- {escape(m.describe(snap.policy.threshold))}" for m in snap.measures)]

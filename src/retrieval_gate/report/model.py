@@ -32,6 +32,19 @@ class RunSummary:
     stages: tuple[str, ...] = ()
     timed_on: str | None = None
 
+    def system_name(self) -> str:
+        """The system in a few words, from its manifest: its ``name``, else its ``retriever``
+        (with the first other field), else the run file's path."""
+        system = self.system
+        if system.get("name"):
+            return str(system["name"])
+        if system.get("retriever"):
+            extra = next(((k, v) for k, v in system.items()
+                          if k not in ("retriever", "script")), None)
+            return str(system["retriever"]) + ("" if extra is None else
+                                               f" ({extra[0]}={extra[1]})")
+        return self.path
+
     def chunking_name(self) -> str:
         """The chunking in a few words: its version, else its table's hash; ``items as
         given`` without a chunk table."""
