@@ -21,6 +21,7 @@ import numpy as np
 
 from retrieval_gate.cost import CostRow, compare_costs, missing_costs
 from retrieval_gate.errors import InputError
+from retrieval_gate.instead import retrieved_instead
 from retrieval_gate.measures import Measure, parse_measure
 from retrieval_gate.pipeline import RunScores, ignored_stages, score_stages, stage_sources
 from retrieval_gate.policy import (
@@ -123,13 +124,26 @@ def check(snapshot: str | os.PathLike[str], baseline: str | os.PathLike[str],
         + [r.decision for r in costs if r.decision is not None])
     funnel = (None if base.funnel is None or cand.funnel is None
               else _funnel_report(snap, base.funnel, cand.funnel, base.scores.query_ids))
+    drops = _top_regressions(base.scores, cand.scores, gated, texts)
+    instead = retrieved_instead(snap, test_set, base.scores, cand.scores,
+                                _worst_queries(drops, newly_failing))
     return Report(overall, exit_code(overall, policy.fail_on), snap,
                   _summary(manifests[0].run, manifests[0], base.scores, snap, judged),
                   _summary(manifests[1].run, manifests[1], cand.scores, snap, judged), policy,
-                  config, comparisons, str(hit), newly_failing,
-                  _top_regressions(base.scores, cand.scores, gated, texts), tuple(warnings),
+                  config, comparisons, str(hit), newly_failing, drops, tuple(warnings),
                   funnel, costs, leaks, _unanswerable(test_set, base, cand), tuple(reasons),
-                  _query_rows(test_set, base.scores, cand.scores, slices), unchanged)
+                  _query_rows(test_set, base.scores, cand.scores, slices), unchanged, instead)
+
+
+INSTEAD = 15  # queries shown with what was retrieved instead
+
+
+def _worst_queries(drops: tuple[QueryChange, ...], newly_failing: tuple[QueryChange, ...]
+                   ) -> list[str]:
+    """The queries shown with what was retrieved instead: the largest drops first, then the
+    newly failing ones, each once, at most :data:`INSTEAD`."""
+    return list(dict.fromkeys([q.query for q in drops] + [q.query for q in newly_failing])
+                )[:INSTEAD]
 
 
 def _query_rows(test_set: TestSet, base: Scores, cand: Scores, slices: dict[str, np.ndarray]

@@ -13,6 +13,7 @@ end and token count), from the run itself or from the chunk table of the run's c
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import Protocol
 
@@ -258,6 +259,7 @@ class JudgedRows:
     required_fact: np.ndarray
     stale: np.ndarray | None = None
     family: np.ndarray | None = None
+    unit_names: Callable[[np.ndarray], list[str]] | None = None
 
     def relevant(self, threshold: int) -> np.ndarray:
         """Per row: judged with grade ≥ threshold (and ≥ 0)."""

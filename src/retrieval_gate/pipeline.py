@@ -161,15 +161,16 @@ def score_stages(snapshot: Snapshot, test_set: TestSet,
     assert first is not None
     values = (np.column_stack([columns[m] for m in wanted]) if len(first.query_ids)
               else np.zeros((0, len(wanted))))
+    assert last is not None
     scores = Scores(wanted, first.query_ids, values, first.unanswerable,
-                    tuple(_merged(warnings, len(rankings))), first.policy)
+                    tuple(_merged(warnings, len(rankings))), first.policy,
+                    coverage=last.coverage, ranked=last.ranked)
     found = None
     if with_funnel and snapshot.stages and first.coverage is not None:
         relevant = first.coverage.relevant
         found = funnel(snapshot.stages, [c[relevant] for c in listed],
                        [None if b is None else b[relevant] for b in budgeted],
                        first.coverage.qidx[relevant], len(first.query_ids))
-    assert last is not None
     merged = _merged_leaks(leaks) if leaks else None
     returned = {q: (n, top, 0 if merged is None else merged.per_query.get(q, 0))
                 for q, (n, top, _) in last.returned.items()}

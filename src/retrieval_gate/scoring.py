@@ -12,7 +12,7 @@ summed exactly (``math.fsum``).
 from __future__ import annotations
 
 import math
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 
 import numpy as np
@@ -71,11 +71,17 @@ class Leaks:
 class UnitCoverage:
     """The judged units of the scored queries, in the same order for every run of one test
     set: each unit's query (position among the answerable queries), whether it is relevant
-    (grade ≥ the threshold), and whether the scored items cover it."""
+    (grade ≥ the threshold), whether the scored items cover it and at which rank
+    (:data:`~retrieval_gate.model.NEVER` if not), its grade, and ``names``: the names of the
+    units at some positions (a document id, or ``doc[start:end]`` for a span), made on
+    demand."""
 
     qidx: np.ndarray
     relevant: np.ndarray
     covered: np.ndarray
+    rank: np.ndarray | None = None
+    grade: np.ndarray | None = None
+    names: Callable[[np.ndarray], list[str]] | None = None
 
 
 @dataclass(frozen=True, eq=False)
@@ -95,6 +101,7 @@ class Scores:
     retrieved: np.ndarray | None = None
     leaks: Leaks | None = None
     returned: dict[str, tuple[int, float | None, int]] = field(default_factory=dict)
+    ranked: RankedRun | None = None
 
     def means(self) -> dict[str, float | None]:
         """Macro average of each measure; None when no query was scored."""
@@ -252,10 +259,11 @@ def score_run(qrels: Qrels, run: RunRows, measures: Sequence[Measure],
     warnings.extend(_fact_warnings(rows, measures, answerable))
     warnings.extend(_tie_warnings(ranked, measures, index))
     coverage = UnitCoverage(rows.judgment_qidx, rows.relevant_units(policy.threshold),
-                            rows.judgment_rank != NEVER)
+                            rows.judgment_rank != NEVER, rows.judgment_rank,
+                            rows.judgment_grade, rows.unit_names)
     return Scores(tuple(measures), tuple(answerable), values, tuple(unanswerable),
                   tuple(warnings), policy, coverage, rows.retrieved, leaks,
-                  _returned(ranked, unanswerable, leaks, measures))
+                  _returned(ranked, unanswerable, leaks, measures), ranked)
 
 
 def _depth(measures: Sequence[Measure]) -> int | None:
@@ -373,8 +381,18 @@ def _judge(ranked: RankedRun, qrels: Qrels, answerable: list[str], index: dict[s
         judgment_grade=units.grade, judgment_rank=unit_rank, ideal_qidx=ideal_qidx,
         ideal_rank=ideal_rank, ideal_grade=units.grade[order], judgment_fact=units.fact,
         required_qidx=units.required_qidx, required_fact=units.required_fact,
-        stale=stale, family=family,
+        stale=stale, family=family, unit_names=_namer(units),
     )
+
+
+def _namer(units: _Units) -> Callable[[np.ndarray], list[str]]:
+    """Names of units at some positions: document ids, or ``doc[start:end]`` for spans."""
+    def names(at: np.ndarray) -> list[str]:
+        if units.spans:
+            return [f"{units.spans[i].doc}[{units.spans[i].start}:{units.spans[i].end}]"
+                    for i in at.tolist()]
+        return [units.ids[i].decode(errors="replace") for i in at.tolist()]
+    return names
 
 
 def _acceptable_units(units: _Units, access: AccessTable, asked: list[Query]) -> _Units:

@@ -58,6 +58,7 @@ def report_document(report: Report) -> dict[str, Any]:
         "queries": [{**dataclasses.asdict(row), "slices": list(row.slices)}
                     for row in report.queries],
         "unchanged": report.unchanged,
+        "instead": [dataclasses.asdict(row) for row in report.instead],
     }
 
 

@@ -33,6 +33,7 @@ from retrieval_gate.report.sections import (
     cost_rule,
     cost_table,
     funnel_table,
+    instead_lines,
     leak_rows,
     leak_summary,
     leaks_not_shown,
@@ -205,6 +206,12 @@ def report_markdown(report: Report) -> str:
                  f"{q.candidate:.4f} | {signed(q.diff)} | {escape(q.text, TEXT)} |"
                  for q in report.top_regressions]
         lines += _details("Largest per-query drops", body)
+    if report.instead:
+        body = [("| query | relevant evidence: baseline → candidate | the candidate's first "
+                "items |"), "|---|---|---|"]
+        body += [f"| {escape(q, NAME)} | {escape(e, 2 * LINE)} | {escape(t, 2 * LINE)} |"
+                 for q, e, t in instead_lines(report)]
+        lines += _details("What was retrieved instead", body)
     if report.warnings:
         lines += _details(f"Warnings ({len(report.warnings)})",
                           [f"- {escape(w)}" for w in report.warnings])

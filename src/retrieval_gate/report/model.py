@@ -7,6 +7,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from retrieval_gate.cost import CostRow
+from retrieval_gate.instead import Instead
 from retrieval_gate.policy import Comparison, GatePolicy
 from retrieval_gate.scoring import Leak, Leaks
 from retrieval_gate.snapshot import Snapshot
@@ -160,8 +161,9 @@ class Report:
     largest per-query drops and the warnings; for a pipeline, the evidence funnel; the costs
     both runs record (gated or shown); with access data, the leaks; what each run did with
     the unanswerable queries; the reasons of a regression (``leak``, ``measures``,
-    ``cost``); every query's values; and whether nothing changed (every measure of every
-    query, and every abstention decision, equal in both runs)."""
+    ``cost``); every query's values; whether nothing changed (every measure of every
+    query, and every abstention decision, equal in both runs); and, for the queries that got
+    worst, what was retrieved instead."""
 
     verdict: str
     exit_code: int
@@ -182,6 +184,7 @@ class Report:
     reasons: tuple[str, ...] = ()
     queries: tuple[QueryRow, ...] = ()
     unchanged: bool = False
+    instead: tuple[Instead, ...] = ()
 
     @property
     def family(self) -> int:

@@ -8,7 +8,7 @@ from retrieval_gate.policy import percent
 from retrieval_gate.report.model import FunnelReport, Report, UnanswerableSide
 
 __all__ = ["abstention_note", "cost_detail", "cost_rule", "cost_table", "funnel_table",
-           "leak_rows", "leak_summary", "leaks_not_shown", "lost_at", "timed_on", "unanswerable_rows"]
+           "instead_lines", "leak_rows", "leak_summary", "leaks_not_shown", "lost_at", "timed_on", "unanswerable_rows"]
 
 
 def funnel_table(funnel: FunnelReport) -> list[list[str]]:
@@ -168,3 +168,20 @@ def abstention_note(report: Report) -> str | None:
             "abstention decision: for the unanswerable queries below, what each run returned "
             "is shown instead (returning nothing is not, by itself, a correct abstention; "
             'record "abstained" per query to measure Abstain and FalseAbstain)')
+
+
+def _at(rank: int | None) -> str:
+    return "not retrieved" if rank is None else f"#{rank}"
+
+
+def instead_lines(report: Report) -> list[tuple[str, str, str]]:
+    """Per query shown: (query, its relevant evidence ``unit (grade g): #1 → not retrieved``
+    joined with ``; ``, the candidate's top items ``#1 item "snippet"`` joined with ``; ``)."""
+    out = []
+    for row in report.instead:
+        evidence = "; ".join(f"{e.unit} (grade {e.grade}): {_at(e.baseline_rank)} → "
+                             f"{_at(e.candidate_rank)}" for e in row.evidence) or "none"
+        top = "; ".join(f"#{t.rank} {t.item}" + (f' "{t.snippet}"' if t.snippet else "")
+                        for t in row.candidate_top) or "nothing"
+        out.append((row.query, evidence, top))
+    return out

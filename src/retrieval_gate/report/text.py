@@ -20,6 +20,7 @@ from retrieval_gate.report.sections import (
     abstention_note,
     cost_table,
     funnel_table,
+    instead_lines,
     leak_rows,
     leak_summary,
     leaks_not_shown,
@@ -224,6 +225,12 @@ def report_text(report: Report) -> str:
     if report.top_regressions:
         lines.append("Largest per-query drops:")
         lines.extend(_queries(report.top_regressions, with_values=True))
+    if report.instead:
+        lines.append("What was retrieved instead (relevant evidence: baseline rank → candidate "
+                     "rank; the candidate's first items):")
+        for query, evidence, top in instead_lines(report):
+            lines.append(f"  {visible(query)}  relevant: {visible(evidence)}")
+            lines.append(f"  {' ' * len(visible(query))}  candidate's top: {visible(top)}")
     if report.warnings:
         lines.append("Warnings:")
         lines.extend(f"  - {w}" for w in report.warnings)
