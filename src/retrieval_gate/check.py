@@ -442,7 +442,8 @@ def _pool_bias(base: Scores, cand: Scores, judged: Measure, cutoff: int | None) 
     if more < POOL_SHARE or (extra is not None and extra < POOL_ITEMS):
         return None
     where = f"top {cutoff}" if cutoff else "rankings"
-    count = f"about {extra} more unjudged items" if extra is not None else "more unjudged items"
+    count = (f"about {extra} more unjudged {'item' if extra == 1 else 'items'}"
+             if extra is not None else "more unjudged items")
     return (f"the candidate surfaces {count} in its {where} than the baseline (unjudged or "
             f"empty: baseline {_percent(shares[0])}, candidate {_percent(shares[1])}): they "
             "score as non-relevant, so its scores may be understated (pool bias) — judge them "
