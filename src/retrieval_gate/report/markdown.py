@@ -91,9 +91,9 @@ def html_text(text: str, limit: int = LINE) -> str:
     return html.escape(_unlinked(text, limit))
 
 
-def _system(run: RunSummary) -> str:
+def _system(run: RunSummary, other: RunSummary) -> str:
     """The system's name, then its run file as code."""
-    name = run.system_name()
+    name = run.system_name(other)
     return code(run.path) if name == run.path else f"{escape(name, NAME)} ({code(run.path)})"
 
 
@@ -150,7 +150,8 @@ def report_markdown(report: Report) -> str:
         f"### {word} {_ICON[word]} retrieval-gate",
         "",
         (f"**{escape(why[0].upper() + why[1:], 5 * LINE)}.** Candidate "
-         f"{_system(report.candidate)} vs baseline {_system(report.baseline)} on snapshot "
+         f"{_system(report.candidate, report.baseline)} vs baseline "
+         f"{_system(report.baseline, report.candidate)} on snapshot "
          f"{code(snap.name, NAME)} (`{snap.fingerprint[:19]}`), {n_all} queries."),
         "",
         chunkings(report, lambda name: escape(name, NAME)) + ".",

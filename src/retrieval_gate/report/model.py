@@ -33,18 +33,20 @@ class RunSummary:
     stages: tuple[str, ...] = ()
     timed_on: str | None = None
 
-    def system_name(self) -> str:
-        """The system in a few words, from its manifest: its ``name``, else its ``retriever``
-        (with the first other field), else the run file's path."""
+    def system_name(self, other: RunSummary | None = None) -> str:
+        """The system in a few words, from its manifest: its ``name``; else its ``retriever``
+        with the first field whose value differs from ``other``'s (the other run's system),
+        e.g. ``bm25 (indexed=title)``; else the run file's path."""
         system = self.system
         if system.get("name"):
             return str(system["name"])
-        if system.get("retriever"):
-            extra = next(((k, v) for k, v in system.items()
-                          if k not in ("retriever", "script")), None)
-            return str(system["retriever"]) + ("" if extra is None else
-                                               f" ({extra[0]}={extra[1]})")
-        return self.path
+        if not system.get("retriever"):
+            return self.path
+        theirs = {} if other is None else other.system
+        differs = next(((k, v) for k, v in system.items()
+                        if k not in ("retriever", "script") and theirs.get(k) != v), None)
+        return str(system["retriever"]) + ("" if differs is None else
+                                           f" ({differs[0]}={differs[1]})")
 
     def chunking_name(self) -> str:
         """The chunking in a few words: its version, else its table's hash; ``items as

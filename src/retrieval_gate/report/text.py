@@ -151,9 +151,9 @@ def _queries(changes: tuple[QueryChange, ...], with_values: bool) -> list[str]:
     return lines
 
 
-def _system(run: RunSummary) -> str:
+def _system(run: RunSummary, other: RunSummary) -> str:
     """``name (path)``, or the path when the manifest names no system."""
-    name = visible(run.system_name())
+    name = visible(run.system_name(other))
     return run.path if name == run.path else f"{name} ({run.path})"
 
 
@@ -181,7 +181,8 @@ def report_text(report: Report) -> str:
     lab = labels(policy, report.family)
     lines = [
         f"{word}: {why} (exit {report.exit_code})",
-        f"candidate {_system(report.candidate)} vs baseline {_system(report.baseline)}",
+        f"candidate {_system(report.candidate, report.baseline)} vs baseline "
+        f"{_system(report.baseline, report.candidate)}",
         f"snapshot {snap.name} ({snap.fingerprint}){queries}",
         chunkings(report, visible),
         *([f"Leaks: {visible(summary)}"] if (summary := leak_summary(report)) else []),
