@@ -181,8 +181,8 @@ def report_text(report: Report) -> str:
     lab = labels(policy, report.family)
     lines = [
         f"{word}: {why} (exit {report.exit_code})",
-        f"candidate {_system(report.candidate, report.baseline)} vs baseline "
-        f"{_system(report.baseline, report.candidate)}",
+        (f"candidate {_system(report.candidate, report.baseline)} vs baseline "
+         f"{_system(report.baseline, report.candidate)}"),
         f"snapshot {snap.name} ({snap.fingerprint}){queries}",
         chunkings(report, visible),
         *([f"Leaks: {visible(summary)}"] if (summary := leak_summary(report)) else []),
