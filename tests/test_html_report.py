@@ -446,6 +446,9 @@ def test_the_browser_shows_the_report_and_loads_nothing(browser, reports, pages,
     assert tab.evaluate("document.querySelector('.status').textContent") == word
     assert tab.evaluate("document.querySelector('.why').textContent") == \
         visible(why[0].upper() + why[1:]) + "."
+    forests = tab.evaluate("Array.from(document.querySelectorAll('svg.forest'))"
+                           ".filter(f => f.getBoundingClientRect().height > 0).length")
+    assert forests == len({c.slice for c in report.comparisons})  # one plot per slice
     marks = tab.evaluate(QUERY_MARKS)
     assert marks and set(marks) == {len(report.queries)}
     drawn = tab.evaluate("Array.from(document.querySelectorAll('svg.per-query .q'))"
