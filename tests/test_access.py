@@ -21,7 +21,7 @@ from click.testing import CliRunner
 from scipy.stats import binom
 
 from retrieval_gate.access import askers, item_access
-from retrieval_gate.check import check
+from retrieval_gate.gate import check
 from retrieval_gate.cli import cli
 from retrieval_gate.errors import InputError
 from retrieval_gate.formats.access import read_access

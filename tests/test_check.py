@@ -11,7 +11,7 @@ import pytest
 from conftest import BASELINE, CRANFIELD, RUNS, SNAPSHOT, gate
 from jsonschema import Draft202012Validator
 
-from retrieval_gate.check import check
+from retrieval_gate.gate import check
 from retrieval_gate.policy import GatedMeasure, GatePolicy, decide, exit_code, verdict
 from retrieval_gate.report.markdown import MARKER
 from retrieval_gate.schema import schema

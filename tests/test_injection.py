@@ -40,7 +40,7 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 from markdown_it import MarkdownIt
 
-from retrieval_gate.check import check
+from retrieval_gate.gate import check
 from retrieval_gate.policy import GatedMeasure, GatePolicy
 from retrieval_gate.report.markdown import MARKER, MAX_CHARS, NAME, TEXT, report_markdown
 from retrieval_gate.report.text import report_text

@@ -22,7 +22,7 @@ import numpy as np
 import pytest
 from click.testing import CliRunner
 
-from retrieval_gate.check import check
+from retrieval_gate.gate import check
 from retrieval_gate.cli import cli
 from retrieval_gate.errors import InputError
 from retrieval_gate.policy import CostGate, GatedMeasure, GatePolicy

@@ -8,7 +8,7 @@ from pathlib import Path
 
 from click.testing import CliRunner
 
-from retrieval_gate.check import check
+from retrieval_gate.gate import check
 from retrieval_gate.cli import cli
 from retrieval_gate.policy import GatedMeasure, GatePolicy
 from retrieval_gate.report.text import report_text
@@ -72,7 +72,7 @@ def test_identical_runs_say_nothing_changed(tmp_path: Path) -> None:
 
 def test_pool_bias_is_warned_only_when_the_candidate_surfaces_clearly_more(
         tmp_path: Path, monkeypatch) -> None:
-    import retrieval_gate.check as gate_check
+    import retrieval_gate.gate as gate_check
 
     monkeypatch.setattr(gate_check, "POOL_ITEMS", 1)  # a test set of 6 slots
     runs = _set(tmp_path, {"base": {"q1": ["d1", "d2", "d9"], "q2": ["d3", "d8", "d7"]},

@@ -9,7 +9,7 @@ from pathlib import Path
 import pytest
 from click.testing import CliRunner
 
-from retrieval_gate.check import check
+from retrieval_gate.gate import check
 from retrieval_gate.cli import cli
 from retrieval_gate.config import config_from_mapping, parse_gate_option
 from retrieval_gate.errors import InputError

@@ -2,7 +2,7 @@
 
 The library API mirrors the command line: read inputs with :mod:`retrieval_gate.formats`,
 parse measures with :func:`parse_measure`, score a run with :func:`score_run`, load a snapshot
-with :func:`load_snapshot`, and run the whole gate with :func:`retrieval_gate.check.check` (a
+with :func:`load_snapshot`, and run the whole gate with :func:`retrieval_gate.gate.check` (a
 :class:`GatePolicy` in, a :class:`Report` out). The names below are imported lazily, so that ``gate --help`` loads
 neither numpy nor scipy.
 """

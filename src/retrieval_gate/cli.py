@@ -430,7 +430,7 @@ def check(ctx, snapshot_file, baseline, candidate, config, fail_on, gates, no_co
     (only with --fail-on inconclusive)."""
     import os
 
-    from retrieval_gate.check import check as run_check
+    from retrieval_gate.gate import check as run_check
     from retrieval_gate.config import gate_inputs, parse_gate_option
     from retrieval_gate.report.files import write_reports
 
