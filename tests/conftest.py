@@ -41,3 +41,12 @@ def repo(tmp_path: Path, monkeypatch) -> Path:
     shutil.copy(ROOT / "pyproject.toml", root / "pyproject.toml")
     monkeypatch.chdir(root)
     return root
+
+
+@pytest.fixture(autouse=True)
+def source_commit(monkeypatch) -> str:
+    """Run manifests and approvals record a source commit, and most tests run outside a git
+    repository: give them one, as GitHub Actions does (the tests of that rule remove it)."""
+    sha = "c0ffee" + "0" * 34
+    monkeypatch.setenv("GITHUB_SHA", sha)
+    return sha

@@ -35,8 +35,8 @@ def without_leftovers(files: dict[str, bytes]) -> dict[str, bytes]:
     kept = {}
     for name, data in files.items():
         top = name.split("/")[0]
-        if top.startswith(".") and top.endswith(".tmp"):
-            continue
+        if top.startswith(".") and top.endswith(".tmp") or name == "history.jsonl":
+            continue  # the history is a log appended after the switch, not the baseline
         if re.fullmatch(r"v[0-9]+", top) and top != current:
             continue
         if current and "/" not in name and name != "CURRENT" and (
@@ -52,7 +52,8 @@ def approved_layout(files: dict[str, bytes], run: str) -> str:
     version = files["CURRENT"].decode()
     assert re.fullmatch(r"v[1-9][0-9]*\n", version), version
     version = version.strip()
-    assert sorted(files) == ["CURRENT", f"{version}/{run}", f"{version}/{run}.manifest.json"]
+    assert sorted(set(files) - {"history.jsonl"}) == [
+        "CURRENT", f"{version}/{run}", f"{version}/{run}.manifest.json"]
     return version
 
 
@@ -142,25 +143,76 @@ def test_approve_into_a_new_folder_and_validate_accepts_baseline_folders(small, 
         assert out.splitlines()[1].startswith(f"{baseline}/{run}: valid — made on this snapshot")
 
 
-def test_approve_refuses_another_snapshot_without_force(repo):
+def test_approve_replaces_a_baseline_of_an_earlier_snapshot_and_records_it(repo):
+    """The test set evolved (same snapshot name, a new fingerprint): approval replaces the
+    baseline without --force and records the change; a snapshot of another name (another test
+    set) still needs --force."""
     folder = repo / "baselines" / "cranfield"
     manifest = folder / "bm25.trec.manifest.json"
     document = json.loads(manifest.read_text())
     document["snapshot"]["components"]["qrels"]["version"] = "old"
     from retrieval_gate.snapshot import fingerprint
 
-    document["snapshot"]["fingerprint"] = fingerprint(document["snapshot"]["components"])
+    document["snapshot"]["fingerprint"] = old = fingerprint(document["snapshot"]["components"])
     manifest.write_text(json.dumps(document))
+    code, out, err = gate("baseline", "approve", "--candidate",
+                          "examples/cranfield/runs/hybrid.trec", "--to", "baselines/cranfield")
+    assert code == 0, err
+    assert "the snapshot moved on" in out
+    version = approved_layout(tree(folder), "hybrid.trec")
+    approved = json.loads((folder / version / "hybrid.trec.manifest.json").read_text())
+    assert approved["approved"]["snapshot_change"]["from"] == old
+    (line,) = [json.loads(x) for x in (folder / "history.jsonl").read_text().splitlines()]
+    assert line["snapshot_change"]["from"] == old and line["version"] == version
+
+    document["snapshot"]["name"] = "another test set"
+    current = folder / version / "hybrid.trec.manifest.json"
+    moved = json.loads(current.read_text())
+    moved["snapshot"]["name"] = "another test set"
+    moved["snapshot"]["components"]["qrels"]["version"] = "other"
+    moved["snapshot"]["fingerprint"] = fingerprint(moved["snapshot"]["components"])
+    current.write_text(json.dumps(moved))
     before = tree(folder)
     code, _, err = gate("baseline", "approve", "--candidate",
-                        "examples/cranfield/runs/hybrid.trec", "--to", "baselines/cranfield")
-    assert code == 3 and "pass --force" in err
+                        "examples/cranfield/runs/dense.trec", "--to", "baselines/cranfield")
+    assert code == 3 and "another test set" in err and "pass --force" in err, err
     assert tree(folder) == before
     code, _, err = gate("baseline", "approve", "--candidate",
-                        "examples/cranfield/runs/hybrid.trec", "--to", "baselines/cranfield",
+                        "examples/cranfield/runs/dense.trec", "--to", "baselines/cranfield",
                         "--force")
     assert code == 0, err
-    approved_layout(tree(folder), "hybrid.trec")
+
+
+def test_approving_the_approved_baseline_again_is_a_no_op(repo):
+    folder = repo / "baselines" / "cranfield"
+    args = ("baseline", "approve", "--candidate", "examples/cranfield/runs/hybrid.trec", "--to",
+            "baselines/cranfield")
+    assert gate(*args)[0] == 0
+    before = tree(folder)
+    code, out, err = gate(*args)
+    assert code == 0, err
+    assert out.startswith("unchanged: examples/cranfield/runs/hybrid.trec is already the "
+                          "approved baseline")
+    assert tree(folder) == before  # no new version, no history line
+    assert len((folder / "history.jsonl").read_text().splitlines()) == 1
+    code, out, _ = gate("history", "baselines/cranfield")
+    assert code == 0 and out.splitlines()[0].split()[:5] == ["approved", "commit", "version",
+                                                            "snapshot", "system"]
+    assert "rrf" in out.splitlines()[1]
+
+
+def test_provenance_is_never_empty_silently(repo, monkeypatch):
+    monkeypatch.delenv("GITHUB_SHA")  # and the repository copy is no git repository
+    args = ("baseline", "approve", "--candidate", "examples/cranfield/runs/hybrid.trec", "--to",
+            "baselines/cranfield")
+    code, _, err = gate(*args)
+    assert code == 2 and "--commit: no source commit found" in err
+    code, _, err = gate(*args, "--commit", "none")
+    assert code == 0, err
+    run = repo / "examples" / "cranfield" / "runs" / "dense.trec"
+    code, _, err = gate("run-manifest", "--snapshot", "examples/cranfield/snapshot.json",
+                        "--run", run)
+    assert code == 2 and "record none on purpose with --commit none" in err
 
 
 def test_approve_refuses_a_folder_of_several_runs(repo):
@@ -450,7 +502,7 @@ def test_an_approval_killed_at_any_step_leaves_the_old_or_the_new_baseline(small
     assert len(killed) >= 8  # every write of the approval was a place to die
     new = tree(tmp_path / "work" / str(finished["n"]) / "base")
     approved_layout(new, "new.trec")
-    states = {"old": tree(old), "new": new}
+    states = {"old": without_leftovers(tree(old)), "new": without_leftovers(new)}
     seen = set()
     for run in killed:
         folder = tmp_path / "work" / str(run["n"]) / "base"
@@ -468,8 +520,8 @@ def test_an_approval_killed_at_any_step_leaves_the_old_or_the_new_baseline(small
         code, _, err = approve(small, "new.trec", folder)
         assert code == 0, err
         approved_layout(tree(folder), "new.trec")
-    # with no old version to delete, the switch to the new one is the approval's last write
-    assert seen == ({"old"} if layout == "no folder" else {"old", "new"})
+    # the history line is written after the switch: a kill before it leaves the new baseline
+    assert seen == {"old", "new"}
 
 
 def test_an_approval_terminated_by_sigterm_leaves_a_consistent_folder(small, tmp_path):

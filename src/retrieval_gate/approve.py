@@ -28,15 +28,17 @@ from collections.abc import Iterator
 from contextlib import contextmanager
 from dataclasses import dataclass
 from pathlib import Path
+from typing import Any
 
 from retrieval_gate import schema
 from retrieval_gate.baselinefolder import POINTER, BaselineFolder, read_folder
 from retrieval_gate.errors import EnvironmentFault, InputError, NotComparableError
 from retrieval_gate.formats.atomic import sync_folder, write_text_atomic
 from retrieval_gate.runmanifest import (
-    current_commit,
+    RunManifest,
     manifest_path,
     read_run_manifest,
+    resolve_commit,
     utc_now,
 )
 from retrieval_gate.snapshot import Snapshot, load_snapshot, load_test_set
@@ -46,13 +48,17 @@ from retrieval_gate.validate import check_run
 @dataclass(frozen=True)
 class Approval:
     """An approval done: the run and manifest written, the baseline run it replaced (if any),
-    the means recorded, and leftovers it could not delete (the next approval retries)."""
+    the means recorded, and leftovers it could not delete (the next approval retries);
+    ``unchanged`` when the candidate already was the approved baseline (nothing written), and
+    the snapshot change it records when the test set moved on."""
 
     run: Path
     manifest: Path
     replaced: tuple[Path, ...]
     scores: dict[str, float | None]
     kept: tuple[str, ...] = ()
+    unchanged: bool = False
+    snapshot_change: dict[str, str] | None = None
 
 
 def approver() -> str:
@@ -64,21 +70,28 @@ def approver() -> str:
 
 
 def approve_baseline(candidate: str | os.PathLike[str], to: str | os.PathLike[str],
-                     snapshot: str | os.PathLike[str], force: bool = False) -> Approval:
+                     snapshot: str | os.PathLike[str], force: bool = False,
+                     commit: str | None = None) -> Approval:
     """Check ``candidate`` against ``snapshot`` and make it, with its manifest, the baseline of
     the folder ``to`` (created if needed); see the module docstring.
 
-    Errors: InputError (exit 2) for a candidate or a folder that is not what it should be;
-    NotComparableError (exit 3) for a baseline there made on another snapshot (unless
-    ``force``) or a candidate that changed while it was copied; EnvironmentFault (exit 74) when
-    the folder cannot be created or written."""
+    A candidate whose files and snapshot are those of the approved baseline is a no-op
+    (``unchanged``: nothing written, no history line). A baseline made on an earlier snapshot
+    of the same name is replaced — the test set evolved — and the change is recorded in the
+    approval (``approved.snapshot_change``) and the folder's history. ``commit`` is the source
+    commit to record (default: :func:`~retrieval_gate.runmanifest.resolve_commit`).
+
+    Errors: InputError (exit 2) for a candidate or a folder that is not what it should be, or
+    no commit to record; NotComparableError (exit 3) for a baseline there made on a snapshot
+    of another name (unless ``force``) or a candidate that changed while it was copied;
+    EnvironmentFault (exit 74) when the folder cannot be created or written."""
     snap = load_snapshot(snapshot)
     checked = check_run(snap, load_test_set(snap), candidate, "candidate")
     source = Path(checked.path)
     means = checked.scores.means()
     document = dict(checked.manifest.document)
-    document["approved"] = {"at": utc_now(), "by": approver(), "commit": current_commit(),
-                            "scores": means}
+    document["approved"] = {"at": utc_now(), "by": approver(),
+                            "commit": resolve_commit(commit, "--commit"), "scores": means}
     copies = [(source, checked.manifest.document["run"]["sha256"])]
     chunks = checked.manifest.chunks_file()
     if chunks is not None:  # the run's chunk table travels with it, beside it
@@ -104,30 +117,81 @@ def approve_baseline(candidate: str | os.PathLike[str], to: str | os.PathLike[st
     _create(folder)
     with _writing(folder), _turn(folder):
         before = read_folder(folder)
-        _require_replaceable(before, snap, force)
+        previous = _require_replaceable(before, snap, force)
+        if previous is not None and before.version is not None and _same_files(
+                previous, checked.manifest):  # nothing to write; an earlier one's leftovers go
+            run = before.run or source
+            return Approval(run, manifest_path(run), (), means, _delete(before.leftovers()),
+                            unchanged=True)
+        change = None
+        if previous is not None and previous.fingerprint != snap.fingerprint:
+            change = {"from": previous.fingerprint, "to": snap.fingerprint}
+            document["approved"]["snapshot_change"] = change
         version = _stage(before, copies, manifest_path(source).name,
                          json.dumps(document, indent=2, ensure_ascii=False) + "\n")
         write_text_atomic(folder / POINTER, f"{version}\n", durable=True)
+        append_history(folder, history_line(version, document, snap))
         kept = _delete(read_folder(folder).leftovers())
     run = folder / version / source.name
-    return Approval(run, manifest_path(run), (before.run,) if before.run else (), means, kept)
+    return Approval(run, manifest_path(run), (before.run,) if before.run else (), means, kept,
+                    snapshot_change=change)
 
 
-def _require_replaceable(before: BaselineFolder, snap: Snapshot, force: bool) -> None:
-    """InputError for a first-layout run named like the pointer file; NotComparableError
-    unless the baseline in the folder (if any) was made on ``snap`` or ``force`` is given."""
+def _require_replaceable(before: BaselineFolder, snap: Snapshot, force: bool
+                         ) -> RunManifest | None:
+    """The manifest of the baseline in the folder (None for none). InputError for a
+    first-layout run named like the pointer file; NotComparableError when it was made on a
+    snapshot of another name — another test set, not a later version of this one — unless
+    ``force``."""
     if before.run is None:
-        return
+        return None
     if before.version is None and before.run.name == POINTER:
         raise InputError(str(before.run), f"is named {POINTER}, the name an approval gives "
                          "the file that points at the approved version",
                          "rename the run and its manifest, then approve again")
-    made_on = read_run_manifest(before.run).fingerprint
-    if made_on != snap.fingerprint and not force:
+    previous = read_run_manifest(before.run)
+    made_on = previous.document["snapshot"].get("name")
+    if made_on != snap.name and previous.fingerprint != snap.fingerprint and not force:
         raise NotComparableError(
-            f"{manifest_path(before.run)}: the baseline there was made on snapshot {made_on}, "
-            f"the candidate on {snap.fingerprint} — pass --force to replace a baseline of "
-            "another snapshot")
+            f"{manifest_path(before.run)}: the baseline there was made on snapshot "
+            f"'{made_on}' ({previous.fingerprint}), the candidate on '{snap.name}' "
+            f"({snap.fingerprint}) — another test set: approve into another folder, or pass "
+            "--force to replace it")
+    return previous
+
+
+def _same_files(previous: RunManifest, candidate: RunManifest) -> bool:
+    """Whether the candidate is the approved baseline again: the same run, stage and chunk
+    table bytes, made on the same snapshot."""
+    def pinned(m: RunManifest) -> tuple[object, ...]:
+        return (m.fingerprint, m.document["run"]["sha256"],
+                tuple(sha for _, _, sha in m.stage_files()),
+                (m.chunking or {}).get("sha256"))
+    return pinned(previous) == pinned(candidate)
+
+
+HISTORY = "history.jsonl"
+
+
+def history_line(version: str, document: dict[str, Any], snap: Snapshot) -> dict[str, Any]:
+    """One approval in the folder's history: when, by whom, from which commit, the version,
+    the snapshot (and the one it replaced), the system, the run's hash and its means."""
+    approved = document["approved"]
+    line = {"at": approved["at"], "by": approved["by"], "commit": approved["commit"],
+            "version": version, "snapshot": {"name": snap.name, "fingerprint": snap.fingerprint},
+            "system": document["system"], "run_sha256": document["run"]["sha256"],
+            "means": approved["scores"]}
+    if "snapshot_change" in approved:
+        line["snapshot_change"] = approved["snapshot_change"]
+    return line
+
+
+def append_history(folder: Path, line: dict[str, Any]) -> None:
+    """Add ``line`` to the folder's ``history.jsonl`` (rewritten whole, atomically)."""
+    path = folder / HISTORY
+    before = path.read_text(encoding="utf-8") if path.exists() else ""
+    write_text_atomic(path, before + json.dumps(line, sort_keys=True, ensure_ascii=False)
+                      + "\n", durable=True)
 
 
 def _stage(before: BaselineFolder, copies: list[tuple[Path, str]], manifest_name: str,

@@ -350,7 +350,8 @@ def validate(snapshot_file, runs, run_manifest):
                    "latencies from different places are not comparable.")
 @click.option("--system", "system", multiple=True, metavar="KEY=VALUE",
               help="What produced the run: retriever, model, index, parameters (repeatable).")
-@click.option("--commit", help="Source commit.  [default: $GITHUB_SHA, else git rev-parse HEAD]")
+@click.option("--commit", help="Source commit; 'none' to record none on purpose.  [default: "
+              "$GITHUB_SHA, else git rev-parse HEAD; none found is an error]")
 @click.option("--created", help="Creation time, YYYY-MM-DDTHH:MM:SSZ.  [default: now, UTC]")
 @click.option("--chunks", type=click.Path(dir_okay=False),
               help="The run's chunk table (JSON Lines: id, doc_id, start, end, tokens), pinned "
@@ -430,8 +431,8 @@ def check(ctx, snapshot_file, baseline, candidate, config, fail_on, gates, no_co
     (only with --fail-on inconclusive)."""
     import os
 
-    from retrieval_gate.gate import check as run_check
     from retrieval_gate.config import gate_inputs, parse_gate_option
+    from retrieval_gate.gate import check as run_check
     from retrieval_gate.report.files import write_reports
 
     if github is None:
@@ -480,19 +481,37 @@ def baseline() -> None:
 @click.option("--snapshot", "snapshot_file", type=click.Path(dir_okay=False),
               help="The snapshot.  [default: from the config]")
 @click.option("--force", is_flag=True,
-              help="Replace a baseline made on another snapshot.")
-def approve(candidate, to, snapshot_file, force):
+              help="Replace a baseline made on a snapshot of another name (another test set).")
+@click.option("--commit", help="Source commit to record; 'none' to record none on purpose.  "
+              "[default: $GITHUB_SHA, else git rev-parse HEAD; none found is an error]")
+def approve(candidate, to, snapshot_file, force, commit):
     """Make a candidate run the approved baseline: its run and manifest become the next version
     in the baseline folder, switched in with one atomic rename."""
     from retrieval_gate.approve import approve_baseline
     from retrieval_gate.config import snapshot_path
 
-    done = approve_baseline(candidate, to, snapshot_path(snapshot_file), force)
+    done = approve_baseline(candidate, to, snapshot_path(snapshot_file), force, commit)
+    if done.unchanged:
+        _print(f"unchanged: {_shown(candidate)} is already the approved baseline "
+               f"({_shown(done.run)}) — nothing written")
+        return
     _print(f"approved {_shown(done.run)} ({_shown(done.manifest)})"
-           + "".join(f"; replaced {_shown(old)}" for old in done.replaced))
+           + "".join(f"; replaced {_shown(old)}" for old in done.replaced)
+           + (f"; the snapshot moved on: {done.snapshot_change['from'][:19]}… → "
+              f"{done.snapshot_change['to'][:19]}…" if done.snapshot_change else ""))
     for leftover in done.kept:
         _report(f"could not delete the leftover {leftover} — the next approval tries again",
                 "warning")
+
+
+@cli.command()
+@click.argument("folder", metavar="DIR", type=click.Path(file_okay=False))
+def history(folder):
+    """Print a baseline folder's approvals, oldest first: when, commit, snapshot, system and the
+    means of the measures."""
+    from retrieval_gate.history import history_table
+
+    _print(history_table(folder), nl=False)
 
 
 def main() -> None:

@@ -204,7 +204,8 @@ def make_run_manifest(snapshot: Snapshot, run: str | os.PathLike[str] | Blob,
                       ) -> dict[str, Any]:
     """The manifest document of ``run`` (a path, or the run as read and scored: its bytes are
     what the manifest pins) made on ``snapshot``. ``created`` defaults to now (UTC, whole
-    seconds); ``commit`` to :func:`current_commit`; ``chunking`` is the run's chunking
+    seconds); ``commit`` to :func:`current_commit` (see :func:`resolve_commit`: ``none``
+    records none; none found is an error); ``chunking`` is the run's chunking
     (:func:`chunking_record`), when it has one; ``stages`` the records of a pipeline run's
     stages (:func:`stage_record`), the last being ``run``; ``timed_on`` where its latencies
     were measured."""
@@ -218,7 +219,7 @@ def make_run_manifest(snapshot: Snapshot, run: str | os.PathLike[str] | Blob,
         "snapshot": {"name": snapshot.name, "fingerprint": snapshot.fingerprint,
                      "components": snapshot.identity},
         "system": dict(system or {}),
-        "provenance": {"commit": commit if commit is not None else current_commit(),
+        "provenance": {"commit": resolve_commit(commit, "--commit"),
                        "created": created or utc_now()},
     }
     if chunking is not None:
@@ -267,6 +268,21 @@ def write_run_manifest(document: Mapping[str, Any], output: str | os.PathLike[st
 def utc_now() -> str:
     """The current time, UTC, ISO 8601 to the second: ``2026-11-30T12:00:00Z``."""
     return dt.datetime.now(dt.timezone.utc).strftime("%Y-%m-%dT%H:%M:%SZ")
+
+
+def resolve_commit(given: str | None, option: str) -> str | None:
+    """The commit to record: ``given`` (``none`` records none, on purpose), else
+    :func:`current_commit`; InputError when there is none to find — provenance is never left
+    empty silently."""
+    if given is not None:
+        return None if given == "none" else given
+    found = current_commit()
+    if found is None:
+        raise InputError(option, "no source commit found: not in a git repository, or before "
+                         "its first commit, and GITHUB_SHA is unset",
+                         f"run it where the run was made, pass {option} SHA, or record none "
+                         f"on purpose with {option} none")
+    return found
 
 
 def current_commit() -> str | None:
