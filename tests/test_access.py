@@ -21,10 +21,10 @@ from click.testing import CliRunner
 from scipy.stats import binom
 
 from retrieval_gate.access import askers, item_access
-from retrieval_gate.gate import check
 from retrieval_gate.cli import cli
 from retrieval_gate.errors import InputError
 from retrieval_gate.formats.access import read_access
+from retrieval_gate.gate import check
 from retrieval_gate.model import Query
 from retrieval_gate.policy import GatedMeasure, GatePolicy
 from retrieval_gate.snapshot import freeze, load_snapshot, load_test_set

@@ -12,8 +12,8 @@ from pathlib import Path
 import pytest
 from conftest import gate
 
-from retrieval_gate.gate import check
 from retrieval_gate.errors import GateError, NotComparableError
+from retrieval_gate.gate import check
 from retrieval_gate.pipeline import score_stages
 from retrieval_gate.runmanifest import load_checked_run, make_run_manifest
 from retrieval_gate.snapshot import load_snapshot, load_test_set

@@ -47,8 +47,8 @@ import pytest
 from conftest import ROOT
 from test_injection import PAYLOADS, assert_no_foreign_command
 
-from retrieval_gate.gate import check
 from retrieval_gate.config import load_config
+from retrieval_gate.gate import check
 from retrieval_gate.report.html import NAME, TEXT, report_html
 from retrieval_gate.report.model import (
     FunnelReport,

@@ -22,9 +22,9 @@ import numpy as np
 import pytest
 from click.testing import CliRunner
 
-from retrieval_gate.gate import check
 from retrieval_gate.cli import cli
 from retrieval_gate.errors import InputError
+from retrieval_gate.gate import check
 from retrieval_gate.policy import CostGate, GatedMeasure, GatePolicy
 from retrieval_gate.report.json import report_json
 from retrieval_gate.report.junit import report_junit

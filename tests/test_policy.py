@@ -12,10 +12,10 @@ from conftest import BASELINE, RUNS, SNAPSHOT
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from retrieval_gate.gate import check
 from retrieval_gate.compare import bootstrap_ci, holm, sign_test
 from retrieval_gate.config import config_from_mapping
 from retrieval_gate.errors import EXIT_INVALID, GateError
+from retrieval_gate.gate import check
 from retrieval_gate.policy import (
     DEFAULT_MIN_QUERIES,
     GatedMeasure,

@@ -8,8 +8,8 @@ from pathlib import Path
 
 from click.testing import CliRunner
 
-from retrieval_gate.gate import check
 from retrieval_gate.cli import cli
+from retrieval_gate.gate import check
 from retrieval_gate.policy import GatedMeasure, GatePolicy
 from retrieval_gate.report.text import report_text
 from retrieval_gate.snapshot import freeze

@@ -9,10 +9,10 @@ from pathlib import Path
 import pytest
 from click.testing import CliRunner
 
-from retrieval_gate.gate import check
 from retrieval_gate.cli import cli
 from retrieval_gate.config import config_from_mapping, parse_gate_option
 from retrieval_gate.errors import InputError
+from retrieval_gate.gate import check
 from retrieval_gate.policy import GatedMeasure, GatePolicy
 
 ROOT = Path(__file__).resolve().parent.parent
