@@ -319,6 +319,17 @@ def freeze(queries, queries_version, qrels, qrels_version, corpus_version, corpu
         _print(f"warning: {warning}")
 
 
+@snapshot.command()
+@click.argument("old", type=click.Path(dir_okay=False))
+@click.argument("new", type=click.Path(dir_okay=False))
+def diff(old, new):
+    """What changed in the test set from snapshot OLD to snapshot NEW: queries added, removed
+    or reworded, judgments added, removed or regraded (each snapshot's files must be there)."""
+    from retrieval_gate.testset_diff import test_set_change
+
+    _print(f"{_shown(old)} → {_shown(new)}: {test_set_change(old, new).summary()}")
+
+
 @cli.command()
 @click.argument("snapshot_file", metavar="SNAPSHOT", type=click.Path(dir_okay=False))
 @click.argument("runs", nargs=-1, metavar="[RUN|DIR]...", type=click.Path(readable=False))
@@ -502,6 +513,36 @@ def approve(candidate, to, snapshot_file, force, commit):
     for leftover in done.kept:
         _report(f"could not delete the leftover {leftover} — the next approval tries again",
                 "warning")
+
+
+@cli.command()
+@click.option("--queries", required=True, type=click.Path(dir_okay=False),
+              help="The query set (JSON Lines).")
+@click.option("--qrels", required=True, type=click.Path(dir_okay=False),
+              help="The judgments (TREC, JSON Lines or JSON).")
+@click.option("--corpus-file", type=click.Path(dir_okay=False),
+              help="The corpus (JSON Lines with text, or a list of ids), pinned by hash.")
+@click.option("--unit", type=click.Choice(["document", "span", "chunk"]),
+              help="What a judgment is about.  [default: span for judgments with start and "
+                   "end, else document]")
+@click.option("--snapshot", "snapshot_file", type=click.Path(dir_okay=False),
+              help="Where to freeze the snapshot.  [default: snapshot.json beside the queries]")
+@click.option("--baseline", default="baselines/main", show_default=True,
+              help="The baseline folder gate.toml and the workflow name.")
+@click.option("--candidate", default="runs/candidate.trec", show_default=True,
+              help="Where the workflow writes the candidate run.")
+def init(queries, qrels, corpus_file, unit, snapshot_file, baseline, candidate):
+    """Start gating this repository: freeze a snapshot from the files, write gate.toml and
+    .github/workflows/retrieval-gate.yml — never over an existing file."""
+    from retrieval_gate.init import initialise
+
+    done = initialise(queries, qrels, snapshot=snapshot_file, corpus_file=corpus_file,
+                      unit=unit or None, baseline=baseline, candidate=candidate)
+    for path in done.written:
+        _print(f"wrote {_shown(path)}")
+    _print("next:")
+    for i, step in enumerate(done.next_steps, 1):
+        _print(f"  {i}. {step}")
 
 
 @cli.command()

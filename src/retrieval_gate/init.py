@@ -1,0 +1,90 @@
+"""``gate init``: from a folder of queries, judgments and (optionally) a corpus to a gated
+repository — a snapshot frozen from the files, a starter ``gate.toml`` and the GitHub workflow
+— each step saying what it wrote and what to commit. Nothing is overwritten: when any target
+exists, nothing is written at all.
+"""
+
+from __future__ import annotations
+
+import os
+import re
+from dataclasses import dataclass
+from importlib import resources
+from pathlib import Path
+
+from retrieval_gate.errors import InputError
+from retrieval_gate.formats.atomic import write_text_atomic
+from retrieval_gate.snapshot import freeze
+
+WORKFLOW = Path(".github") / "workflows" / "retrieval-gate.yml"
+_SAFE = re.compile(r"(?!/)(?!.*\.\.)[A-Za-z0-9._/-]{1,200}")
+
+
+@dataclass(frozen=True)
+class Initialised:
+    """What ``gate init`` wrote (paths) and the next steps, in words."""
+
+    written: tuple[Path, ...]
+    next_steps: tuple[str, ...]
+
+
+def initialise(queries: str | os.PathLike[str], qrels: str | os.PathLike[str], *,
+               snapshot: str | os.PathLike[str] | None = None,
+               corpus_file: str | os.PathLike[str] | None = None, unit: str | None = None,
+               baseline: str = "baselines/main", candidate: str = "runs/candidate.trec",
+               root: str | os.PathLike[str] = ".") -> Initialised:
+    """Freeze ``snapshot`` (default: ``snapshot.json`` beside the queries) from the files,
+    write ``gate.toml`` and the workflow under ``root``; InputError (exit 2) naming every
+    target that already exists, before anything is written."""
+    base = Path(root)
+    target = Path(snapshot) if snapshot else Path(queries).parent / "snapshot.json"
+    for option, value in (("--baseline", baseline), ("--candidate", candidate),
+                          ("--snapshot", _relative(target, base))):
+        if not _SAFE.fullmatch(value):
+            raise InputError(option, f"'{value[:60]}' is not a plain relative path (letters, "
+                             "digits, . _ - /)", "use a plain path: it goes into gate.toml and "
+                             "into the workflow's shell lines")
+    config, workflow = base / "gate.toml", base / WORKFLOW
+    existing = [p for p in (target, config, workflow) if p.exists()]
+    if existing:
+        raise InputError(str(existing[0]), "exists already" + (
+            f" (and {', '.join(map(str, existing[1:]))})" if len(existing) > 1 else ""),
+            "gate init writes only new files: move them away, or edit them by hand")
+    frozen = freeze(target, queries=queries, qrels=qrels, corpus_version=(
+        "in-file" if corpus_file else "unversioned"), corpus_file=corpus_file,
+        permissions_version="public", unit=unit)
+    snapshot_path = _relative(target, base)
+    write_text_atomic(config, _config(snapshot_path, baseline, candidate))
+    workflow.parent.mkdir(parents=True, exist_ok=True)
+    write_text_atomic(workflow, _workflow(snapshot_path, baseline, candidate))
+    steps = (
+        f"commit {target}, {config} and {workflow} (and the files the snapshot pins)",
+        (f"make your retriever's run of every query in {frozen.source}'s query set, write its "
+        f"manifest: gate run-manifest --snapshot {snapshot_path} --run RUN --system "
+        "name=my-retriever"),
+        (f"approve it as the baseline: gate baseline approve --candidate RUN --to {baseline} — "
+        "and commit the folder"),
+        (f"edit the REPLACE parts of {workflow} (how your retriever makes {candidate}); from then "
+        "on, every pull request is gated"))
+    return Initialised((target, config, workflow), steps)
+
+
+def _relative(path: Path, base: Path) -> str:
+    return Path(os.path.relpath(path.resolve(), base.resolve())).as_posix()
+
+
+def _config(snapshot: str, baseline: str, candidate: str) -> str:
+    return (f'# retrieval-gate: gate check reads this file (see its README for every key).\n'
+            f'snapshot = "{snapshot}"\nbaseline = "{baseline}"\ncandidate = "{candidate}"\n\n'
+            '[[gate]]\nmeasure = "Recall@10"\nmargin = 0.02\n\n'
+            '[[gate]]\nmeasure = "nDCG@10"\nmargin = 0.02\n')
+
+
+def _workflow(snapshot: str, baseline: str, candidate: str) -> str:
+    """The example workflow with this repository's paths."""
+    text = resources.files("retrieval_gate").joinpath("templates/retrieval-gate.yml").read_text(
+        encoding="utf-8")
+    for old, new in (("eval/snapshot.json", snapshot), ("baselines/my-retriever", baseline),
+                     ("runs/candidate.trec", candidate)):
+        text = text.replace(old, new)
+    return text

@@ -1,0 +1,103 @@
+"""Adoption: `gate init` into an empty folder and its refusal, and the flow of a pull request
+that changes the test set, end to end in a real git repository — the snapshot changes, the
+baseline system's run is made again on it, `gate check` compares on the new snapshot, and on
+merge the approval replaces the baseline without --force and records the change."""
+
+from __future__ import annotations
+
+import json
+import shutil
+import subprocess
+from pathlib import Path
+
+from conftest import CRANFIELD, ROOT, RUNS, gate
+
+
+def git(repo: Path, *args: str) -> str:
+    done = subprocess.run(["git", "-c", "user.name=t", "-c", "user.email=t@example.invalid",
+                           *args], cwd=repo, capture_output=True, text=True, check=True)
+    return done.stdout
+
+
+def test_init_writes_a_gated_repository_and_refuses_to_overwrite(tmp_path, monkeypatch):
+    (tmp_path / "eval").mkdir()
+    for name in ("queries.jsonl", "qrels.tsv"):
+        shutil.copy(CRANFIELD / name, tmp_path / "eval" / name)
+    monkeypatch.chdir(tmp_path)
+    code, out, err = gate("init", "--queries", "eval/queries.jsonl", "--qrels", "eval/qrels.tsv")
+    assert code == 0, err
+    assert out.splitlines()[:3] == ["wrote eval/snapshot.json", "wrote gate.toml",
+                                    "wrote .github/workflows/retrieval-gate.yml"]
+    workflow = (tmp_path / ".github/workflows/retrieval-gate.yml").read_text()
+    assert "eval/snapshot.json" in workflow and "baselines/main" in workflow
+    assert 'snapshot = "eval/snapshot.json"' in (tmp_path / "gate.toml").read_text()
+    before = {p: p.read_bytes() for p in tmp_path.rglob("*") if p.is_file()}
+    code, _, err = gate("init", "--queries", "eval/queries.jsonl", "--qrels", "eval/qrels.tsv")
+    assert code == 2 and "exists already" in err
+    assert {p: p.read_bytes() for p in tmp_path.rglob("*") if p.is_file()} == before
+    code, _, err = gate("init", "--queries", "eval/queries.jsonl", "--qrels", "eval/qrels.tsv",
+                        "--snapshot", "other.json", "--candidate", "runs/$(rm -rf ~).trec")
+    assert code == 2 and "not a plain relative path" in err
+    assert not (tmp_path / "other.json").exists()
+
+
+def test_a_pull_request_that_changes_the_test_set(tmp_path, monkeypatch):
+    repo = tmp_path / "repo"
+    (repo / "eval").mkdir(parents=True)
+    (repo / "runs").mkdir()
+    for name in ("queries.jsonl", "qrels.tsv"):
+        shutil.copy(CRANFIELD / name, repo / "eval" / name)
+    shutil.copy(RUNS / "hybrid.trec", repo / "runs" / "candidate.trec")
+    shutil.copy(ROOT / "baselines/cranfield/bm25.trec", repo / "runs" / "baseline.trec")
+    monkeypatch.chdir(repo)
+    git(repo, "init", "-q", "-b", "main")
+    assert gate("init", "--queries", "eval/queries.jsonl", "--qrels", "eval/qrels.tsv")[0] == 0
+    assert gate("run-manifest", "--snapshot", "eval/snapshot.json", "--run",
+                "runs/baseline.trec", "--system", "name=bm25")[0] == 0
+    assert gate("baseline", "approve", "--candidate", "runs/baseline.trec", "--to",
+                "baselines/main")[0] == 0
+    git(repo, "add", "-A")
+    git(repo, "commit", "-q", "-m", "gate the retriever")
+
+    # The pull request: new judgments, so a new snapshot; the baseline system's run made again
+    # on it, and the candidate made on it.
+    git(repo, "checkout", "-q", "-b", "more-judgments")
+    with (repo / "eval/qrels.tsv").open("a") as qrels:
+        qrels.write("1 0 1390 2\n1 0 1391 1\n")
+    code, _, err = gate("snapshot", "freeze", "--queries", "eval/queries.jsonl", "--qrels",
+                        "eval/qrels.tsv", "--qrels-version", "v2", "--corpus-version",
+                        "unversioned", "--permissions-version", "public", "--unit", "document",
+                        "-o", "eval/snapshot.json")
+    assert code == 0, err
+    for run, name in (("baseline", "bm25"), ("candidate", "hybrid")):
+        assert gate("run-manifest", "--snapshot", "eval/snapshot.json", "--run",
+                    f"runs/{run}.trec", "--system", f"name={name}")[0] == 0
+    # against the approved baseline (made on main's snapshot): not comparable, and says why
+    code, _, err = gate("check")
+    assert code == 3 and "qrels" in err
+    # what changed, against main's test set
+    main = tmp_path / "main"
+    git(repo, "worktree", "add", "-q", str(main), "main")
+    code, out, err = gate("snapshot", "diff", main / "eval/snapshot.json", "eval/snapshot.json")
+    assert code == 0, err
+    assert "queries +0 −0 (0 reworded); judgments +2 −0 (0 regraded)" in out
+    git(repo, "worktree", "remove", str(main))
+    # the pull request's check: both runs on the new snapshot
+    code, out, err = gate("check", "--baseline", "runs/baseline.trec")
+    assert code == 0, err
+    git(repo, "add", "-A")
+    git(repo, "commit", "-q", "-m", "judge two more documents")
+
+    # On merge, main approves the baseline system's run on the new snapshot: no --force
+    git(repo, "checkout", "-q", "main")
+    git(repo, "merge", "-q", "more-judgments")
+    code, out, err = gate("baseline", "approve", "--candidate", "runs/baseline.trec", "--to",
+                          "baselines/main")
+    assert code == 0, err
+    assert "the snapshot moved on" in out
+    history = [json.loads(line) for line in
+               (repo / "baselines/main/history.jsonl").read_text().splitlines()]
+    assert len(history) == 2 and "snapshot_change" in history[1]
+    assert gate("check")[0] == 0  # the approved baseline and the candidate, one snapshot
+    code, out, _ = gate("history", "baselines/main")
+    assert code == 0 and "* the test set changed at this approval" in out
