@@ -134,10 +134,11 @@ _FEW = 16  # documents found by one search each; more, by one pass over the file
 def corpus_texts(snap: Snapshot, test_set: TestSet, docs: Iterable[str]) -> dict[str, str]:
     """The text of each of ``docs`` in the pinned corpus (JSON Lines with text); empty without
     one. A document's line is the one whose top-level ``id`` is its id (an ``"id"`` key nested
-    deeper is passed over). Up to :data:`_FEW` documents are found by a byte search each for
-    their id; more, by one pass over the file's ``"id"`` keys, so that the time stays linear in
-    the corpus's size however many documents are asked for. A document whose line is not
-    found, or has no text, is left out."""
+    deeper is passed over). Up to :data:`_FEW` documents are first looked for by a byte search
+    each for their id as this module writes it; the others (more documents, or an id the file
+    writes with escapes), by one pass over the file's ``"id"`` keys, so that the time stays
+    linear in the corpus's size however many documents are asked for. A document whose line is
+    not found, or has no text, is left out."""
     wanted = set(docs)
     if test_set.corpus is None or test_set.corpus.lengths is None or not wanted:
         return {}
@@ -152,6 +153,7 @@ def corpus_texts(snap: Snapshot, test_set: TestSet, docs: Iterable[str]) -> dict
             for match in re.finditer(rb'"id"\s*:\s*' + key, data):
                 if _take(data, match, doc, found):
                     break
+    if len(found) == len(wanted):
         return found
     for match in _ID_KEY.finditer(data):
         name = _string(match.group(1))
