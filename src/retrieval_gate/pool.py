@@ -226,11 +226,16 @@ def _top_units(snap: Snapshot, test_set: TestSet, manifest: RunManifest, run: Pa
     if table is not None:
         rows = attach_chunks(rows, table)
     policy = replace(snap.policy, unjudged="nonrelevant")
-    score_run(test_set.qrels, rows, [Measure("Judged", k)], policy, test_set.queries,
-              corpus=test_set.corpus, min_coverage=snap.min_coverage, limit=contract,
-              access=test_set.access)
+    scored = score_run(test_set.qrels, rows, [Measure("Judged", k)], policy, test_set.queries,
+                       corpus=test_set.corpus, min_coverage=snap.min_coverage, limit=contract,
+                       access=test_set.access)
     placed = rows.starts is not None
-    ranked = rank_run(_with_documents(rows), policy.duplicates, collapse=False, limit=contract)
+    if rows.doc_ids is None and scored.ranked is not None:
+        ranked = scored.ranked  # items are their own documents: the ranking scored
+    else:  # k items hold the top k units, except documents of chunks, which collapse
+        depth = None if snap.unit == "document" else k
+        ranked = rank_run(_with_documents(rows), policy.duplicates, depth=depth,
+                          collapse=False, limit=contract)
     return {qid: _units(ranked, i, snap.unit, k, placed)
             for i, qid in enumerate(ranked.query_ids)}
 
