@@ -555,6 +555,75 @@ def history(folder):
     _print(history_table(folder), nl=False)
 
 
+@cli.group()
+def pool() -> None:
+    """Judge what the runs found: export their unjudged items, merge the grades back."""
+
+
+@pool.command("export")
+@click.option("--snapshot", "snapshot_file", type=click.Path(dir_okay=False),
+              help="The snapshot manifest.  [default: from the config]")
+@click.option("--candidate", required=True, type=click.Path(readable=False),
+              help="The candidate run (manifest beside it).")
+@click.option("--baseline", type=click.Path(readable=False),
+              help="Also pool this run: a run (manifest beside it) or a baseline folder.")
+@click.option("-k", "k", type=int, default=10, show_default=True,
+              help="Pool the top k of each ranking (documents, or items for chunk and span "
+                   "judgments).")
+@click.option("-o", "--output", required=True, type=click.Path(dir_okay=False),
+              help="The pool file to write (JSON Lines, one unjudged item per line).")
+def pool_export(snapshot_file, candidate, baseline, k, output):
+    """Write the unjudged items of the candidate's top k (and the baseline's) for assessors:
+    each line's "grade" is null until an assessor fills it in."""
+    from retrieval_gate.config import snapshot_path
+    from retrieval_gate.pool import export_pool
+
+    done = export_pool(snapshot_path(snapshot_file), candidate, output, baseline, k)
+    runs = " and the ".join(done.roles)
+    _print(f"{_count(len(done.items), 'unjudged item')} for {_count(done.queries, 'query')} "
+           f"written to {_shown(output)} (top {k} of the {runs})"
+           + (f"; {_count(done.left_out, 'item')} left out: not visible to the query's asker "
+              "or not in force on its day" if done.left_out else ""))
+
+
+@pool.command("merge")
+@click.option("--snapshot", "snapshot_file", type=click.Path(dir_okay=False),
+              help="The snapshot the pool was exported from.  [default: from the config]")
+@click.option("--judged", required=True, type=click.Path(dir_okay=False),
+              help="The pool file with every grade filled in.")
+@click.option("-o", "--output", required=True, type=click.Path(dir_okay=False),
+              help="The qrels to write: the snapshot's judgments and the new ones (JSON Lines).")
+@click.option("--qrels-version",
+              help="The new judgments' version in the new snapshot.  [default: the old "
+                   "version + \"+pool\"]")
+@click.option("--freeze", "freeze_to", type=click.Path(dir_okay=False),
+              help="Also freeze a new snapshot here: the old one's settings and files, these "
+                   "judgments. Every file must lie in its folder or below.")
+def pool_merge(snapshot_file, judged, output, qrels_version, freeze_to):
+    """Merge an assessor's grades into the snapshot's judgments (and freeze a new snapshot)."""
+    from retrieval_gate.config import snapshot_path
+    from retrieval_gate.pool import merge_pool
+
+    done = merge_pool(snapshot_path(snapshot_file), judged, output,
+                      None if qrels_version is None else _utf8("--qrels-version",
+                                                               qrels_version), freeze_to)
+    _print(f"{_count(done.added, 'new judgment')} for {_count(done.queries, 'query')} "
+           f"({done.repeated} already recorded) written to {_shown(output)}")
+    if done.snapshot is not None:
+        _print(f"{_shown(freeze_to)}: snapshot '{_shown(done.snapshot.name)}', fingerprint "
+               f"{done.snapshot.fingerprint}, qrels version "
+               f"{_shown(done.snapshot.document['qrels']['version'])} — re-run the baseline on "
+               "it and approve it, then the candidate")
+    for warning in done.warnings:
+        _print(f"warning: {warning}")
+
+
+def _count(n: int, noun: str) -> str:
+    """``1 query``, ``2 queries``, ``1,024 items``."""
+    plural = noun[:-1] + "ies" if noun.endswith("y") else noun + "s"
+    return f"{n:,} {noun if n == 1 else plural}"
+
+
 def main() -> None:
     """Console-script entry point. Standard output is flushed before exit, so that a write it
     refuses (``gate score ... > /dev/full``) is reported as an environment fault (exit 74)

@@ -15,6 +15,7 @@ import json
 import re
 from collections.abc import Iterable
 from dataclasses import dataclass
+from typing import Any
 
 import numpy as np
 
@@ -66,7 +67,7 @@ def retrieved_instead(snap: Snapshot, test_set: TestSet, base: Scores, cand: Sco
             or cand.coverage is None:
         return ()
     wanted = list(dict.fromkeys(queries))
-    texts = _texts(snap, test_set, {doc for q in wanted
+    texts = corpus_texts(snap, test_set, {doc for q in wanted
                                     for doc in _docs(cand.ranked, q)[:TOP]})
     position = {q: i for i, q in enumerate(base.query_ids)}
     out = []
@@ -126,28 +127,64 @@ def _docs(ranked: RankedRun, qid: str) -> list[str]:
     return [doc for _, doc, _ in _items(ranked, qid)]
 
 
-def _texts(snap: Snapshot, test_set: TestSet, docs: set[str]) -> dict[str, str]:
-    """The text of each of ``docs`` in the pinned corpus (JSON Lines with text), found by its
-    id in the file's bytes — one search per document, whatever the corpus's size."""
-    if test_set.corpus is None or test_set.corpus.lengths is None or not docs:
+_ID_KEY = re.compile(rb'"id"\s*:\s*"((?:[^"\\\n]|\\.)*)"')  # an "id" key and its string
+_FEW = 16  # documents found by one search each; more, by one pass over the file
+
+
+def corpus_texts(snap: Snapshot, test_set: TestSet, docs: Iterable[str]) -> dict[str, str]:
+    """The text of each of ``docs`` in the pinned corpus (JSON Lines with text); empty without
+    one. A document's line is the one whose top-level ``id`` is its id (an ``"id"`` key nested
+    deeper is passed over). Up to :data:`_FEW` documents are first looked for by a byte search
+    each for their id as this module writes it; the others (more documents, or an id the file
+    writes with escapes), by one pass over the file's ``"id"`` keys, so that the time stays
+    linear in the corpus's size however many documents are asked for. A document whose line is
+    not found, or has no text, is left out."""
+    wanted = set(docs)
+    if test_set.corpus is None or test_set.corpus.lengths is None or not wanted:
         return {}
     source = snap.blobs.get("corpus")
     if not isinstance(source, Blob):
         return {}
     data = source.data
-    found = {}
-    for doc in docs:
-        key = json.dumps(doc, ensure_ascii=False).encode()
-        match = re.search(rb'"id"\s*:\s*' + re.escape(key), data)
-        if match is None:
-            continue
-        start = data.rfind(b"\n", 0, match.start()) + 1
-        end = data.find(b"\n", match.end())
-        try:
-            line = json.loads(data[start:None if end < 0 else end])
-        except ValueError:
-            continue
-        if isinstance(line, dict) and line.get("id") == doc and isinstance(line.get("text"),
-                                                                            str):
-            found[doc] = line["text"]
+    found: dict[str, str] = {}
+    if len(wanted) <= _FEW:
+        for doc in wanted:
+            key = re.escape(json.dumps(doc, ensure_ascii=False).encode())
+            for match in re.finditer(rb'"id"\s*:\s*' + key, data):
+                if _take(data, match, doc, found):
+                    break
+    if len(found) == len(wanted):
+        return found
+    for match in _ID_KEY.finditer(data):
+        name = _string(match.group(1))
+        if name in wanted and name not in found and _take(data, match, name, found) \
+                and len(found) == len(wanted):
+            break
     return found
+
+
+def _string(raw: bytes) -> str | None:
+    """The JSON string whose bytes between the quotes are ``raw`` (None if it is not one)."""
+    if b"\\" not in raw:
+        return raw.decode(errors="replace")
+    try:
+        value = json.loads(b'"' + raw + b'"')
+    except ValueError:
+        return None
+    return value if isinstance(value, str) else None
+
+
+def _take(data: Any, match: re.Match[bytes], doc: str, found: dict[str, str]) -> bool:
+    """Record in ``found`` the text of ``doc`` when the line of ``data`` holding ``match`` is
+    its document (a JSON object whose ``id`` is ``doc``, with a string ``text``)."""
+    first = data.rfind(b"\n", 0, match.start()) + 1
+    last = data.find(b"\n", match.end())
+    try:
+        line = json.loads(data[first:None if last < 0 else last])
+    except ValueError:
+        return False
+    if not isinstance(line, dict) or line.get("id") != doc or not isinstance(line.get("text"),
+                                                                             str):
+        return False
+    found[doc] = line["text"]
+    return True
