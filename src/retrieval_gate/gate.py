@@ -446,9 +446,9 @@ def _pool_bias(base: Scores, cand: Scores, judged: Measure, cutoff: int | None) 
              if extra is not None else "more unjudged items")
     return (f"the candidate surfaces {count} in its {where} than the baseline (unjudged or "
             f"empty: baseline {_percent(shares[0])}, candidate {_percent(shares[1])}): they "
-            "score as non-relevant, so its scores may be understated (pool bias) — judge them "
-            "and add the judgments under a new qrels version; the JSON report's queries give "
-            f"each query's {judged} for both runs")
+            "score as non-relevant, so its scores may be understated (pool bias) — have them "
+            "judged: gate pool export, then gate pool merge --freeze under a new qrels "
+            "version")
 
 
 def _listed(ids: list[str]) -> str:
