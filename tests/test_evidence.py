@@ -413,3 +413,29 @@ def test_only_items_a_measure_reads_are_checked_against_the_corpus(tmp_path):
     code, _, err = gate("score", tmp_path / "q.jsonl", tmp_path / "deep.trec", *common[:2], "-m",
                         "AP")  # reads the whole ranking
     assert code == 2 and "'zz'" in err
+
+
+def test_chunk_judgments_with_a_pinned_chunk_table_score_the_chunks(tmp_path):
+    """Chunk judgments name chunks: a chunk table (which gives each chunk its document) must
+    not collapse the run's chunks to documents, or no judgment would ever match."""
+    (tmp_path / "corpus.jsonl").write_text('{"id": "d", "text": "0123456789"}\n')
+    (tmp_path / "chunks.jsonl").write_text('{"id": "d#0", "doc_id": "d", "start": 0, "end": 5}\n'
+                                           '{"id": "d#1", "doc_id": "d", "start": 5, "end": 10}\n')
+    (tmp_path / "queries.jsonl").write_text('{"id": "q"}\n')
+    (tmp_path / "qrels.tsv").write_text("q 0 d#1 1\n")
+    code, _, err = gate("snapshot", "freeze", "--queries", tmp_path / "queries.jsonl",
+                        "--qrels", tmp_path / "qrels.tsv", "--corpus-file",
+                        tmp_path / "corpus.jsonl", "--corpus-version", "c", "--unit", "chunk",
+                        "--chunking-version", "halves", "--chunks", tmp_path / "chunks.jsonl",
+                        "--permissions-version", "p", "-m", "RR@10",
+                        "-o", tmp_path / "snapshot.json")
+    assert code == 0, err
+    (tmp_path / "run.trec").write_text("q Q0 d#0 1 2 t\nq Q0 d#1 2 1 t\n")
+    code, _, err = gate("run-manifest", "--snapshot", tmp_path / "snapshot.json", "--run",
+                        tmp_path / "run.trec")
+    assert code == 0, err
+    from retrieval_gate.gate import check
+    from retrieval_gate.policy import GatedMeasure, GatePolicy
+    report = check(tmp_path / "snapshot.json", tmp_path / "run.trec", tmp_path / "run.trec",
+                   GatePolicy(gates=(GatedMeasure("RR@10"),), min_queries=1))
+    assert report.baseline.means["RR@10"] == 0.5  # d#1 at rank 2, as trec_eval scores it

@@ -191,7 +191,8 @@ def _score(snapshot: Snapshot, test_set: TestSet, rows: RunRows, measures: Seque
            contract: StageContract | None, whole_list: bool) -> Scores:
     return score_run(test_set.qrels, rows, measures, snapshot.policy, test_set.queries,
                      corpus=test_set.corpus, min_coverage=snapshot.min_coverage,
-                     limit=contract, whole_list=whole_list, access=test_set.access)
+                     limit=contract, whole_list=whole_list, access=test_set.access,
+                     by_item=snapshot.unit == "chunk")
 
 
 def _merged(warnings: dict[str, list[str]], n_rankings: int) -> list[str]:

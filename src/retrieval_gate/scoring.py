@@ -178,7 +178,8 @@ def score_run(qrels: Qrels, run: RunRows, measures: Sequence[Measure],
               policy: ScoringPolicy = _DEFAULT_POLICY, queries: Sequence[Query] | None = None,
               doc_map: dict[str, str] | None = None, corpus: Corpus | None = None,
               min_coverage: float = 1.0, limit: StageContract | None = None,
-              whole_list: bool = False, access: AccessTable | None = None) -> Scores:
+              whole_list: bool = False, access: AccessTable | None = None,
+              by_item: bool = False) -> Scores:
     """Score ``run`` against ``qrels`` on every measure, per query; see the module docstring.
 
     With a ``corpus``, every document the scored items name must be in it (and every item's
@@ -192,7 +193,8 @@ def score_run(qrels: Qrels, run: RunRows, measures: Sequence[Measure],
     that :attr:`Scores.coverage` covers the whole ranking, not only the measures' depth).
     With ``access`` data (:mod:`retrieval_gate.access`), an item the query may not see or
     that is not in force on its day gains nothing, judgments of such documents are not
-    counted, and the leaks among the items the measures read are listed."""
+    counted, and the leaks among the items the measures read are listed. ``by_item`` keeps
+    items as they are even when they carry documents (chunk judgments name the chunks)."""
     if not measures:
         raise InputError("--measure", "no measure to compute", "name at least one measure")
     answerable, unanswerable, warnings = query_set(qrels, queries, policy)
@@ -214,7 +216,7 @@ def score_run(qrels: Qrels, run: RunRows, measures: Sequence[Measure],
              else max(cutoffs) + 1)
     ranked = rank_run(run, policy.duplicates, doc_map, depth,
                       "remove the repeat, or keep its best rank: " + policy.fix("duplicates", "first"),
-                      collapse=spans is None, limit=limit)
+                      collapse=spans is None and not by_item, limit=limit)
     if corpus is not None:  # every item a measure reads: within the deepest cutoff (+1)
         places = ranked.places
         require_in_corpus(run.source, corpus, ranked.docs if places is None else places.doc,
