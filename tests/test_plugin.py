@@ -6,6 +6,7 @@ and ``--gate-report-dir`` / ``gate_report_dir`` writing the reports of every cal
 from __future__ import annotations
 
 import json
+import os
 import shutil
 import subprocess
 import sys
@@ -23,6 +24,9 @@ from retrieval_gate.report.html import report_html
 from retrieval_gate.report.json import report_json
 
 pytest_plugins = ["pytester"]
+pytestmark = pytest.mark.skipif(bool(os.environ.get("PYTEST_DISABLE_PLUGIN_AUTOLOAD")),
+                                reason="the plugin is loaded by its entry point, and "
+                                       "PYTEST_DISABLE_PLUGIN_AUTOLOAD turns that off")
 
 PROJECT = f"""\
 [tool.pytest.ini_options]
