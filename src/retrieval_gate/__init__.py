@@ -1,20 +1,36 @@
 """retrieval-gate: a CI regression gate for the retrieval stage of RAG systems.
 
-The library API mirrors the command line: read inputs with :mod:`retrieval_gate.formats`,
-parse measures with :func:`parse_measure`, score a run with :func:`score_run`, load a snapshot
-with :func:`load_snapshot`, and run the whole gate with :func:`retrieval_gate.gate.check` (a
-:class:`GatePolicy` in, a :class:`Report` out). The names below are imported lazily, so that ``gate --help`` loads
-neither numpy nor scipy.
+One call runs the gate as ``gate check`` does: :func:`check` (the project's configuration,
+arguments winning over it) returns a :class:`Report`; :func:`score` scores one run as
+``gate score`` does, and :func:`load_snapshot` loads a snapshot. Underneath, the library
+mirrors the command line: read inputs with :mod:`retrieval_gate.formats`, parse measures with
+:func:`parse_measure`, score a run with :func:`score_run`, and run the orchestrator
+:func:`retrieval_gate.gate.check` on paths and a :class:`GatePolicy`. The names below are
+imported lazily, so that ``import retrieval_gate`` and ``gate --help`` load neither numpy nor
+scipy.
 """
 
 from __future__ import annotations
 
 import importlib
-from typing import Any
+from typing import TYPE_CHECKING, Any
+
+if TYPE_CHECKING:  # what type checkers see; at run time __getattr__ imports on first use
+    from retrieval_gate.api import check, score
+    from retrieval_gate.errors import GateError, InputError
+    from retrieval_gate.measures import Measure, parse_measure, parse_measures
+    from retrieval_gate.model import Qrels, Query
+    from retrieval_gate.policy import GatedMeasure, GatePolicy
+    from retrieval_gate.report.model import Report
+    from retrieval_gate.scoring import Scores, score_run
+    from retrieval_gate.scoring_policy import ScoringPolicy
+    from retrieval_gate.snapshot import load_snapshot
 
 __version__ = "0.1.0"
 
 _EXPORTS = {
+    "check": "retrieval_gate.api",
+    "score": "retrieval_gate.api",
     "GatePolicy": "retrieval_gate.policy",
     "GatedMeasure": "retrieval_gate.policy",
     "Report": "retrieval_gate.report.model",
@@ -43,9 +59,11 @@ __all__ = [
     "Scores",
     "ScoringPolicy",
     "__version__",
+    "check",
     "load_snapshot",
     "parse_measure",
     "parse_measures",
+    "score",
     "score_run",
 ]
 
