@@ -314,7 +314,7 @@ def differences(snapshot: Snapshot, manifest: RunManifest, role: str) -> list[st
     rescore = (f"rewrite {'its' if role == 'run' else f'the {role}’s'} manifest with gate "
                "run-manifest" + (" and approve it" if role == "baseline" else ""))
     found = []
-    for component in (*COMPONENTS, "stages", "scoring"):
+    for component in _COMPARED:
         before, after = then.get(component, {}), now.get(component, {})
         for key in sorted(set(before) | set(after)):
             if before.get(key) != after.get(key):
@@ -328,6 +328,7 @@ def differences(snapshot: Snapshot, manifest: RunManifest, role: str) -> list[st
     return found
 
 
+_COMPARED = (*COMPONENTS, "stages", "scoring")  # what a run's manifest is compared on
 _ONE_CHUNKING = ("chunk judgments compare runs of the judged chunking only: judge spans or "
                  "documents to compare chunkings")
 
@@ -346,17 +347,8 @@ def _other_chunking(snapshot: Snapshot, manifest: RunManifest) -> str | None:
 
 
 def _change(key: str, before: Mapping[str, Any], after: Mapping[str, Any]) -> str:
-    """``version v3 → v4``; hashes shortened to 12 digits; absent values as 'none'."""
-    def show(side: Mapping[str, Any]) -> str:
-        if key not in side:
-            return "none"
-        value = side[key]
-        if key == "sha256":
-            return value[:12]
-        if isinstance(value, dict) and "position" in value:  # a stage's contract
-            return ", ".join(f"{k}={v}" for k, v in sorted(value.items()) if k != "name")
-        return value if isinstance(value, str) else json.dumps(value, sort_keys=True)
-    return f"{key} {show(before)} → {show(after)}"
+    """``version v3 → v4`` (values as :func:`_value` shows them)."""
+    return f"{key} {_value(key, before)} → {_value(key, after)}"
 
 
 def comparability(snapshot: Snapshot, baseline: RunManifest, candidate: RunManifest
@@ -381,7 +373,7 @@ def require_made_on(snapshot: Snapshot, *runs: tuple[RunManifest, str]) -> None:
         return
     fields: dict[tuple[str, str], None] = {}
     for manifest, _ in named:
-        for component in (*COMPONENTS, "stages", "scoring"):
+        for component in _COMPARED:
             then, now = manifest.components.get(component, {}), snapshot.identity.get(
                 component, {})
             for key in sorted(set(then) | set(now)):
@@ -433,14 +425,18 @@ def _advice(snapshot: Snapshot, manifest: RunManifest, role: str) -> str:
     if _only_changed(snapshot, manifest, {"scoring"}):
         return ("only the scoring policy changed: rewrite its manifest with gate run-manifest"
                 + (" and approve it" if role == "baseline" else ""))
-    what = sorted(c for c in (*COMPONENTS, "stages", "scoring")
-                  if manifest.components.get(c, {}) != snapshot.identity.get(c, {}))
+    what = sorted(_changed(snapshot, manifest))
     again = ("re-run the baseline system on the new snapshot and approve it"
              if role == "baseline" else "re-run it on the current snapshot")
     return f"{again} ({', '.join(what)} changed)"
 
 
+def _changed(snapshot: Snapshot, manifest: RunManifest) -> list[str]:
+    """The components whose identity the run was made on differs from the snapshot's."""
+    return [c for c in _COMPARED
+            if manifest.components.get(c, {}) != snapshot.identity.get(c, {})]
+
+
 def _only_changed(snapshot: Snapshot, manifest: RunManifest, components: set[str]) -> bool:
-    changed = {c for c in (*COMPONENTS, "stages", "scoring")
-               if manifest.components.get(c, {}) != snapshot.identity.get(c, {})}
+    changed = set(_changed(snapshot, manifest))
     return bool(changed) and changed <= components

@@ -210,10 +210,10 @@ def score_run(qrels: Qrels, run: RunRows, measures: Sequence[Measure],
                              "(document, start, end)", "give the run's chunk table, or JSON "
                              "Lines items with doc_id, start and end")
 
-    cutoffs = [m.k for m in measures if m.k is not None]
     # Items below the deepest cutoff (+1, to see ties at it) cannot change a score.
-    depth = (None if whole_list or len(cutoffs) < len(measures) or policy.unjudged == "error"
-             else max(cutoffs) + 1)
+    deepest = _depth(measures)
+    depth = (None if whole_list or deepest is None or policy.unjudged == "error"
+             else deepest + 1)
     ranked = rank_run(run, policy.duplicates, doc_map, depth,
                       "remove the repeat, or keep its best rank: " + policy.fix("duplicates", "first"),
                       collapse=spans is None and not by_item, limit=limit)

@@ -41,8 +41,7 @@ def cost_table(report: Report) -> list[list[str]]:
     ci = f"{percent(1 - report.policy.alpha)}% CI"
     rows = [["cost", "n", "baseline", "candidate", "ratio", ci, "gate", "decision"]]
     for row in report.costs:
-        interval = ("-" if row.ratio_low is None else
-                    f"[×{row.ratio_low:.3f}, {'∞' if row.ratio_high is None else f'×{row.ratio_high:.3f}'}]")
+        interval = _interval(row) or "-"
         decision = "-" if row.decision is None else row.decision + (
             ", improved" if row.improvement else "")
         rows.append([f"{row.metric} {row.stat}", str(row.n), _value(row, row.baseline),
@@ -56,11 +55,18 @@ def cost_detail(row: CostRow) -> str:
     """One gated cost in a sentence: ``latency_ms p95: 12.1 → 18.4 (×1.52, 95% CI [×1.40,
     ×1.66]), gate ≤ +20%, n = 89``."""
     ratio = "no ratio" if row.ratio is None else f"×{row.ratio:.3f}"
-    interval = ("" if row.ratio_low is None else f", interval [×{row.ratio_low:.3f}, "
-                f"{'∞' if row.ratio_high is None else f'×{row.ratio_high:.3f}'}]")
+    interval = f", interval {_interval(row)}" if _interval(row) else ""
     gate = "" if row.gate is None else f", gate {row.gate.describe()}"
     return (f"{row.metric} {row.stat}: {_value(row, row.baseline)} → "
             f"{_value(row, row.candidate)} ({ratio}{interval}){gate}, n = {row.n}")
+
+
+def _interval(row: CostRow) -> str | None:
+    """``[×0.687, ×0.888]`` (``∞`` for an unbounded end), or None without an interval."""
+    if row.ratio_low is None:
+        return None
+    high = "∞" if row.ratio_high is None else f"×{row.ratio_high:.3f}"
+    return f"[×{row.ratio_low:.3f}, {high}]"
 
 
 def _value(row: CostRow, value: float | None) -> str:
