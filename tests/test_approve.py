@@ -538,3 +538,10 @@ def test_an_approval_terminated_by_sigterm_leaves_a_consistent_folder(small, tmp
     assert check(small, folder)[0] == 0
     assert approve(small, "new.trec", folder)[0] == 0
     approved_layout(tree(folder), "new.trec")
+
+
+def test_history_refuses_a_line_no_approval_wrote(tmp_path):
+    (tmp_path / "history.jsonl").write_text('{"at": "2026-12-01T00:00:00Z", "means": {"R": 1}}\n'
+                                            '{"at": "x", "system": [1]}\n')
+    code, _, err = gate("history", tmp_path)
+    assert code == 2 and "history.jsonl:2: line is not an approval" in err

@@ -4,6 +4,7 @@ approvals and snapshots. Each approval appends one JSON line to the folder's
 
 from __future__ import annotations
 
+import math
 import os
 from pathlib import Path
 from typing import Any
@@ -23,7 +24,25 @@ def read_history(folder: str | os.PathLike[str]) -> list[dict[str, Any]]:
     if not path.is_file():
         raise InputError(str(folder), f"has no {HISTORY} (no approval recorded one yet)",
                          "approve a baseline into it with gate baseline approve")
-    return [line for _, line in json_lines(read_text(path), str(path))]
+    lines = []
+    for number, line in json_lines(read_text(path), str(path)):
+        if not _approval(line):
+            raise InputError(str(path), "line is not an approval (at, commit, version, "
+                             "snapshot, system, means)", "the history is written by gate "
+                             "baseline approve: restore the line, or delete it", number)
+        lines.append(line)
+    return lines
+
+
+def _approval(line: dict[str, Any]) -> bool:
+    """Whether ``line`` has the shape an approval writes (absent fields are allowed)."""
+    means = line.get("means", {})
+    return (all(isinstance(line.get(k, ""), str) for k in ("at", "version"))
+            and isinstance(line.get("commit"), (str, type(None)))
+            and all(isinstance(line.get(k, {}), dict) for k in ("snapshot", "system"))
+            and isinstance(means, dict) and all(
+                v is None or (isinstance(v, (int, float)) and not isinstance(v, bool)
+                              and math.isfinite(v)) for v in means.values()))
 
 
 def history_table(folder: str | os.PathLike[str]) -> str:
