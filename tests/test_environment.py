@@ -44,7 +44,11 @@ def test_ctrl_c_exits_130_with_one_line(tmp_path):
     fifo = tmp_path / "run.trec"
     os.mkfifo(fifo)
     shutil.copy(TREC / "qrels.test", tmp_path / "qrels.test")
-    process = subprocess.Popen([*GATE, "score", tmp_path / "qrels.test", fifo],
+    # a test run started in the background of a script inherits SIGINT ignored, and so would
+    # the gate: give it Python's Ctrl-C handler, as it has in a terminal
+    interruptible = [sys.executable, "-c", ("import signal; signal.signal(signal.SIGINT, "
+                     "signal.default_int_handler); from retrieval_gate.cli import main; main()")]
+    process = subprocess.Popen([*interruptible, "score", tmp_path / "qrels.test", fifo],
                                stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
     _wait_for(process.pid, "wait_for_partner")
     process.send_signal(signal.SIGINT)
