@@ -3,6 +3,7 @@ through click's CliRunner and checks that nothing escaped as a traceback."""
 
 from __future__ import annotations
 
+import os
 import shutil
 from pathlib import Path
 
@@ -45,8 +46,14 @@ def repo(tmp_path: Path, monkeypatch) -> Path:
 
 @pytest.fixture(autouse=True)
 def source_commit(monkeypatch) -> str:
-    """Run manifests and approvals record a source commit, and most tests run outside a git
-    repository: give them one, as GitHub Actions does (the tests of that rule remove it)."""
+    """Every test starts outside GitHub Actions, wherever the suite runs (on a runner, the
+    gate would write workflow commands and job summaries the tests do not expect; the tests
+    of the action set what they need). Run manifests and approvals record a source commit,
+    and most tests run outside a git repository: give them one, as GitHub Actions does (the
+    tests of that rule remove it)."""
+    for name in list(os.environ):
+        if name.startswith(("GITHUB_", "RUNNER_")):
+            monkeypatch.delenv(name)
     sha = "c0ffee" + "0" * 34
     monkeypatch.setenv("GITHUB_SHA", sha)
     return sha
