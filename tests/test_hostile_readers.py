@@ -17,6 +17,7 @@ from conftest import BASELINE, CRANFIELD, gate
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
+from retrieval_gate.errors import InputError
 from retrieval_gate.formats import read_run
 from retrieval_gate.formats.limits import MAX_CUTOFF, MAX_GRADE, MAX_ID_BYTES, MAX_JSON_DEPTH
 
@@ -102,6 +103,54 @@ def test_brackets_inside_strings_do_not_count_as_nesting(tmp_path):
     code, _, err = gate("score", write(tmp_path / "q.tsv", QRELS),
                           write(tmp_path / "r.trec", RUN), "--queries", queries)
     assert code == 0, err
+
+
+def deepest(text: str) -> tuple[int, int]:
+    """The reference for the depth scan, one character at a time: the deepest nesting outside
+    strings and the line where it first exceeds the limit (0 when it does not). A string ends
+    at an unescaped quote or at the end of its line; outside strings a run of backslashes
+    escapes a quote as well (the parser stops at the first backslash there anyway)."""
+    depth = best = 0
+    line, over = 1, 0
+    inside = escape = False
+    for char in text:
+        if char == "\n":
+            line, inside, escape = line + 1, False, False
+        elif char == "\\":
+            escape = not escape
+        else:
+            if char == '"' and not escape:
+                inside = not inside
+            elif not inside and char in "[{":
+                depth += 1
+                best = max(best, depth)
+                over = over or (line if depth > MAX_JSON_DEPTH else 0)
+            elif not inside and char in "]}":
+                depth -= 1
+            escape = False
+    return best, over
+
+
+@settings(max_examples=300, deadline=None,
+          suppress_health_check=[HealthCheck.function_scoped_fixture])
+@given(pieces=st.lists(st.sampled_from(["[", "]", "{", "}", '"', "\\", "\n", "a", ",", "é",
+                                        "[" * 40, "]" * 40, '"[[[[', '\\"', "\\\\\""]),
+                       max_size=60),
+       chunk=st.sampled_from([1, 2, 3, 7, 64, 1 << 22]))
+def test_the_depth_scan_agrees_with_a_scan_one_character_at_a_time(monkeypatch, pieces, chunk):
+    """The vectorised scan, in chunks as small as one byte (a chunk may end inside a string or
+    a run of backslashes), refuses exactly the texts the reference does, naming its line."""
+    from retrieval_gate.formats import jsonfmt
+
+    monkeypatch.setattr(jsonfmt, "_DEPTH_CHUNK", chunk)
+    text = "".join(pieces)
+    _, over = deepest(text)
+    if not over:
+        jsonfmt.check_depth(text, "t.json")
+        return
+    with pytest.raises(InputError) as refused_:
+        jsonfmt.check_depth(text, "t.json")
+    assert refused_.value.where == over
 
 
 def test_deep_json_in_manifests_is_refused(testset):

@@ -101,9 +101,13 @@ def check(snapshot: str | os.PathLike[str], baseline: str | os.PathLike[str],
                                  "false for every query of a JSON Lines run, or remove the gate",
                                  '$["gate"]')
 
-    comparisons = _compare(test_set, base, cand, gated, decisions, slices, policy,
-                           _pairs(policy, named, slices))
-    costs = compare_costs(base.costs(), cand.costs(), policy.costs, policy)
+    # the costs' bootstrap is numpy work that releases the GIL: it runs beside the comparisons
+    with ThreadPoolExecutor(max_workers=1, thread_name_prefix="cost-bootstrap") as pool:
+        pending_costs = pool.submit(compare_costs, base.costs(), cand.costs(), policy.costs,
+                                    policy)
+        comparisons = _compare(test_set, base, cand, gated, decisions, slices, policy,
+                               _pairs(policy, named, slices))
+        costs = pending_costs.result()
     texts = {q.id: q.text for q in test_set.queries}
     newly_failing = _newly_failing(base.scores, cand.scores, hit, texts)
     unchanged = all(c.wins == c.losses == 0 for c in comparisons) and np.array_equal(

@@ -60,15 +60,17 @@ def read_qrels(source: Source, format: str | None = None) -> Qrels:
     return _from_json(blob, format, _json().qrels_from_jsonl, _json().qrels_from_json)
 
 
-def _from_json(blob: Blob, format: str | None, from_lines: Callable[[str, str], T],
+def _from_json(blob: Blob, format: str | None, from_lines: Callable[..., T],
                from_document: Callable[[Any, str], T]) -> T:
     """A JSON Lines file (``format`` jsonl, or detected) through ``from_lines``, else one JSON
     document through ``from_document``."""
     text = blob.text()
     if format == "jsonl":
         return from_lines(text, blob.name)
-    document, lines = _document(text, blob.name, format)
-    return from_lines(text, blob.name) if lines else from_document(document, blob.name)
+    document, lines = _document(text, blob.name, format)  # checks the depth of the whole text
+    if lines:
+        return from_lines(text, blob.name, depth_checked=True)
+    return from_document(document, blob.name)
 
 
 def _document(text: str, name: str, format: str | None) -> tuple[Any, bool]:

@@ -27,11 +27,11 @@ from retrieval_gate.formats.trec import (
 )
 from retrieval_gate.model import Qrels, Query, RunRows, Span
 
-_STRING = re.compile(r'"[^"\\\n]*(?:\\.[^"\\\n]*)*"')  # a JSON string on one line
 _DEPTH_STEP = np.zeros(256, dtype=np.int8)
 _DEPTH_STEP[[ord("["), ord("{")]] = 1
 _DEPTH_STEP[[ord("]"), ord("}")]] = -1
-_DEPTH_CHUNK = 1 << 24
+_QUOTE, _BACKSLASH, _NEWLINE = ord('"'), ord("\\"), ord("\n")
+_DEPTH_CHUNK = 1 << 16  # bytes scanned at a time: its few arrays stay in the CPU's cache
 _SURROGATE_ESCAPE = re.compile(r"\\u[dD][89a-fA-F]")
 _SURROGATE = re.compile("[\ud800-\udfff]")
 _LONE_CR = re.compile(r"\r(?!\n|\Z)")
@@ -81,24 +81,64 @@ def _line_of(text: str, position: int, first_line: int) -> int:
 
 def check_depth(text: str, name: str, first_line: int = 1) -> None:
     """InputError naming the line where arrays and objects nest deeper than
-    :data:`~retrieval_gate.formats.limits.MAX_JSON_DEPTH` (brackets inside strings do not
-    count). Linear in the text; nothing is parsed."""
+    :data:`~retrieval_gate.formats.limits.MAX_JSON_DEPTH`; brackets inside strings do not
+    count. Linear in the text and vectorised; nothing is parsed.
+
+    A string runs from a quote to the next quote not escaped by an odd run of backslashes, or
+    to the end of its line (a JSON string holds no raw line break, so the parser stops at
+    one): exact for every text up to its first syntax error, where the parser stops too."""
     if text.count("[") + text.count("{") <= MAX_JSON_DEPTH:
         return
-    structure = np.frombuffer(_STRING.sub("", text).encode("utf-8", "surrogatepass"),
-                              dtype=np.uint8)
-    depth = 0
-    for start in range(0, len(structure), _DEPTH_CHUNK):
-        part = structure[start : start + _DEPTH_CHUNK]
-        levels = np.cumsum(_DEPTH_STEP[part], dtype=np.int64) + depth
+    data = text.encode("utf-8", "surrogatepass")
+    array = np.frombuffer(data, dtype=np.uint8)
+    depth, in_string, backslashes, start = 0, False, 0, 0
+    while start < len(array):
+        end = min(start + _DEPTH_CHUNK, len(array))
+        if end < len(array):  # end a chunk after a line break when one is in it
+            end = data.rfind(b"\n", start, end) + 1 or end
+        part = array[start:end]
+        levels, in_string, backslashes = _structure_levels(part, in_string, backslashes)
+        levels += depth
         deep = np.flatnonzero(levels > MAX_JSON_DEPTH)
         if len(deep):
-            end = start + int(deep[0])
-            line = first_line + int(np.count_nonzero(structure[:end] == ord("\n")))
+            line = first_line + data.count(b"\n", 0, start + int(deep[0]))
             raise InputError(name, f"arrays and objects nest deeper than {MAX_JSON_DEPTH} "
                              "levels", "no input of the gate needs more than a few levels: "
                              "check what wrote the file", line)
-        depth = int(levels[-1])
+        depth, start = int(levels[-1]), end
+
+
+def _structure_levels(part: np.ndarray, in_string: bool, backslashes: int
+                      ) -> tuple[np.ndarray, bool, int]:
+    """The nesting level after each byte of ``part`` (brackets in strings do not count),
+    relative to its start, and the state at its end: inside a string, and the number of
+    backslashes it ends with. ``in_string`` and ``backslashes`` are the state it starts in."""
+    n = len(part)
+    positions = np.arange(n, dtype=np.int32)
+    quotes = np.flatnonzero(part == _QUOTE)
+    backslash = part == _BACKSLASH
+    # a quote after a backslash is escaped when the run of backslashes before it is odd
+    after_backslash = quotes[backslash[quotes - 1] & (quotes > 0)]
+    if len(quotes) and quotes[0] == 0 and backslashes:
+        after_backslash = np.concatenate(([0], after_backslash))
+    if len(after_backslash):
+        last_other = np.maximum.accumulate(np.where(backslash, -1, positions))
+        prior = last_other[np.maximum(after_backslash - 1, 0)]
+        run = np.where((prior < 0) | (after_backslash == 0), after_backslash + backslashes,
+                       after_backslash - 1 - prior)
+        quotes = np.setdiff1d(quotes, after_backslash[run % 2 == 1], assume_unique=True)
+    toggles = np.zeros(n, dtype=np.int32)
+    toggles[quotes] = 1
+    count = np.cumsum(toggles, dtype=np.int32)
+    line_start = np.maximum.accumulate(np.where(part == _NEWLINE, positions, -1))
+    before = np.where(line_start >= 0, count[np.maximum(line_start, 0)], -int(in_string))
+    inside = ((count - before) & 1).astype(bool)
+    steps = _DEPTH_STEP[part]
+    steps[inside] = 0
+    others = np.flatnonzero(~backslash)
+    trailing = n - 1 - int(others[-1]) if len(others) else n + backslashes
+    return (np.cumsum(steps, dtype=np.int64), bool(inside[-1]) if n else in_string,
+            trailing)
 
 
 def check_line_ends(text: str, name: str) -> None:
@@ -191,12 +231,14 @@ def document_or_lines(text: str, name: str) -> tuple[Any, bool]:
         return None, True
 
 
-def json_lines(text: str, name: str):
+def json_lines(text: str, name: str, depth_checked: bool = False):
     """(line number, object) for every non-blank line of a JSON Lines file. Lines end at
     ``\\n`` only (U+2028 and U+2029 are characters of a string, as in JSON), a ``\\r``
-    before it is dropped, and a ``\\r`` anywhere else is an error."""
+    before it is dropped, and a ``\\r`` anywhere else is an error. ``depth_checked``: the
+    caller has passed the whole text through :func:`check_depth` already."""
     check_line_ends(text, name)
-    check_depth(text, name)
+    if not depth_checked:
+        check_depth(text, name)
     numbered = [(number, line) for number, line in enumerate(text.split("\n"), 1)
                 if line.strip(" \t\r")]
     # One parse of the lines as one array (the parser's loop in C, not ours); any doubt — an
@@ -292,7 +334,7 @@ def qrels_from_json(document: Any, name: str) -> Qrels:
     return Qrels(name, judgments, first)
 
 
-def qrels_from_jsonl(text: str, name: str) -> Qrels:
+def qrels_from_jsonl(text: str, name: str, depth_checked: bool = False) -> Qrels:
     """One judgment per line: ``{"query_id", "doc_id", "grade", "fact"?}`` judges a document
     (or chunk) by id; with ``"start"`` and ``"end"`` (code-point offsets into the document's
     text, end exclusive) it judges that span of it. A file holds one kind or the other. Spans
@@ -302,7 +344,7 @@ def qrels_from_jsonl(text: str, name: str) -> Qrels:
     facts: dict[str, dict[str, str]] = {}
     spans: dict[str, list[tuple[Span, int]]] = {}
     kind: bool | None = None  # True: spans
-    for line, obj in json_lines(text, name):
+    for line, obj in json_lines(text, name, depth_checked):
         qid = check_id(obj.get("query_id"), name, line, "query_id")
         doc = check_id(obj.get("doc_id"), name, line, "doc_id")
         grade = check_grade(obj.get("grade"), name, line)
@@ -457,11 +499,12 @@ def run_from_json(document: Any, name: str) -> RunRows:
     return builder.build()
 
 
-def run_from_jsonl(text: str, name: str) -> RunRows:
+def run_from_jsonl(text: str, name: str, depth_checked: bool = False) -> RunRows:
     """One ``{"query_id", "items": [{"id", "score"?, "doc_id"?, "start"?, "end"?,
-    "tokens"?}, ...], "latency_ms"?, "abstained"?}`` object per line."""
+    "tokens"?}, ...], "latency_ms"?, "abstained"?}`` object per line (``depth_checked`` as
+    for :func:`json_lines`)."""
     builder = _RunBuilder(name, with_lines=True)
-    for line, obj in json_lines(text, name):
+    for line, obj in json_lines(text, name, depth_checked):
         code = builder.add_query(check_id(obj.get("query_id"), name, line, "query_id"), line)
         if "latency_ms" in obj:
             builder.latency[code] = _latency(obj["latency_ms"], name, line)

@@ -55,7 +55,8 @@ def report_document(report: Report) -> dict[str, Any]:
             "baseline": dataclasses.asdict(report.leaks.baseline),
             "candidate": dataclasses.asdict(report.leaks.candidate)},
         "unanswerable": [dataclasses.asdict(row) for row in report.unanswerable],
-        "queries": [{**dataclasses.asdict(row), "slices": list(row.slices)}
+        "queries": [{"query": row.query, "text": row.text, "slices": list(row.slices),
+                     "baseline": row.baseline, "candidate": row.candidate}
                     for row in report.queries],
         "unchanged": report.unchanged,
         "instead": [dataclasses.asdict(row) for row in report.instead],
@@ -73,7 +74,8 @@ def _funnel(funnel: FunnelReport) -> dict[str, Any]:
         "reaching": [{"stage": s, "baseline": b, "candidate": c} for s, b, c in funnel.reaching],
         "losses": [dataclasses.asdict(row) for row in funnel.losses],
         "worst": None if funnel.worst is None else dataclasses.asdict(funnel.worst),
-        "queries": [dataclasses.asdict(q) for q in funnel.queries],
+        "queries": [{"query": q.query, "baseline": q.baseline, "candidate": q.candidate}
+                    for q in funnel.queries],
     }
 
 

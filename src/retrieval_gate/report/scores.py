@@ -46,12 +46,15 @@ def to_json(document: Mapping[str, Any], open_levels: int = 2) -> str:
     return _encode(document, open_levels, "") + "\n"
 
 
+_ENCODER = json.JSONEncoder(sort_keys=True, ensure_ascii=False, allow_nan=False)
+
+
 def _encode(value: Any, open_levels: int, indent: str) -> str:
     if open_levels <= 0 or not isinstance(value, (dict, list)) or not value:
-        return json.dumps(value, sort_keys=True, ensure_ascii=False, allow_nan=False)
+        return _ENCODER.encode(value)
     inner = indent + "  "
     if isinstance(value, dict):
-        items = [f"{inner}{json.dumps(str(k), ensure_ascii=False)}: "
+        items = [f"{inner}{_ENCODER.encode(str(k))}: "
                  f"{_encode(value[k], open_levels - 1, inner)}" for k in sorted(value)]
         return "{\n" + ",\n".join(items) + f"\n{indent}}}"
     items = [f"{inner}{_encode(v, open_levels - 1, inner)}" for v in value]
