@@ -101,24 +101,31 @@ def check(snapshot: str | os.PathLike[str], baseline: str | os.PathLike[str],
                                  "false for every query of a JSON Lines run, or remove the gate",
                                  '$["gate"]')
 
-    # the costs' bootstrap is numpy work that releases the GIL: it runs beside the comparisons
+    # the costs' bootstrap is numpy work that releases the GIL: it runs beside the rest
     with ThreadPoolExecutor(max_workers=1, thread_name_prefix="cost-bootstrap") as pool:
         pending_costs = pool.submit(compare_costs, base.costs(), cand.costs(), policy.costs,
                                     policy)
         comparisons = _compare(test_set, base, cand, gated, decisions, slices, policy,
                                _pairs(policy, named, slices))
+        texts = {q.id: q.text for q in test_set.queries}
+        newly_failing = _newly_failing(base.scores, cand.scores, hit, texts)
+        unchanged = all(c.wins == c.losses == 0 for c in comparisons) and np.array_equal(
+            base.scores.values, cand.scores.values) and base.abstained == cand.abstained
+        warnings = _warnings(base, cand, comparisons, newly_failing, judged, cutoff, gated,
+                             unchanged)
+        leaks = _leak_report(base, cand, policy) if test_set.access is not None else None
+        funnel = (None if base.funnel is None or cand.funnel is None
+                  else _funnel_report(snap, base.funnel, cand.funnel, base.scores.query_ids))
+        drops = _top_regressions(base.scores, cand.scores, gated, texts)
+        instead = retrieved_instead(snap, test_set, base.scores, cand.scores,
+                                    _worst_queries(drops, newly_failing))
+        queries = _query_rows(test_set, base.scores, cand.scores, slices)
+        unanswerable = _unanswerable(test_set, base, cand)
         costs = pending_costs.result()
-    texts = {q.id: q.text for q in test_set.queries}
-    newly_failing = _newly_failing(base.scores, cand.scores, hit, texts)
-    unchanged = all(c.wins == c.losses == 0 for c in comparisons) and np.array_equal(
-        base.scores.values, cand.scores.values) and base.abstained == cand.abstained
-    warnings = _warnings(base, cand, comparisons, newly_failing, judged, cutoff, gated,
-                         unchanged)
     warnings += _cost_warnings(manifests, costs)
     warnings += [f"{role}: stage {name} is not in the snapshot's pipeline and is not scored"
                  for role, m in zip(("baseline", "candidate"), manifests)
                  for name in ignored_stages(snap, m)]
-    leaks = _leak_report(base, cand, policy) if test_set.access is not None else None
     reasons = [*(["leak"] if leaks is not None and leaks.fails else []),
                *(["measures"] if any(c.decision == "regression" and c.gating
                                      for c in comparisons) else []),
@@ -126,17 +133,12 @@ def check(snapshot: str | os.PathLike[str], baseline: str | os.PathLike[str],
     overall = "regression" if leaks is not None and leaks.fails else verdict(
         [c.decision for c in comparisons if c.gating]
         + [r.decision for r in costs if r.decision is not None])
-    funnel = (None if base.funnel is None or cand.funnel is None
-              else _funnel_report(snap, base.funnel, cand.funnel, base.scores.query_ids))
-    drops = _top_regressions(base.scores, cand.scores, gated, texts)
-    instead = retrieved_instead(snap, test_set, base.scores, cand.scores,
-                                _worst_queries(drops, newly_failing))
     return Report(overall, exit_code(overall, policy.fail_on), snap,
                   _summary(manifests[0].run, manifests[0], base.scores, snap, judged),
                   _summary(manifests[1].run, manifests[1], cand.scores, snap, judged), policy,
                   config, comparisons, str(hit), newly_failing, drops, tuple(warnings),
-                  funnel, costs, leaks, _unanswerable(test_set, base, cand), tuple(reasons),
-                  _query_rows(test_set, base.scores, cand.scores, slices), unchanged, instead)
+                  funnel, costs, leaks, unanswerable, tuple(reasons), queries, unchanged,
+                  instead)
 
 
 INSTEAD = 15  # queries shown with what was retrieved instead
