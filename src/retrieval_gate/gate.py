@@ -14,7 +14,7 @@ Slices: ``all`` is every answerable query of the snapshot; any other slice name 
 from __future__ import annotations
 
 import os
-from concurrent.futures import ThreadPoolExecutor
+from concurrent.futures import Future, ThreadPoolExecutor
 from pathlib import Path
 
 import numpy as np
@@ -23,6 +23,7 @@ from retrieval_gate.cost import CostRow, compare_costs, missing_costs
 from retrieval_gate.errors import InputError
 from retrieval_gate.instead import retrieved_instead
 from retrieval_gate.measures import Measure, parse_measure
+from retrieval_gate.parallel import both
 from retrieval_gate.pipeline import RunScores, ignored_stages, score_stages, stage_sources
 from retrieval_gate.policy import (
     Comparison,
@@ -142,6 +143,9 @@ def check(snapshot: str | os.PathLike[str], baseline: str | os.PathLike[str],
 
 
 INSTEAD = 15  # queries shown with what was retrieved instead
+# From this many bytes of run files on, the baseline is scored in a forked child beside the
+# candidate (a fork and the result's trip through a pipe cost a few milliseconds).
+PARALLEL_BYTES = 1 << 20
 
 
 def _worst_queries(drops: tuple[QueryChange, ...], newly_failing: tuple[QueryChange, ...]
@@ -232,25 +236,40 @@ def _unanswerable(test_set: TestSet, base: RunScores, cand: RunScores
 def _score_verified(snap: Snapshot, test_set: TestSet, runs: tuple[Path, Path],
                     manifests: tuple[RunManifest, RunManifest], measures: tuple[Measure, ...]
                     ) -> tuple[RunScores, RunScores]:
-    """Read each ranking once (every stage of a pipeline run), and score those bytes while a
-    second thread hashes the same bytes. A run that differs from its manifest is reported as
-    such (exit 3) even when scoring it failed too: the hash answers first."""
+    """Read each ranking once (every stage of a pipeline run) and score those bytes: the
+    baseline in a forked child while this process scores the candidate, when the runs are
+    large enough to pay for it (:mod:`retrieval_gate.parallel`), and a thread hashes the same
+    bytes meanwhile. A run that differs from its manifest is reported as such (exit 3) even
+    when scoring it failed too: the hash answers first."""
     sources = [stage_sources(snap, manifest, run) for manifest, run in zip(manifests, runs)]
     blobs = [[read_run_file(file) for _, file, _ in run] for run in sources]
+
+    def scored(i: int) -> RunScores:
+        return score_stages(snap, test_set, [(contract, blob) for (contract, _, _), blob
+                                             in zip(sources[i], blobs[i])], measures,
+                            load_run_chunks(manifests[i]), with_funnel=bool(snap.stages))
+
+    def hashes() -> list[list[str]]:
+        return [[blob.sha256 for blob in run] for run in blobs]
+
     with ThreadPoolExecutor(max_workers=1) as pool:  # hashlib releases the GIL
-        digests = pool.submit(lambda: [[blob.sha256 for blob in run] for run in blobs])
+        digests: Future[list[list[str]]] | None = None
+
+        def candidate() -> RunScores:
+            nonlocal digests
+            digests = pool.submit(hashes)  # a thread started after the fork
+            return scored(1)
+
+        large = sum(len(blob.data) for run in blobs for blob in run) >= PARALLEL_BYTES
         try:
-            scores = tuple(
-                score_stages(snap, test_set, [(contract, blob) for (contract, _, _), blob
-                                              in zip(run, read)], measures,
-                             load_run_chunks(manifest), with_funnel=bool(snap.stages))
-                for run, read, manifest in zip(sources, blobs, manifests))
+            scores = both(lambda: scored(0), candidate, fork=large)
         finally:
-            for manifest, run, actual in zip(manifests, sources, digests.result()):
-                for (contract, file, pinned), digest in zip(run, actual):
+            actual = hashes() if digests is None else digests.result()
+            for manifest, run, digest_of in zip(manifests, sources, actual):
+                for (contract, file, pinned), digest in zip(run, digest_of):
                     verify_run_hash(manifest, digest, pinned,
                                     None if contract is None else contract.name)
-    return scores[0], scores[1]
+    return scores
 
 
 def _funnel_report(snap: Snapshot, base: Funnel, cand: Funnel, query_ids: tuple[str, ...]

@@ -383,18 +383,23 @@ def _judge(ranked: RankedRun, qrels: Qrels, answerable: list[str], index: dict[s
         judgment_grade=units.grade, judgment_rank=unit_rank, ideal_qidx=ideal_qidx,
         ideal_rank=ideal_rank, ideal_grade=units.grade[order], judgment_fact=units.fact,
         required_qidx=units.required_qidx, required_fact=units.required_fact,
-        stale=stale, family=family, unit_names=_namer(units),
+        stale=stale, family=family, unit_names=_UnitNames(units),
     )
 
 
-def _namer(units: _Units) -> Callable[[np.ndarray], list[str]]:
-    """Names of units at some positions: document ids, or ``doc[start:end]`` for spans."""
-    def names(at: np.ndarray) -> list[str]:
+@dataclass(frozen=True, eq=False)
+class _UnitNames:
+    """Names of units at some positions: document ids, or ``doc[start:end]`` for spans (a
+    class, not a closure, so that scores pickle)."""
+
+    units: _Units
+
+    def __call__(self, at: np.ndarray) -> list[str]:
+        units = self.units
         if units.spans:
             return [f"{units.spans[i].doc}[{units.spans[i].start}:{units.spans[i].end}]"
                     for i in at.tolist()]
         return [units.ids[i].decode(errors="replace") for i in at.tolist()]
-    return names
 
 
 def _acceptable_units(units: _Units, access: AccessTable, asked: list[Query]) -> _Units:

@@ -1,0 +1,128 @@
+"""retrieval_gate.parallel.both: the first computation in a forked child, with the result and
+the error a serial run would give — and gate check, scoring the baseline that way, writes the
+same report byte for byte."""
+
+from __future__ import annotations
+
+import os
+import signal
+import sys
+import threading
+import time
+
+import pytest
+from conftest import BASELINE, CRANFIELD, gate
+
+import retrieval_gate.gate
+from retrieval_gate.errors import InputError
+from retrieval_gate.parallel import both
+
+forks = pytest.mark.skipif(not sys.platform.startswith("linux")
+                           or len(os.sched_getaffinity(0)) < 2,
+                           reason="forks on Linux with two usable CPUs")
+
+
+def failing(message: str):
+    def call():
+        raise InputError("run.trec", message, "fix it", 3)
+    return call
+
+
+@forks
+def test_the_first_runs_in_a_child_and_its_result_comes_back():
+    parent = os.getpid()
+    (child, table), mine = both(lambda: (os.getpid(), {"q": [1.5, None]}), os.getpid)
+    assert child != parent and mine == parent
+    assert table == {"q": [1.5, None]}
+
+
+def test_without_fork_both_run_here_in_order():
+    order: list[str] = []
+    first, second = both(lambda: order.append("first") or os.getpid(),
+                         lambda: order.append("second") or os.getpid(), fork=False)
+    assert first == second == os.getpid() and order == ["first", "second"]
+
+
+@forks
+def test_no_fork_beside_another_thread():
+    """A child forked beside a running thread may deadlock on a lock that thread held."""
+    stop = threading.Event()
+    thread = threading.Thread(target=stop.wait)
+    thread.start()
+    try:
+        first, _ = both(os.getpid, os.getpid)
+    finally:
+        stop.set()
+        thread.join()
+    assert first == os.getpid()
+
+
+@forks
+@pytest.mark.parametrize(("first_fails", "second_fails", "expected"), [
+    (True, False, "first"), (False, True, "second"), (True, True, "first")])
+def test_errors_are_the_serial_ones(first_fails, second_fails, expected):
+    """The first's error wins when both fail: a serial run stops before the second begins."""
+    first = failing("first") if first_fails else os.getpid
+    second = failing("second") if second_fails else os.getpid
+    with pytest.raises(InputError) as raised:
+        both(first, second)
+    assert raised.value.problem == expected
+
+
+@forks
+def test_a_child_that_dies_is_replaced_by_computing_here(tmp_path):
+    """Killed (out of memory, a signal): the first is computed here instead."""
+    marker = tmp_path / "child"
+
+    def first():
+        if not marker.exists():  # the child: leave a trace, then die
+            marker.write_text(str(os.getpid()))
+            os.kill(os.getpid(), signal.SIGKILL)
+        return os.getpid()
+
+    value, _ = both(first, os.getpid)
+    assert value == os.getpid() and int(marker.read_text()) != os.getpid()
+
+
+@forks
+def test_an_interrupt_here_stops_and_reaps_the_child(tmp_path):
+    pid_file = tmp_path / "pid"
+
+    def slow():
+        pid_file.write_text(str(os.getpid()))
+        time.sleep(60)
+
+    def interrupted():
+        while not pid_file.exists():
+            time.sleep(0.01)
+        raise KeyboardInterrupt
+
+    started = time.monotonic()
+    with pytest.raises(KeyboardInterrupt):
+        both(slow, interrupted)
+    assert time.monotonic() - started < 30
+    with pytest.raises(ChildProcessError):  # killed and reaped: no zombie left
+        os.waitpid(int(pid_file.read_text()), os.WNOHANG)
+
+
+@forks
+@pytest.mark.parametrize("candidate", ["bm25-titles.trec", "dense.trec", "hybrid.trec"])
+def test_check_scores_the_baseline_in_a_child_with_the_same_report(monkeypatch, tmp_path,
+                                                                   candidate):
+    """Cranfield's runs are below the size that pays for a fork; lowered to 0, the JSON
+    report is the same bytes."""
+    forked: list[int] = []
+    real_fork = os.fork
+    monkeypatch.setattr(os, "fork", lambda: forked.append(1) or real_fork())
+
+    def report(parallel_bytes: int, out: str) -> bytes:
+        monkeypatch.setattr(retrieval_gate.gate, "PARALLEL_BYTES", parallel_bytes)
+        code, _, err = gate("check", "--snapshot", CRANFIELD / "snapshot.json", "--baseline",
+                            BASELINE.parent, "--candidate", CRANFIELD / "runs" / candidate,
+                            "--json", tmp_path / out, "--fail-on", "never")
+        assert code == 0, err
+        return (tmp_path / out).read_bytes()
+
+    forked_report = report(0, "forked.json")
+    assert len(forked) == 1
+    assert forked_report == report(1 << 62, "serial.json") and len(forked) == 1
