@@ -148,8 +148,10 @@ def query_set(qrels: Qrels, queries: Sequence[Query] | None,
                                  f"a judgment at grade ≥ {threshold}", "mark it answerable in "
                                  "the queries file, or correct its judgments", qrels.where(q.id))
         for q in queries:
+            if not q.facts:
+                continue
             labelled = set(qrels.labelled_facts(q.id))
-            unknown = [f for f in q.facts or () if f not in labelled]
+            unknown = [f for f in q.facts if f not in labelled]
             if unknown:
                 raise InputError(qrels.source, f"query '{q.id}' requires fact '{unknown[0]}', "
                                  "which none of its judgments states", "label a judgment of "
