@@ -5,13 +5,14 @@ same report byte for byte."""
 from __future__ import annotations
 
 import os
+import pickle
 import signal
 import sys
 import threading
 import time
 
 import pytest
-from conftest import BASELINE, CRANFIELD, gate
+from conftest import BASELINE, CRANFIELD, ROOT, gate
 
 import retrieval_gate.gate
 from retrieval_gate.errors import InputError
@@ -105,24 +106,35 @@ def test_an_interrupt_here_stops_and_reaps_the_child(tmp_path):
         os.waitpid(int(pid_file.read_text()), os.WNOHANG)
 
 
+EXAMPLES = {  # gate check arguments: every kind of scores a check makes
+    "cranfield, documents": ("--snapshot", CRANFIELD / "snapshot.json", "--baseline",
+                             BASELINE.parent, "--candidate", CRANFIELD / "runs" / "hybrid.trec"),
+    "pydoc, spans and chunk tables": ("--config", ROOT / "examples" / "pydoc" / "gate.toml"),
+    "pydoc, a pipeline with a budget": ("--config", ROOT / "examples" / "pydoc" / "pipeline.toml"),
+    "policies, leaks and abstention": ("--config", ROOT / "examples" / "policies" / "gate.toml"),
+}
+
+
 @forks
-@pytest.mark.parametrize("candidate", ["bm25-titles.trec", "dense.trec", "hybrid.trec"])
+@pytest.mark.parametrize("example", sorted(EXAMPLES))
 def test_check_scores_the_baseline_in_a_child_with_the_same_report(monkeypatch, tmp_path,
-                                                                   candidate):
-    """Cranfield's runs are below the size that pays for a fork; lowered to 0, the JSON
-    report is the same bytes."""
+                                                                   example):
+    """With the size that pays for a fork lowered to 0, the baseline is scored in a child —
+    which delivers its scores (they pickle) — and the JSON report is the same bytes."""
     forked: list[int] = []
     real_fork = os.fork
     monkeypatch.setattr(os, "fork", lambda: forked.append(1) or real_fork())
+    delivered: list[bool] = []
+    real_loads = pickle.loads
+    monkeypatch.setattr(pickle, "loads", lambda data: delivered.append(True) or real_loads(data))
 
     def report(parallel_bytes: int, out: str) -> bytes:
         monkeypatch.setattr(retrieval_gate.gate, "PARALLEL_BYTES", parallel_bytes)
-        code, _, err = gate("check", "--snapshot", CRANFIELD / "snapshot.json", "--baseline",
-                            BASELINE.parent, "--candidate", CRANFIELD / "runs" / candidate,
-                            "--json", tmp_path / out, "--fail-on", "never")
+        code, _, err = gate("check", *EXAMPLES[example], "--json", tmp_path / out,
+                            "--fail-on", "never")
         assert code == 0, err
         return (tmp_path / out).read_bytes()
 
     forked_report = report(0, "forked.json")
-    assert len(forked) == 1
+    assert len(forked) == 1 and delivered == [True]
     assert forked_report == report(1 << 62, "serial.json") and len(forked) == 1
