@@ -143,9 +143,11 @@ def check(snapshot: str | os.PathLike[str], baseline: str | os.PathLike[str],
 
 
 INSTEAD = 15  # queries shown with what was retrieved instead
-# From this many bytes of run files on, the baseline is scored in a forked child beside the
-# candidate (a fork and the result's trip through a pipe cost a few milliseconds).
-PARALLEL_BYTES = 1 << 20
+# Run files of this many bytes in all have the baseline scored in a forked child beside the
+# candidate: from 1 MiB (below, a fork and the result's trip through a pipe cost more than they
+# save) to 128 MiB (above, the child's own copy of the scoring arrays costs memory and saves no
+# time: two 7M-line runs were no faster, at 1.18 GiB in all instead of 0.74).
+PARALLEL_BYTES = range(1 << 20, 1 << 27)
 
 
 def _worst_queries(drops: tuple[QueryChange, ...], newly_failing: tuple[QueryChange, ...]
@@ -237,8 +239,8 @@ def _score_verified(snap: Snapshot, test_set: TestSet, runs: tuple[Path, Path],
                     manifests: tuple[RunManifest, RunManifest], measures: tuple[Measure, ...]
                     ) -> tuple[RunScores, RunScores]:
     """Read each ranking once (every stage of a pipeline run) and score those bytes: the
-    baseline in a forked child while this process scores the candidate, when the runs are
-    large enough to pay for it (:mod:`retrieval_gate.parallel`), and a thread hashes the same
+    baseline in a forked child while this process scores the candidate when their size is in
+    :data:`PARALLEL_BYTES` (:mod:`retrieval_gate.parallel`), and a thread hashes the same
     bytes meanwhile. A run that differs from its manifest is reported as such (exit 3) even
     when scoring it failed too: the hash answers first."""
     sources = [stage_sources(snap, manifest, run) for manifest, run in zip(manifests, runs)]
@@ -260,9 +262,9 @@ def _score_verified(snap: Snapshot, test_set: TestSet, runs: tuple[Path, Path],
             digests = pool.submit(hashes)  # a thread started after the fork
             return scored(1)
 
-        large = sum(len(blob.data) for run in blobs for blob in run) >= PARALLEL_BYTES
+        size = sum(len(blob.data) for run in blobs for blob in run)
         try:
-            scores = both(lambda: scored(0), candidate, fork=large)
+            scores = both(lambda: scored(0), candidate, fork=size in PARALLEL_BYTES)
         finally:
             actual = hashes() if digests is None else digests.result()
             for manifest, run, digest_of in zip(manifests, sources, actual):
