@@ -106,6 +106,29 @@ def test_an_interrupt_here_stops_and_reaps_the_child(tmp_path):
         os.waitpid(int(pid_file.read_text()), os.WNOHANG)
 
 
+@forks
+def test_an_interrupt_while_waiting_for_the_child_stops_and_reaps_it(tmp_path):
+    pid_file = tmp_path / "pid"
+
+    def slow():
+        pid_file.write_text(str(os.getpid()))
+        time.sleep(60)
+
+    def interrupt(*_):
+        raise KeyboardInterrupt
+
+    previous = signal.signal(signal.SIGALRM, interrupt)
+    signal.setitimer(signal.ITIMER_REAL, 0.5)  # fires while this process reads the pipe
+    try:
+        with pytest.raises(KeyboardInterrupt):
+            both(slow, lambda: None)
+    finally:
+        signal.setitimer(signal.ITIMER_REAL, 0)
+        signal.signal(signal.SIGALRM, previous)
+    with pytest.raises(ChildProcessError):
+        os.waitpid(int(pid_file.read_text()), os.WNOHANG)
+
+
 EXAMPLES = {  # gate check arguments: every kind of scores a check makes
     "cranfield, documents": ("--snapshot", CRANFIELD / "snapshot.json", "--baseline",
                              BASELINE.parent, "--candidate", CRANFIELD / "runs" / "hybrid.trec"),

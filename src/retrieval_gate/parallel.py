@@ -78,7 +78,8 @@ class _Child:
             code = 1
             try:
                 os.close(read)
-                signal.signal(signal.SIGINT, signal.SIG_DFL)  # Ctrl-C ends it at once
+                if signal.getsignal(signal.SIGINT) is signal.default_int_handler:
+                    signal.signal(signal.SIGINT, signal.SIG_DFL)  # Ctrl-C ends it at once
                 data = pickle.dumps(call(), protocol=pickle.HIGHEST_PROTOCOL)
                 with os.fdopen(write, "wb") as out:
                     out.write(data)
@@ -91,9 +92,9 @@ class _Child:
     def result(self) -> object:
         """The child's result, or ``_NOTHING`` when it delivered none."""
         if self.done is None:
-            with os.fdopen(self.pipe, "rb") as pipe:
-                data = pipe.read()
-            self.pipe = -1
+            pipe, self.pipe = self.pipe, -1  # the reader owns it now, even if interrupted
+            with os.fdopen(pipe, "rb") as reader:
+                data = reader.read()
             _, status = os.waitpid(self.pid, 0)
             self.pid = 0
             self.done = _NOTHING
