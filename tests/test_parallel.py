@@ -7,6 +7,7 @@ from __future__ import annotations
 import os
 import pickle
 import signal
+import subprocess
 import sys
 import threading
 import time
@@ -68,6 +69,57 @@ def test_errors_are_the_serial_ones(first_fails, second_fails, expected):
     with pytest.raises(InputError) as raised:
         both(first, second)
     assert raised.value.problem == expected
+    assert raised.value.__context__ is None  # as raised serially: not "during handling of"
+
+
+@forks
+def test_a_child_reaped_by_the_system_still_delivers():
+    """With SIGCHLD ignored (inherited from a parent that does not wait for its children),
+    the system reaps the child at once: its result is whole all the same."""
+    previous = signal.signal(signal.SIGCHLD, signal.SIG_IGN)
+    try:
+        child, mine = both(os.getpid, os.getpid)
+    finally:
+        signal.signal(signal.SIGCHLD, previous)
+    assert child != mine == os.getpid()
+
+
+@forks
+def test_the_child_dies_with_its_parent(tmp_path):
+    """A killed gate check leaves no child scoring on (and holding its output open)."""
+    pid_file = tmp_path / "child"
+    script = f"""
+import os, pathlib, signal, time
+from retrieval_gate.parallel import both
+
+def slow():
+    pathlib.Path({str(pid_file)!r}).write_text(str(os.getpid()))
+    time.sleep(60)
+
+def killed():
+    while not os.path.exists({str(pid_file)!r}):
+        time.sleep(0.01)
+    os.kill(os.getpid(), signal.SIGKILL)
+
+both(slow, killed)
+"""
+    done = subprocess.run([sys.executable, "-c", script], timeout=60, check=False)
+    assert done.returncode == -signal.SIGKILL
+    child = int(pid_file.read_text())
+    deadline = time.monotonic() + 10
+    while os.path.exists(f"/proc/{child}") and time.monotonic() < deadline:
+        time.sleep(0.02)
+    assert not os.path.exists(f"/proc/{child}")
+
+
+def test_an_interrupt_is_deferred_while_a_child_is_forked():
+    from retrieval_gate.parallel import _interrupts_held
+
+    with pytest.raises(KeyboardInterrupt), _interrupts_held():
+        os.kill(os.getpid(), signal.SIGINT)
+        time.sleep(0.05)  # the interrupt has arrived, and waits
+        reached = True
+    assert reached
 
 
 @forks
