@@ -148,13 +148,17 @@ def test_a_child_that_dies_is_replaced_by_computing_here(tmp_path):
     assert value == os.getpid() and int(marker.read_text()) != os.getpid()
 
 
+def sleeper(pid_file: Path):
+    """A computation that records its process id in ``pid_file``, then sleeps a minute."""
+    def sleep():
+        pid_file.write_text(str(os.getpid()))
+        time.sleep(60)
+    return sleep
+
+
 @forks
 def test_an_interrupt_here_stops_and_reaps_the_child(tmp_path):
     pid_file = tmp_path / "pid"
-
-    def slow():
-        pid_file.write_text(str(os.getpid()))
-        time.sleep(60)
 
     def interrupted():
         while not pid_file.exists():
@@ -163,7 +167,7 @@ def test_an_interrupt_here_stops_and_reaps_the_child(tmp_path):
 
     started = time.monotonic()
     with pytest.raises(KeyboardInterrupt):
-        both(slow, interrupted)
+        both(sleeper(pid_file), interrupted)
     assert time.monotonic() - started < 30
     with pytest.raises(ChildProcessError):  # killed and reaped: no zombie left
         os.waitpid(int(pid_file.read_text()), os.WNOHANG)
@@ -173,10 +177,6 @@ def test_an_interrupt_here_stops_and_reaps_the_child(tmp_path):
 def test_an_interrupt_while_waiting_for_the_child_stops_and_reaps_it(tmp_path):
     pid_file = tmp_path / "pid"
 
-    def slow():
-        pid_file.write_text(str(os.getpid()))
-        time.sleep(60)
-
     def interrupt(*_):
         raise KeyboardInterrupt
 
@@ -184,7 +184,7 @@ def test_an_interrupt_while_waiting_for_the_child_stops_and_reaps_it(tmp_path):
     signal.setitimer(signal.ITIMER_REAL, 0.5)  # fires while this process reads the pipe
     try:
         with pytest.raises(KeyboardInterrupt):
-            both(slow, lambda: None)
+            both(sleeper(pid_file), lambda: None)
     finally:
         signal.setitimer(signal.ITIMER_REAL, 0)
         signal.signal(signal.SIGALRM, previous)
