@@ -3,8 +3,11 @@ through click's CliRunner and checks that nothing escaped as a traceback."""
 
 from __future__ import annotations
 
+import ast
 import os
 import shutil
+import subprocess
+import sys
 from pathlib import Path
 
 import pytest
@@ -30,6 +33,15 @@ def gate(*args: str | Path, env: dict[str, str] | None = None) -> tuple[int, str
     if result.exception is not None and not isinstance(result.exception, SystemExit):
         raise result.exception
     return result.exit_code, result.stdout, result.stderr
+
+
+def imported_by(code: str, modules: tuple[str, ...]) -> list[str]:
+    """Which of ``modules`` a fresh interpreter has imported after running ``code`` (whatever
+    ``code`` prints comes first; the answer is the last line)."""
+    probe = f"{code}\nimport sys\nprint(sorted(m for m in {modules!r} if m in sys.modules))"
+    result = subprocess.run([sys.executable, "-c", probe], capture_output=True, text=True,
+                            check=True)
+    return ast.literal_eval(result.stdout.strip().splitlines()[-1])
 
 
 @pytest.fixture

@@ -5,12 +5,10 @@ on paths and on objects already read, and the lazy top-level exports."""
 from __future__ import annotations
 
 import shutil
-import subprocess
-import sys
 from pathlib import Path
 
 import pytest
-from conftest import BASELINE, CRANFIELD, ROOT, RUNS, SNAPSHOT
+from conftest import BASELINE, CRANFIELD, ROOT, RUNS, SNAPSHOT, imported_by
 
 import retrieval_gate
 from retrieval_gate import GatedMeasure, GateError, InputError, Report
@@ -161,9 +159,5 @@ def test_every_export_resolves_and_check_is_the_function():
 
 
 def test_importing_the_package_loads_neither_numpy_nor_the_api():
-    probe = ("import sys, retrieval_gate\n"
-             "print(sorted(m for m in ('numpy', 'scipy', 'retrieval_gate.api', "
-             "'retrieval_gate.gate') if m in sys.modules))")
-    result = subprocess.run([sys.executable, "-c", probe], capture_output=True, text=True,
-                            check=True)
-    assert result.stdout.strip() == "[]"
+    assert imported_by("import retrieval_gate", ("numpy", "scipy", "retrieval_gate.api",
+                                                 "retrieval_gate.gate")) == []

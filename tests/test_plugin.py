@@ -8,14 +8,12 @@ from __future__ import annotations
 import json
 import os
 import shutil
-import subprocess
-import sys
 from importlib.metadata import entry_points
 from pathlib import Path
 from xml.etree import ElementTree
 
 import pytest
-from conftest import BASELINE, ROOT, RUNS, SNAPSHOT
+from conftest import BASELINE, ROOT, RUNS, SNAPSHOT, imported_by
 
 import retrieval_gate
 from retrieval_gate import pytest_plugin
@@ -228,9 +226,5 @@ def test_long_node_ids_are_shortened_and_stay_distinct():
 
 
 def test_loading_the_plugin_imports_nothing_heavy():
-    probe = ("import sys, retrieval_gate.pytest_plugin\n"
-             "print(sorted(m for m in ('numpy', 'scipy', 'click', 'retrieval_gate.api') "
-             "if m in sys.modules))")
-    result = subprocess.run([sys.executable, "-c", probe], capture_output=True, text=True,
-                            check=True)
-    assert result.stdout.strip() == "[]"
+    assert imported_by("import retrieval_gate.pytest_plugin",
+                       ("numpy", "scipy", "click", "retrieval_gate.api")) == []

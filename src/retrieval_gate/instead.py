@@ -66,16 +66,15 @@ def retrieved_instead(snap: Snapshot, test_set: TestSet, base: Scores, cand: Sco
     if base.ranked is None or cand.ranked is None or base.coverage is None \
             or cand.coverage is None:
         return ()
-    wanted = list(dict.fromkeys(queries))
-    texts = corpus_texts(snap, test_set, {doc for q in wanted
-                                    for doc in _docs(cand.ranked, q)[:TOP]})
+    firsts = {qid: _items(cand.ranked, qid, TOP) for qid in queries}
+    texts = corpus_texts(snap, test_set, {doc for items in firsts.values()
+                                          for _, doc, _ in items})
     position = {q: i for i, q in enumerate(base.query_ids)}
     out = []
-    for qid in wanted:
+    for qid, items in firsts.items():
         evidence = _evidence(base.coverage, cand.coverage, position.get(qid, -1))
-        cand_ranked = cand.ranked
         top = []
-        for rank, (item, doc, place) in enumerate(_items(cand_ranked, qid)[:TOP], 1):
+        for rank, (item, doc, place) in enumerate(items, 1):
             text = texts.get(doc)
             piece = None if text is None else (text[place[0]:place[1]] if place else text)
             top.append(Retrieved(rank, item, doc, None if piece is None else
@@ -109,10 +108,12 @@ def _rows(ranked: RankedRun, qid: str) -> range:
     return range(int(ranked.offsets[i]), int(ranked.offsets[i + 1]))
 
 
-def _items(ranked: RankedRun, qid: str) -> list[tuple[str, str, tuple[int, int] | None]]:
-    """(item, document, its characters or None) of the query's ranked rows, in rank order."""
+def _items(ranked: RankedRun, qid: str, limit: int
+           ) -> list[tuple[str, str, tuple[int, int] | None]]:
+    """(item, document, its characters or None) of the query's first ``limit`` ranked rows,
+    in rank order."""
     out: list[tuple[str, str, tuple[int, int] | None]] = []
-    for row in _rows(ranked, qid):
+    for row in _rows(ranked, qid)[:limit]:
         item = ranked.docs[row].decode(errors="replace")
         if ranked.places is not None:
             doc = ranked.places.doc[row].decode(errors="replace")
@@ -121,10 +122,6 @@ def _items(ranked: RankedRun, qid: str) -> list[tuple[str, str, tuple[int, int] 
         else:
             out.append((item, item, None))
     return out
-
-
-def _docs(ranked: RankedRun, qid: str) -> list[str]:
-    return [doc for _, doc, _ in _items(ranked, qid)]
 
 
 _ID_KEY = re.compile(rb'"id"\s*:\s*"((?:[^"\\\n]|\\.)*)"')  # an "id" key and its string

@@ -314,14 +314,12 @@ def differences(snapshot: Snapshot, manifest: RunManifest, role: str) -> list[st
     rescore = (f"rewrite {'its' if role == 'run' else f'the {role}’s'} manifest with gate "
                "run-manifest" + (" and approve it" if role == "baseline" else ""))
     found = []
-    for component in _COMPARED:
+    for component, key in _changed_fields(snapshot, manifest):
         before, after = then.get(component, {}), now.get(component, {})
-        for key in sorted(set(before) | set(after)):
-            if before.get(key) != after.get(key):
-                advice = (rescore if component == "scoring" else _ONE_CHUNKING
-                          if component == "chunking" and snapshot.unit == "chunk" else rerun)
-                found.append(f"{role} {manifest.run}: {component}: {_change(key, before, after)}"
-                             f" — {advice}")
+        advice = (rescore if component == "scoring" else _ONE_CHUNKING
+                  if component == "chunking" and snapshot.unit == "chunk" else rerun)
+        found.append(f"{role} {manifest.run}: {component}: {_change(key, before, after)}"
+                     f" — {advice}")
     if not found:
         found.append(f"{role} {manifest.run}: made on snapshot {manifest.fingerprint}, the "
                      f"snapshot is {snapshot.fingerprint} — {rerun}")
@@ -329,6 +327,15 @@ def differences(snapshot: Snapshot, manifest: RunManifest, role: str) -> list[st
 
 
 _COMPARED = (*COMPONENTS, "stages", "scoring")  # what a run's manifest is compared on
+
+
+def _changed_fields(snapshot: Snapshot, manifest: RunManifest) -> list[tuple[str, str]]:
+    """The (component, field) pairs whose value in ``manifest`` differs from ``snapshot``'s,
+    components in :data:`_COMPARED` order, fields sorted."""
+    then, now = manifest.components, snapshot.identity
+    return [(component, key) for component in _COMPARED
+            for before, after in [(then.get(component, {}), now.get(component, {}))]
+            for key in sorted(set(before) | set(after)) if before.get(key) != after.get(key)]
 _ONE_CHUNKING = ("chunk judgments compare runs of the judged chunking only: judge spans or "
                  "documents to compare chunkings")
 
@@ -373,12 +380,7 @@ def require_made_on(snapshot: Snapshot, *runs: tuple[RunManifest, str]) -> None:
         return
     fields: dict[tuple[str, str], None] = {}
     for manifest, _ in named:
-        for component in _COMPARED:
-            then, now = manifest.components.get(component, {}), snapshot.identity.get(
-                component, {})
-            for key in sorted(set(then) | set(now)):
-                if then.get(key) != now.get(key):
-                    fields[(component, key)] = None
+        fields.update(dict.fromkeys(_changed_fields(snapshot, manifest)))
         if manifest.fingerprint == snapshot.fingerprint:  # chunk judgments, another chunking
             fields[("chunking", "run's own")] = None
     header = ["changed", *(role for _, role in named), "snapshot"]
