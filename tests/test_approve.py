@@ -68,7 +68,7 @@ def make_small_set(folder: Path) -> Path:
             f"{q} Q0 {doc} {rank} {10 - rank} t\n" for q in queries
             for rank, doc in enumerate((first, "x", "rel" if first == "also" else "also"), 1)))
     code, _, err = gate("snapshot", "freeze", "--queries", folder / "queries.jsonl", "--qrels",
-                        folder / "qrels.tsv", "--corpus-version", "c", "--chunking-version", "w",
+                        folder / "qrels.tsv", "--corpus-version", "c", "--unit", "document",
                         "--permissions-version", "p", "-o", folder / "snapshot.json")
     assert code == 0, err
     for run in ("old.trec", "new.trec"):

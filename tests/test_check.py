@@ -166,7 +166,7 @@ def _write_set(folder: Path, base: dict[str, float], cand: dict[str, float],
                 lines.append(f"{q} Q0 {doc} {rank} {100 - rank} t\n")
         (folder / name).write_text("".join(lines))
     code, _, err = gate("snapshot", "freeze", "--queries", folder / "queries.jsonl", "--qrels",
-                        folder / "qrels.tsv", "--corpus-version", "c", "--chunking-version", "w",
+                        folder / "qrels.tsv", "--corpus-version", "c", "--unit", "document",
                         "--permissions-version", "p", "-m", "RR@10", "-m", "Hit@10", "-m",
                         "nDCG@10", "-m", "Recall@10", "-o", folder / "snapshot.json")
     assert code == 0, err

@@ -110,8 +110,8 @@ def test_annotations_are_capped_at_ten_per_kind(repo, actions):
         row["tags"] = [f"t{i % 11}"]
     queries.write_text("".join(json.dumps(r) + "\n" for r in rows))
     assert gate("snapshot", "freeze", "--queries", queries, "--qrels",
-                queries.with_name("qrels.tsv"), "--corpus-version", "c", "--chunking-version",
-                "w", "--permissions-version", "p", "-o", queries.with_name("snapshot.json"))[0] == 0
+                queries.with_name("qrels.tsv"), "--corpus-version", "c", "--unit",
+                "document", "--permissions-version", "p", "-o", queries.with_name("snapshot.json"))[0] == 0
     for run in ("examples/cranfield/runs/bm25-titles.trec", "baselines/cranfield/bm25.trec"):
         assert gate("run-manifest", "--snapshot", queries.with_name("snapshot.json"),
                     "--run", run)[0] == 0

@@ -362,7 +362,7 @@ def test_chunk_judgments_refuse_a_run_of_another_chunking(tmp_path):
     code, _, err = gate("validate", tmp_path / "snapshot.json", tmp_path / "run.trec")
     assert code == 3
     assert ("not comparable: the run " in err and "chunk table sha256" in err
-            and "judge spans or documents to compare chunkings" in err)
+            and "to compare chunkings, turn them into spans (gate qrels to-spans)" in err)
 
 
 @pytest.mark.parametrize("args, message", [
@@ -432,7 +432,7 @@ def test_chunk_judgments_with_a_pinned_chunk_table_score_the_chunks(tmp_path):
     assert code == 0, err
     (tmp_path / "run.trec").write_text("q Q0 d#0 1 2 t\nq Q0 d#1 2 1 t\n")
     code, _, err = gate("run-manifest", "--snapshot", tmp_path / "snapshot.json", "--run",
-                        tmp_path / "run.trec")
+                        tmp_path / "run.trec", "--chunking-version", "halves")
     assert code == 0, err
     from retrieval_gate.gate import check
     from retrieval_gate.policy import GatedMeasure, GatePolicy

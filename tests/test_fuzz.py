@@ -116,7 +116,7 @@ def testset(tmp_path_factory) -> Path:
             for i in range(1, 8) for j in range(5)))
     code, _, err = gate("snapshot", "freeze", "--queries", folder / "queries.jsonl",
                         "--qrels", folder / "qrels.tsv", "--corpus-version", "c1",
-                        "--corpus-file", folder / "corpus.jsonl", "--chunking-version", "doc",
+                        "--corpus-file", folder / "corpus.jsonl", "--unit", "document",
                         "--permissions-version", "public", "-m", "Recall@3", "-m", "nDCG@3",
                         "-m", "Hit@3", "-m", "Judged@3", "--extra", "ignore",
                         "-o", folder / "snapshot.json")
@@ -296,7 +296,7 @@ def test_freeze_survives_mutated_queries_and_qrels(testset, data, which):
     try:
         code, _, err = gate("snapshot", "freeze", "--queries", files["queries.jsonl"],
                             "--qrels", files["qrels.tsv"], "--corpus-version", "c1",
-                            "--chunking-version", "doc", "--permissions-version", "p",
+                            "--unit", "document", "--permissions-version", "p",
                             "--unlabeled", "zero", "-o", out)
         _expect_clean(code, err, REFUSED + (0,))
         assert out.exists() == (code == 0)

@@ -31,7 +31,7 @@ def testset(tmp_path: Path) -> Path:
     (tmp_path / "qrels.tsv").write_text(QRELS)
     (tmp_path / "run.trec").write_text(RUN_A)
     assert gate("snapshot", "freeze", "--queries", tmp_path / "queries.jsonl", "--qrels",
-                tmp_path / "qrels.tsv", "--corpus-version", "c", "--chunking-version", "w",
+                tmp_path / "qrels.tsv", "--corpus-version", "c", "--unit", "document",
                 "--permissions-version", "p", "-o", tmp_path / "snapshot.json")[0] == 0
     assert gate("run-manifest", "--snapshot", tmp_path / "snapshot.json", "--run",
                 tmp_path / "run.trec", "--commit", "abc")[0] == 0

@@ -54,7 +54,8 @@ def testset(tmp_path: Path) -> Path:
                         "-o", tmp_path / "snapshot.json")
     assert code == 0, err
     code, _, err = gate("run-manifest", "--snapshot", tmp_path / "snapshot.json", "--run",
-                        tmp_path / "run.trec", "--commit", "abc", "--created",
+                        tmp_path / "run.trec", "--chunking-version", "w", "--commit", "abc",
+                        "--created",
                         "2026-11-30T00:00:00Z")
     assert code == 0, err
     return tmp_path
@@ -332,7 +333,8 @@ def test_undecodable_bytes_in_arguments_and_paths(testset):
     assert done.returncode == 2 and b"'k=\\xff' is not UTF-8 text" in done.stderr
     odd = os.fsencode(testset) + b"/r\xff.trec"
     Path(os.fsdecode(odd)).write_text(RUN)
-    done = run_gate("run-manifest", "--snapshot", "snapshot.json", "--run", odd, cwd=testset)
+    done = run_gate("run-manifest", "--snapshot", "snapshot.json", "--run", odd,
+                    "--chunking-version", "w", cwd=testset)
     assert done.returncode == 0, done.stderr
     done = run_gate("validate", "snapshot.json", odd, cwd=testset)
     assert done.returncode == 0 and b"r\\xff.trec: valid" in done.stdout, done.stderr

@@ -166,7 +166,7 @@ def hostile(tmp_path_factory) -> Path:
         {q: ["j0", "rel"] if i % 3 == 0 else junk for i, q in enumerate(ids)}))
     code, _, err = gate("snapshot", "freeze", "--queries", folder / "queries.jsonl",
                         "--qrels", folder / "qrels.json", "--corpus-version", "c\n::error::v",
-                        "--chunking-version", "w", "--permissions-version", "p",
+                        "--unit", "document", "--permissions-version", "p",
                         "--name", SNAPSHOT_NAME, "-m", "nDCG@10", "-m", "Hit@10",
                         "-o", folder / "snapshot.json")
     assert code == 0, err
@@ -247,7 +247,7 @@ def test_every_other_command_prints_no_command_under_actions(hostile, actions, t
         ("score", folder / "qrels.json", folder / BASE_FILE, "--output-format", "json"),
         ("validate", folder / "snapshot.json", folder / BASE_FILE, folder / CAND_FILE),
         ("snapshot", "freeze", "--queries", folder / "queries.jsonl", "--qrels",
-         folder / "qrels.json", "--corpus-version", "c\n::error::v", "--chunking-version", "w",
+         folder / "qrels.json", "--corpus-version", "c\n::error::v", "--unit", "document",
          "--permissions-version", "p", "--name", SNAPSHOT_NAME, "-o",
          folder / "again\n::error::x.json"),
         ("run-manifest", "--snapshot", folder / "snapshot.json", "--run", folder / BASE_FILE,

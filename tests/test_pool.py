@@ -317,8 +317,10 @@ def test_span_judgments_are_not_merged(tmp_path):
 # -- units, access, hostile text ---------------------------------------------------------------
 
 def small_set(folder: Path, corpus: list[dict], qrels: list[dict], run: list[dict] | str,
-              *freeze: str, queries: list[dict] | None = None) -> Path:
-    """A snapshot in ``folder`` and a run ``run.jsonl`` (or ``run.trec``) with its manifest."""
+              *freeze: str, queries: list[dict] | None = None, declare: tuple[str, ...] = ()
+              ) -> Path:
+    """A snapshot in ``folder`` and a run ``run.jsonl`` (or ``run.trec``) with its manifest
+    (``declare``: the options that say which chunking the run was made with)."""
     folder.mkdir(exist_ok=True)
     jsonl(folder / "queries.jsonl", queries or [{"id": "q1", "text": "first"},
                                                 {"id": "q2", "text": "second"}])
@@ -336,7 +338,7 @@ def small_set(folder: Path, corpus: list[dict], qrels: list[dict], run: list[dic
         name = "run.jsonl"
         jsonl(folder / name, run)
     code, _, err = gate("run-manifest", "--snapshot", folder / "snapshot.json", "--run",
-                        folder / name)
+                        folder / name, *declare)
     assert code == 0, err
     return folder / name
 
@@ -369,7 +371,8 @@ def test_chunk_judgments_pool_chunks_and_merge_them(tmp_path):
              {"query_id": "q2", "doc_id": "a#1", "grade": 1}]
     runfile = small_set(folder, corpus, qrels, "q1 Q0 a#2 1 3 t\nq1 Q0 a#0 2 2 t\n"
                         "q1 Q0 a#3 3 1 t\nq2 Q0 a#1 1 1 t\n", "--unit", "chunk",
-                        "--chunking-version", "c10", "--chunks", str(folder / "chunks.jsonl"))
+                        "--chunking-version", "c10", "--chunks", str(folder / "chunks.jsonl"),
+                        declare=("--chunking-version", "c10"))
     code, _, err = gate("pool", "export", "--snapshot", folder / "snapshot.json", "--candidate",
                         runfile, "-o", folder / "pool.jsonl")
     assert code == 0, err

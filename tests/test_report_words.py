@@ -78,16 +78,22 @@ def test_pool_bias_is_warned_only_when_the_candidate_surfaces_clearly_more(
     runs = _set(tmp_path, {"base": {"q1": ["d1", "d2", "d9"], "q2": ["d3", "d8", "d7"]},
                            "same": {"q1": ["d2", "d1", "d9"], "q2": ["d3", "d7", "d8"]},
                            "new": {"q1": ["d1", "d7", "d8"], "q2": ["d3", "d5", "d6"]},
-                           "judged": {"q1": ["d1", "d2"], "q2": ["d3"]}})
+                           "judged": {"q1": ["d1", "d2"], "q2": ["d3"]},
+                           "short": {"q1": ["d1"], "q2": ["d3"]}})
     # the same three unjudged items in both: no news
     shared = check(tmp_path / "snapshot.json", runs["base"], runs["same"], POLICY)
     assert not any("pool bias" in w for w in shared.warnings)
-    # unjudged or empty: 3 of 6 in the baseline, 4 of 6 in the candidate — one more item
+    # unjudged items: none of the baseline's 3 (its other 3 slots are empty), 4 of the
+    # candidate's 6 slots
     report = check(tmp_path / "snapshot.json", runs["judged"], runs["new"], POLICY)
     (warning,) = [w for w in report.warnings if "pool bias" in w]
-    assert warning.startswith("the candidate surfaces about 1 more unjudged item in its top 3 "
-                              "than the baseline (unjudged or empty: baseline 50.0%, "
-                              "candidate 66.7%)")
+    assert warning.startswith("the candidate surfaces 4 more unjudged items in its top 3 "
+                              "than the baseline (baseline 0.0%, candidate 66.7% of the "
+                              "slots): they score as non-relevant")
+    # fewer items are no unjudged items (a packing bug, a short list): judging cannot help —
+    # unjudged or empty, the candidate's slots would be 4 of 6 against the baseline's 3
+    short = check(tmp_path / "snapshot.json", runs["base"], runs["short"], POLICY)
+    assert not any("pool bias" in w for w in short.warnings)
 
 
 def test_inconclusive_says_how_many_queries_would_decide() -> None:

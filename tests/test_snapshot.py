@@ -46,7 +46,8 @@ def freeze(folder: Path, *extra: str) -> tuple[int, str, str]:
 
 def manifest(folder: Path, run: str) -> None:
     code, _, err = gate("run-manifest", "--snapshot", folder / "snapshot.json", "--run",
-                        folder / run, "--system", "retriever=bm25", "--commit", "abc",
+                        folder / run, "--chunking-version", "whole", "--system", "retriever=bm25",
+                        "--commit", "abc",
                         "--created", "2026-11-30T00:00:00Z")
     assert code == 0, err
 
@@ -340,7 +341,7 @@ def test_run_coverage_is_checked_under_the_snapshot_policy(testset):
     assert freeze(testset)[0] == 0
     (testset / "short.trec").write_text("q1 Q0 d1 1 3 b\n")
     code, _, err = gate("run-manifest", "--snapshot", testset / "snapshot.json", "--run",
-                        testset / "short.trec")
+                        testset / "short.trec", "--chunking-version", "whole")
     assert code == 2 and "query 'q2' has no ranking" in err
     assert not (testset / "short.trec.manifest.json").exists()
 
@@ -348,14 +349,14 @@ def test_run_coverage_is_checked_under_the_snapshot_policy(testset):
 def test_run_manifest_option_and_bad_key_value(testset):
     assert freeze(testset)[0] == 0
     code, _, err = gate("run-manifest", "--snapshot", testset / "snapshot.json", "--run",
-                        testset / "base.trec", "--system", "novalue")
+                        testset / "base.trec", "--chunking-version", "whole", "--system", "novalue")
     assert code == 2 and "'novalue' is not KEY=VALUE" in err
     code, _, err = gate("run-manifest", "--snapshot", testset / "snapshot.json", "--run",
-                        testset / "base.trec", "--created", "yesterday")
+                        testset / "base.trec", "--chunking-version", "whole", "--created", "yesterday")
     assert code == 2 and err.startswith("error: --created: 'yesterday' is not a UTC time")
     assert not (testset / "base.trec.manifest.json").exists()
     code, _, err = gate("run-manifest", "--snapshot", testset / "snapshot.json", "--run",
-                        testset / "base.trec", "-o", testset / "elsewhere.json",
+                        testset / "base.trec", "--chunking-version", "whole", "-o", testset / "elsewhere.json",
                         "--system", "k1=1.2", "--system", "stem=false")
     assert code == 0, err
     assert json.loads((testset / "elsewhere.json").read_text())["system"] == {"k1": 1.2,
@@ -401,7 +402,7 @@ def test_errors_say_how_to_change_the_policy_where_it_was_set(testset):
     (testset / "dup.trec").write_text("q1 Q0 d1 1 3 b\nq1 Q0 d1 2 2 b\nq2 Q0 d5 1 1 b\n"
                                       "q3 Q0 d4 1 1 b\n")
     code, _, err = gate("run-manifest", "--snapshot", testset / "snapshot.json", "--run",
-                        testset / "dup.trec")
+                        testset / "dup.trec", "--chunking-version", "whole")
     assert code == 2 and "appears twice" in err
     assert "pass --duplicates" not in err and '"duplicates": "first" in the snapshot' in err
     code, _, err = gate("score", testset / "qrels.tsv", testset / "dup.trec", "--unlabeled",

@@ -166,7 +166,7 @@ def _same_files(previous: RunManifest, candidate: RunManifest) -> bool:
     def pinned(m: RunManifest) -> tuple[object, ...]:
         return (m.fingerprint, m.document["run"]["sha256"],
                 tuple(sha for _, _, sha in m.stage_files()),
-                (m.chunking or {}).get("sha256"))
+                (m.chunking or {}).get("sha256"), (m.chunking or {}).get("version"))
     return pinned(previous) == pinned(candidate)
 
 

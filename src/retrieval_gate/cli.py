@@ -315,6 +315,8 @@ def freeze(queries, queries_version, qrels, qrels_version, corpus_version, corpu
         policy=ScoringPolicy(threshold, unjudged, duplicates, missing, extra, unlabeled))
     _print(f"{_shown(output)}: snapshot '{_shown(frozen.name)}', fingerprint "
            f"{frozen.fingerprint}")
+    if frozen.unit_choice is not None:
+        _print(frozen.unit_choice.describe())
     for warning in load_test_set(load_snapshot(output)).warnings:
         _print(f"warning: {warning}")
 
@@ -524,22 +526,30 @@ def approve(candidate, to, snapshot_file, force, commit):
               help="The corpus (JSON Lines with text, or a list of ids), pinned by hash.")
 @click.option("--unit", type=click.Choice(["document", "span", "chunk"]),
               help="What a judgment is about.  [default: span for judgments with start and "
-                   "end, else document]")
+                   "end; chunk with --chunking-version; document when every judged id is a "
+                   "document of the corpus; refused when the judged ids look like chunk ids]")
+@click.option("--chunking-version",
+              help="Chunk judgments: the chunking whose chunk ids they name.")
+@click.option("--chunks", "chunks_file", type=click.Path(dir_okay=False),
+              help="Chunk judgments: pin the chunking's chunk table by its hash.")
 @click.option("--snapshot", "snapshot_file", type=click.Path(dir_okay=False),
               help="Where to freeze the snapshot.  [default: snapshot.json beside the queries]")
 @click.option("--baseline", default="baselines/main", show_default=True,
               help="The baseline folder gate.toml and the workflow name.")
 @click.option("--candidate", default="runs/candidate.trec", show_default=True,
               help="Where the workflow writes the candidate run.")
-def init(queries, qrels, corpus_file, unit, snapshot_file, baseline, candidate):
+def init(queries, qrels, corpus_file, unit, chunking_version, chunks_file, snapshot_file,
+         baseline, candidate):
     """Start gating this repository: freeze a snapshot from the files, write gate.toml and
     .github/workflows/retrieval-gate.yml — never over an existing file."""
     from retrieval_gate.init import initialise
 
     done = initialise(queries, qrels, snapshot=snapshot_file, corpus_file=corpus_file,
-                      unit=unit or None, baseline=baseline, candidate=candidate)
+                      unit=unit or None, chunking_version=chunking_version,
+                      chunks_file=chunks_file, baseline=baseline, candidate=candidate)
     for path in done.written:
         _print(f"wrote {_shown(path)}")
+    _print(done.unit.describe())
     _print("next:")
     for i, step in enumerate(done.next_steps, 1):
         _print(f"  {i}. {step}")

@@ -124,6 +124,12 @@ def check(snapshot: str | os.PathLike[str], baseline: str | os.PathLike[str],
         unanswerable = _unanswerable(test_set, base, cand)
         costs = pending_costs.result()
     warnings += _cost_warnings(manifests, costs)
+    if "unit" not in snap.document["chunking"]:
+        warnings.append("the snapshot states no evidence unit (it was frozen before units): "
+                        "its judgments are taken for chunk ids of chunking "
+                        f"'{snap.document['chunking'].get('version')}' and each run for a run "
+                        "of that chunking, unchecked — freeze it again with --unit so that "
+                        "runs are checked against it")
     warnings += [f"{role}: stage {name} is not in the snapshot's pipeline and is not scored"
                  for role, m in zip(("baseline", "candidate"), manifests)
                  for name in ignored_stages(snap, m)]
@@ -420,6 +426,15 @@ def _warnings(base_run: RunScores, cand_run: RunScores, comparisons: tuple[Compa
     pool = _pool_bias(base, cand, judged, cutoff)
     if pool:
         warnings.append(pool)
+    nothing = [str(m) for m in gated if not m.lower_is_better
+               and not base.values[:, base.measures.index(m)].any()
+               and not cand.values[:, cand.measures.index(m)].any()]
+    if nothing and len(base.query_ids):
+        warnings.append(f"{', '.join(nothing)}: both runs score 0 on every query — neither "
+                        "retrieved anything the judgments count, so no verdict on "
+                        f"{'it' if len(nothing) == 1 else 'them'} means anything: check that "
+                        "the runs' item ids are the ids the judgments name (documents of the "
+                        "corpus, or chunks of the judged chunking)")
     grouped: dict[tuple[tuple[str, ...], ...], list[Measure]] = {}
     for measure in gated:
         short = tuple(run.short_lists.get(str(measure), ()) for run in (base_run, cand_run))
@@ -456,23 +471,42 @@ POOL_SHARE = 0.05  # the candidate's unjudged share must exceed the baseline's b
 POOL_ITEMS = 10  # …and by this many items, for the pool-bias warning
 
 
+def _unjudged(scores: Scores, judged: Measure, cutoff: int | None
+              ) -> tuple[float, int | None] | None:
+    """A run's unjudged items in its top ``cutoff``: their share of the slots and their count
+    (without a cutoff, their share of the items returned, and no count); None without a
+    query. Empty slots of a short ranking are not items: judging cannot fill them. Items
+    their asker may not see or that are not in force count as judged (Judged@k): no
+    judgment could make them count."""
+    n = len(scores.query_ids)
+    share = scores.means()[str(judged)]
+    if share is None or not n:
+        return None
+    if cutoff is None or scores.retrieved is None:
+        return 1.0 - share, None
+    items = int(np.minimum(scores.retrieved, cutoff).sum())
+    unjudged = items - round(share * n * cutoff)
+    return unjudged / (n * cutoff), unjudged
+
+
 def _pool_bias(base: Scores, cand: Scores, judged: Measure, cutoff: int | None) -> str | None:
     """A warning when the candidate surfaces clearly more unjudged items than the baseline
     (a pool bias: they score as non-relevant, so its scores may be understated); None when
-    it does not — a share of unjudged items the two runs share is no news."""
-    shares = [s.means()[str(judged)] for s in (base, cand)]
+    it does not — a share of unjudged items the two runs share is no news, and fewer items
+    (a short ranking, a packing bug) are no unjudged items."""
+    shares = [_unjudged(s, judged, cutoff) for s in (base, cand)]
     if shares[0] is None or shares[1] is None:
         return None
-    more = shares[0] - shares[1]  # Judged@k: the candidate's unjudged share minus the baseline's
-    slots = len(cand.query_ids) * (cutoff or 1) if cutoff else None
-    extra = None if slots is None else round(more * slots)
-    if more < POOL_SHARE or (extra is not None and extra < POOL_ITEMS):
+    (base_share, base_count), (cand_share, cand_count) = shares
+    extra = None if base_count is None or cand_count is None else cand_count - base_count
+    if cand_share - base_share < POOL_SHARE or (extra is not None and extra < POOL_ITEMS):
         return None
     where = f"top {cutoff}" if cutoff else "rankings"
-    count = (f"about {extra} more unjudged {'item' if extra == 1 else 'items'}"
+    count = (f"{extra} more unjudged {'item' if extra == 1 else 'items'}"
              if extra is not None else "more unjudged items")
-    return (f"the candidate surfaces {count} in its {where} than the baseline (unjudged or "
-            f"empty: baseline {_percent(shares[0])}, candidate {_percent(shares[1])}): they "
+    of = "of the slots" if cutoff else "of the items"
+    return (f"the candidate surfaces {count} in its {where} than the baseline (baseline "
+            f"{100 * base_share:.1f}%, candidate {100 * cand_share:.1f}% {of}): they "
             "score as non-relevant, so its scores may be understated (pool bias) — have them "
             "judged: gate pool export, then gate pool merge --freeze under a new qrels "
             "version")
@@ -485,7 +519,3 @@ def _listed(ids: list[str]) -> str:
 
 def _plural(n: int) -> str:
     return "query" if n == 1 else "queries"
-
-
-def _percent(judged_share: float | None) -> str:
-    return "n/a" if judged_share is None else f"{100 * (1 - judged_share):.1f}%"

@@ -15,6 +15,7 @@ from pathlib import Path
 from retrieval_gate.errors import InputError
 from retrieval_gate.formats.atomic import write_text_atomic
 from retrieval_gate.snapshot import freeze
+from retrieval_gate.units import UnitChoice
 
 WORKFLOW = Path(".github") / "workflows" / "retrieval-gate.yml"
 _SAFE = re.compile(r"(?!/)(?!.*\.\.)[A-Za-z0-9._/-]{1,200}")
@@ -26,20 +27,27 @@ class Initialised:
 
     written: tuple[Path, ...]
     next_steps: tuple[str, ...]
+    unit: UnitChoice
 
 
 def initialise(queries: str | os.PathLike[str], qrels: str | os.PathLike[str], *,
                snapshot: str | os.PathLike[str] | None = None,
                corpus_file: str | os.PathLike[str] | None = None, unit: str | None = None,
+               chunking_version: str | None = None,
+               chunks_file: str | os.PathLike[str] | None = None,
                baseline: str = "baselines/main", candidate: str = "runs/candidate.trec",
                root: str | os.PathLike[str] = ".") -> Initialised:
-    """Freeze ``snapshot`` (default: ``snapshot.json`` beside the queries) from the files,
-    write ``gate.toml`` and the workflow under ``root``; InputError (exit 2) naming every
-    target that already exists, before anything is written."""
+    """Freeze ``snapshot`` (default: ``snapshot.json`` beside the queries) from the files —
+    the evidence unit as :func:`~retrieval_gate.snapshot.freeze` chooses it, refused when the
+    judgments look like chunk ids and no unit is given — and write ``gate.toml`` and the
+    workflow under ``root``; InputError (exit 2) naming every target that already exists,
+    before anything is written."""
     base = Path(root)
     target = Path(snapshot) if snapshot else Path(queries).parent / "snapshot.json"
     for option, value in (("--baseline", baseline), ("--candidate", candidate),
-                          ("--snapshot", _relative(target, base))):
+                          ("--snapshot", _relative(target, base)),
+                          *([("--chunking-version", chunking_version)] if chunking_version
+                            else [])):
         if not _SAFE.fullmatch(value):
             raise InputError(option, f"'{value[:60]}' is not a plain relative path (letters, "
                              "digits, . _ - /)", "use a plain path: it goes into gate.toml and "
@@ -52,21 +60,27 @@ def initialise(queries: str | os.PathLike[str], qrels: str | os.PathLike[str], *
             "gate init writes only new files: move them away, or edit them by hand")
     frozen = freeze(target, queries=queries, qrels=qrels, corpus_version=(
         "in-file" if corpus_file else "unversioned"), corpus_file=corpus_file,
-        permissions_version="public", unit=unit)
+        permissions_version="public", unit=unit, chunking_version=chunking_version,
+        chunks_file=chunks_file)
     snapshot_path = _relative(target, base)
     write_text_atomic(config, _config(snapshot_path, baseline, candidate))
     workflow.parent.mkdir(parents=True, exist_ok=True)
-    write_text_atomic(workflow, _workflow(snapshot_path, baseline, candidate))
+    write_text_atomic(workflow, _workflow(snapshot_path, baseline, candidate,
+                                          chunking_version if frozen.unit == "chunk" else None))
+    declare = ("" if frozen.unit != "chunk" else
+               f" --chunking-version {chunking_version}" if chunks_file is None else
+               f" --chunks {chunks_file} --chunking-version {chunking_version}")
     steps = (
         f"commit {target}, {config} and {workflow} (and the files the snapshot pins)",
         (f"make your retriever's run of every query in {frozen.source}'s query set, write its "
         f"manifest: gate run-manifest --snapshot {snapshot_path} --run RUN --system "
-        "name=my-retriever"),
+        f"name=my-retriever{declare}"),
         (f"approve it as the baseline: gate baseline approve --candidate RUN --to {baseline} — "
         "and commit the folder"),
         (f"edit the REPLACE parts of {workflow} (how your retriever makes {candidate}); from then "
         "on, every pull request is gated"))
-    return Initialised((target, config, workflow), steps)
+    assert frozen.unit_choice is not None
+    return Initialised((target, config, workflow), steps, frozen.unit_choice)
 
 
 def _relative(path: Path, base: Path) -> str:
@@ -80,11 +94,15 @@ def _config(snapshot: str, baseline: str, candidate: str) -> str:
             '[[gate]]\nmeasure = "nDCG@10"\nmargin = 0.02\n')
 
 
-def _workflow(snapshot: str, baseline: str, candidate: str) -> str:
-    """The example workflow with this repository's paths."""
+def _workflow(snapshot: str, baseline: str, candidate: str, chunking: str | None) -> str:
+    """The example workflow with this repository's paths; with chunk judgments, its run
+    manifests declare the chunking the runs are made with."""
     text = resources.files("retrieval_gate").joinpath("templates/retrieval-gate.yml").read_text(
         encoding="utf-8")
     for old, new in (("eval/snapshot.json", snapshot), ("baselines/my-retriever", baseline),
                      ("runs/candidate.trec", candidate)):
         text = text.replace(old, new)
+    if chunking is not None:
+        text = text.replace("--system retriever=my-retriever",
+                            f"--system retriever=my-retriever --chunking-version {chunking}")
     return text

@@ -164,7 +164,7 @@ def score_stages(snapshot: Snapshot, test_set: TestSet,
     assert last is not None
     scores = Scores(wanted, first.query_ids, values, first.unanswerable,
                     tuple(_merged(warnings, len(rankings))), first.policy,
-                    coverage=last.coverage, ranked=last.ranked)
+                    coverage=last.coverage, retrieved=last.retrieved, ranked=last.ranked)
     found = None
     if with_funnel and snapshot.stages and first.coverage is not None:
         relevant = first.coverage.relevant

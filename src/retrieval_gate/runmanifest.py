@@ -103,7 +103,8 @@ class RunManifest:
     def chunks_file(self) -> Path | None:
         """The run's chunk table, resolved against the manifest's folder (None without)."""
         chunking = self.chunking
-        return None if chunking is None else Path(self.source).parent / chunking["file"]
+        return (None if chunking is None or "file" not in chunking
+                else Path(self.source).parent / chunking["file"])
 
 
 def load_run_chunks(manifest: RunManifest) -> ChunkTable | None:
@@ -244,14 +245,16 @@ def _relative(file: str | os.PathLike[str], manifest: str | os.PathLike[str]) ->
     return PurePosixPath(*Path(relative).parts).as_posix()
 
 
-def chunking_record(chunks: Blob, chunks_path: str | os.PathLike[str],
+def chunking_record(chunks: Blob | None, chunks_path: str | os.PathLike[str] | None,
                     manifest: str | os.PathLike[str], version: str | None = None,
                     params: Mapping[str, Any] | None = None) -> dict[str, Any]:
     """The ``chunking`` of a run manifest written to ``manifest``: the chunk table at
-    ``chunks_path`` (relative to the manifest's folder, forward slashes), the SHA-256 of its
-    bytes ``chunks`` as read and used, and an optional version and parameters."""
-    record: dict[str, Any] = {"file": _relative(chunks_path, manifest),
-                              "sha256": chunks.sha256}
+    ``chunks_path`` (relative to the manifest's folder, forward slashes) with the SHA-256 of
+    its bytes ``chunks`` as read and used, when the run has one, and its version and
+    parameters; a version alone names a chunking whose table is not pinned."""
+    record: dict[str, Any] = {}
+    if chunks is not None and chunks_path is not None:
+        record.update(file=_relative(chunks_path, manifest), sha256=chunks.sha256)
     if version is not None:
         record["version"] = version
     if params:
@@ -304,9 +307,8 @@ def differences(snapshot: Snapshot, manifest: RunManifest, role: str) -> list[st
     per changed component field, worded for a reviewer; empty when the run is comparable. With
     chunk judgments, a run whose own chunking is not the judged one is not comparable either."""
     if manifest.fingerprint == snapshot.fingerprint:
-        other = _other_chunking(snapshot, manifest)
-        return [] if other is None else [(f"{role} {manifest.run}: chunking: {other} — "
-                                         f"{_ONE_CHUNKING}")]
+        return [f"{role} {manifest.run}: chunking: {_change(key, judged, own)} — {_ONE_CHUNKING}"
+                for key, judged, own in _other_chunking(snapshot, manifest)]
     then, now = manifest.components, snapshot.identity
     subject = "it" if role == "run" else f"the {role}"
     rerun = (f"re-run {subject} on the new snapshot and approve it" if role == "baseline"
@@ -336,21 +338,44 @@ def _changed_fields(snapshot: Snapshot, manifest: RunManifest) -> list[tuple[str
     return [(component, key) for component in _COMPARED
             for before, after in [(then.get(component, {}), now.get(component, {}))]
             for key in sorted(set(before) | set(after)) if before.get(key) != after.get(key)]
-_ONE_CHUNKING = ("chunk judgments compare runs of the judged chunking only: judge spans or "
-                 "documents to compare chunkings")
 
 
-def _other_chunking(snapshot: Snapshot, manifest: RunManifest) -> str | None:
-    """With chunk judgments, how the run's own chunking differs from the judged one (its chunk
-    table, or its version); None when it does not, or the unit is not chunk."""
+_ONE_CHUNKING = ("chunk judgments compare runs of the judged chunking only: to compare "
+                 "chunkings, turn them into spans (gate qrels to-spans) or judge documents")
+# how a run's own chunking is told from the judged one, and that row of the table
+_OWN_CHUNKING = {"version": "run's chunking version", "sha256": "run's chunk table sha256"}
+
+
+def _require_declared_chunking(snapshot: Snapshot, manifest: RunManifest, role: str) -> None:
+    """InputError (exit 2) when the snapshot judges chunks and the run's manifest does not say
+    which chunking the run was made with — a version, or a chunk table whose hash can be
+    compared with the pinned one: a re-chunked run would otherwise pass for the judged
+    chunking and its new chunk ids score as unjudged. A snapshot without a unit (from before
+    units) takes its runs to be of its chunking."""
+    if snapshot.document["chunking"].get("unit") != "chunk":
+        return
+    judged, own = snapshot.document["chunking"], manifest.chunking or {}
+    if "version" in own or ("sha256" in own and "sha256" in judged):
+        return
+    said = ("records no chunking" if not own else "records a chunk table but no chunking "
+            "version, and the snapshot pins no chunk table to compare it with")
+    raise InputError(manifest.source, f"the {role}'s manifest {said}; the snapshot judges "
+                     f"chunks of chunking '{judged.get('version')}', and only runs of that "
+                     "chunking are comparable", "rewrite it with gate run-manifest "
+                     "--chunking-version V (the chunking the run was made with) or --chunks "
+                     "FILE (its chunk table)", json_path("chunking"))
+
+
+def _other_chunking(snapshot: Snapshot, manifest: RunManifest
+                    ) -> list[tuple[str, dict[str, Any], dict[str, Any]]]:
+    """With chunk judgments, how the run's own chunking differs from the judged one: (field,
+    judged chunking, run's chunking) for its version and its chunk table's hash, each compared
+    when both sides state it; empty when they agree, or the unit is not chunk."""
+    if snapshot.unit != "chunk" or manifest.chunking is None:
+        return []
     judged, own = snapshot.document["chunking"], manifest.chunking
-    if snapshot.unit != "chunk" or own is None:
-        return None
-    if "sha256" in judged and own["sha256"] != judged["sha256"]:
-        return f"chunk table sha256 {judged['sha256'][:12]} → {own['sha256'][:12]}"
-    if own.get("version", judged.get("version")) != judged.get("version"):
-        return f"version {judged.get('version')} → {own['version']}"
-    return None
+    return [(key, judged, own) for key in _OWN_CHUNKING
+            if key in judged and key in own and judged[key] != own[key]]
 
 
 def _change(key: str, before: Mapping[str, Any], after: Mapping[str, Any]) -> str:
@@ -366,43 +391,45 @@ def comparability(snapshot: Snapshot, baseline: RunManifest, candidate: RunManif
                                                                      "candidate")
 
 
-_CELL = 48  # characters of a value shown in the not-comparable table
+_CELL = 64  # characters of a value shown in the not-comparable table
 
 
 def require_made_on(snapshot: Snapshot, *runs: tuple[RunManifest, str]) -> None:
     """NotComparableError (exit 3) unless every ``(manifest, role)`` names ``snapshot``'s
-    fingerprint: one table — a row per changed component field with each run's value and the
-    snapshot's — and one line of advice per run, fitted to what changed."""
-    rows: list[list[str]] = []
-    advice: list[str] = []
+    fingerprint and, with chunk judgments, was made with the judged chunking: one table — a
+    row per changed field with each run's value and the snapshot's — and one line of advice
+    per run, fitted to what changed. With chunk judgments, a manifest made on this snapshot
+    that does not say which chunking its run was made with is InputError (exit 2) first."""
+    for manifest, role in runs:
+        if manifest.fingerprint == snapshot.fingerprint:
+            _require_declared_chunking(snapshot, manifest, role)
     named = [(m, role) for m, role in runs if differences(snapshot, m, role)]
     if not named:
         return
     fields: dict[tuple[str, str], None] = {}
+    own: dict[str, None] = {}
     for manifest, _ in named:
         fields.update(dict.fromkeys(_changed_fields(snapshot, manifest)))
-        if manifest.fingerprint == snapshot.fingerprint:  # chunk judgments, another chunking
-            fields[("chunking", "run's own")] = None
+        own.update(dict.fromkeys(key for key, _, _ in _other_chunking(snapshot, manifest)))
     header = ["changed", *(role for _, role in named), "snapshot"]
-    for component, key in fields:
-        cells = [f"{component} {key}"]
-        for manifest, _ in named:
-            if key == "run's own":
-                cells.append(_other_chunking(snapshot, manifest) or "same")
-            else:
-                cells.append(_value(key, manifest.components.get(component, {})))
-        cells.append("—" if key == "run's own" else
-                     _value(key, snapshot.identity.get(component, {})))
-        rows.append([c if len(c) <= _CELL else c[:_CELL - 1] + "…" for c in cells])
-    for manifest, role in named:
-        advice.append(f"{role}: {_advice(snapshot, manifest, role)}")
+    rows = [[f"{component} {key}", *(_value(key, m.components.get(component, {}))
+                                     for m, _ in named),
+             _value(key, snapshot.identity.get(component, {}))]
+            for component, key in fields]
+    rows += [[_OWN_CHUNKING[key], *(_value(key, m.chunking or {}) for m, _ in named),
+              _value(key, snapshot.document["chunking"])] for key in own]
+    rows = [[c if len(c) <= _CELL else c[:_CELL - 1] + "…" for c in row] for row in rows]
+    advice = [f"{role}: {_advice(snapshot, manifest, role)}" for manifest, role in named]
     widths = [max(len(r[i]) for r in [header, *rows]) for i in range(len(header))]
     table = ["  " + "  ".join(c.ljust(w) for c, w in zip(r, widths)).rstrip()
              for r in [header, *rows]]
+    made = ("made with the chunking that" if all(m.fingerprint == snapshot.fingerprint
+                                                 for m, _ in named) else "made on")
     raise NotComparableError("\n".join([
         "not comparable: " + " and ".join(f"the {role} {m.run}" for m, role in named)
-        + f" {'was' if len(named) == 1 else 'were'} not made on snapshot {snapshot.name} "
-        f"({snapshot.fingerprint[:19]}…)", *table, *(f"what to do — {a}" for a in advice)]))
+        + f" {'was' if len(named) == 1 else 'were'} not {made} snapshot {snapshot.name} "
+        + ("judges " if made != "made on" else "")
+        + f"({snapshot.fingerprint[:19]}…)", *table, *(f"what to do — {a}" for a in advice)]))
 
 
 def _value(key: str, side: Mapping[str, Any]) -> str:

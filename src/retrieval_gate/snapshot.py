@@ -31,7 +31,7 @@ import hashlib
 import json
 import os
 from collections.abc import Mapping, Sequence
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from pathlib import Path, PurePosixPath
 from typing import Any
 
@@ -48,9 +48,11 @@ from retrieval_gate.formats.jsonfmt import path as json_path
 from retrieval_gate.formats.source import Blob, display_name, is_regular_file, read_blob
 from retrieval_gate.measures import EXPONENTIAL, Measure, default_measures, parse_measures
 from retrieval_gate.model import AccessTable, ChunkTable, Corpus, Qrels, Query
+from retrieval_gate.ranking import IdIndex
 from retrieval_gate.scoring import query_set
 from retrieval_gate.scoring_policy import POLICY_NAMES, ScoringPolicy
 from retrieval_gate.stages import StageContract, contracts_of
+from retrieval_gate.units import UnitChoice, choose_unit, judged_ids, judged_outside
 
 COMPONENTS = ("queries", "qrels", "corpus", "chunking", "permissions")
 FILE_COMPONENTS = ("queries", "qrels", "corpus", "chunking", "permissions")
@@ -103,6 +105,7 @@ class Snapshot:
     identity: dict[str, Any]
     fingerprint: str
     blobs: dict[str, Blob] = field(default_factory=dict)
+    unit_choice: UnitChoice | None = None  # how :func:`freeze` chose the unit (else None)
 
     def file(self, component: str) -> Path | None:
         """The component's file, resolved against the manifest's folder (None if it has none)."""
@@ -354,6 +357,8 @@ def load_test_set(snapshot: Snapshot) -> TestSet:
                          'set "unit": "span" for judgments with start and end, "document" or '
                          '"chunk" for judgments by id', json_path("chunking", "unit"))
     corpus = snapshot.read_corpus()
+    chunks = snapshot.read_chunks()
+    _judged_in_corpus(snapshot, qrels, corpus, chunks)
     if spans:
         if corpus is None:
             raise InputError(snapshot.source, "span judgments need the corpus their offsets "
@@ -364,7 +369,23 @@ def load_test_set(snapshot: Snapshot) -> TestSet:
     if access is not None:
         warnings.extend(access_warnings(access, queries, qrels))
     return TestSet(queries, qrels, tuple(answerable), tuple(unanswerable), tuple(warnings),
-                   corpus, snapshot.read_chunks(), access)
+                   corpus, chunks, access)
+
+
+def _judged_in_corpus(snapshot: Snapshot, qrels: Qrels, corpus: Corpus | None,
+                      chunks: ChunkTable | None) -> None:
+    """InputError (exit 2) unless every id judged is in what the snapshot pins: a document of
+    the corpus (unit ``document``), a chunk of the chunk table (unit ``chunk`` with a table).
+    Span judgments are checked against the corpus text elsewhere."""
+    universe = (corpus if snapshot.unit == "document" else
+                chunks if snapshot.unit == "chunk" else None)
+    if universe is None or qrels.spans is not None:
+        return
+    ids = judged_ids(qrels)
+    keys = universe.keys if isinstance(universe, Corpus) else None
+    outside = ids[IdIndex(universe.ids, keys=keys).find(ids) < 0]
+    if len(outside):
+        raise judged_outside(qrels.source, outside, len(ids), universe.source)
 
 
 def freeze(output: str | os.PathLike[str], *, queries: str | os.PathLike[str],
@@ -402,9 +423,14 @@ def freeze(output: str | os.PathLike[str], *, queries: str | os.PathLike[str],
                 else f"--{component}-file")
         blobs[component] = read_blob(file)
         document[component] = _pin(file, folder, blobs[component].sha256, version)
-    if unit is None:
-        spans = read_qrels(blobs["qrels"]).spans is not None
-        unit = "span" if spans else "chunk" if chunking_version is not None else "document"
+    if chunks_file is not None:
+        _inside(chunks_file, folder, "--chunks")
+        blobs["chunking"] = read_blob(chunks_file)
+    choice = choose_unit(
+        read_qrels(blobs["qrels"]), given=unit, chunking_version=chunking_version,
+        corpus=read_corpus(blobs["corpus"]) if unit is None and "corpus" in blobs else None,
+        chunks=read_chunk_table(blobs["chunking"]) if unit is None and chunks_file else None)
+    unit = choice.unit
     chunking: dict[str, Any] = {"unit": unit}
     if unit == "chunk":
         if chunking_version is None:
@@ -412,8 +438,6 @@ def freeze(output: str | os.PathLike[str], *, queries: str | os.PathLike[str],
                              "name the chunking the judged chunk ids belong to")
         chunking.update(version=chunking_version, params=dict(chunking_params or {}))
         if chunks_file is not None:
-            _inside(chunks_file, folder, "--chunks")
-            blobs["chunking"] = read_blob(chunks_file)
             chunking.update(_pin(chunks_file, folder, blobs["chunking"].sha256, None))
             chunking["version"] = chunking_version
     elif chunking_version is not None or chunking_params or chunks_file is not None:
@@ -431,7 +455,7 @@ def freeze(output: str | os.PathLike[str], *, queries: str | os.PathLike[str],
     if min_coverage is not None:
         document["scoring"]["min_coverage"] = min_coverage
     text = json.dumps(document, indent=2, ensure_ascii=False) + "\n"
-    frozen = _resolve(document, display_name(output), blobs)
+    frozen = replace(_resolve(document, display_name(output), blobs), unit_choice=choice)
     load_test_set(frozen)
     write_text_atomic(output, text)
     return frozen

@@ -84,9 +84,10 @@ def record_run(snapshot: str | os.PathLike[str], run: str | os.PathLike[str] | N
     returns where it went and the snapshot. A pipeline run gives ``stages`` instead, (name,
     file) in pipeline order: the last one is the run; with a contract in the snapshot, each of
     its stages must be among them. ``timed_on`` says where the run's latencies were measured."""
-    if chunks is None and (chunking_version is not None or chunking_params):
-        raise InputError("--chunking-version", "describes a chunk table, and none is given",
-                         "pass the run's chunk table with --chunks FILE")
+    if chunks is None and chunking_version is None and chunking_params:
+        raise InputError("--chunking-param", "describes a chunking, and none is named",
+                         "name it with --chunking-version V, or give its chunk table with "
+                         "--chunks FILE")
     if stages:
         names = [name for name, _ in stages]
         twice = sorted({n for n in names if names.count(n) > 1})
@@ -102,6 +103,12 @@ def record_run(snapshot: str | os.PathLike[str], run: str | os.PathLike[str] | N
                          "pipeline's stages with --stage NAME=FILE")
     loaded = load_snapshot(snapshot)
     test_set = load_test_set(loaded)
+    judged = loaded.document["chunking"]
+    if judged.get("unit") == "chunk" and chunks is None and chunking_version is None:
+        raise InputError("--chunking-version", "is needed: the snapshot judges chunks of "
+                         f"chunking '{judged.get('version')}', and a run's manifest must say "
+                         "which chunking the run was made with", "pass --chunking-version "
+                         "(the run's chunking) or --chunks FILE (its chunk table)")
     blobs = {name: read_run_file(file) for name, file in stages}
     blob = blobs[stages[-1][0]] if stages else read_run_file(run)
     table_blob = None if chunks is None else read_blob(chunks)
@@ -114,8 +121,8 @@ def record_run(snapshot: str | os.PathLike[str], run: str | os.PathLike[str] | N
         rankings = [(None, blob)]
     score_stages(loaded, test_set, rankings, chunks=table)
     target = Path(output) if output else manifest_path(run)
-    chunking = None if table_blob is None or chunks is None else chunking_record(
-        table_blob, chunks, target, chunking_version, chunking_params)
+    chunking = (None if chunks is None and chunking_version is None else chunking_record(
+        table_blob, chunks, target, chunking_version, chunking_params))
     records = [stage_record(name, blobs[name], file, target) for name, file in stages]
     document = make_run_manifest(loaded, blob, system, commit, created, chunking, records,
                                  timed_on)

@@ -1,0 +1,137 @@
+"""Which evidence unit a snapshot's judgments are about — chosen out loud, or refused.
+
+The unit decides what a re-chunked run means, so it is never guessed in silence. For
+judgments by id (documents or chunks) without ``--unit``:
+
+- ``--chunking-version`` given → ``chunk``: the version names the chunking of the judged ids.
+- A chunk table given (``--chunks``) whose ids include judged ids → refused: those are chunk
+  ids, and the unit must be said.
+- A corpus given: every judged id a document of it → ``document``. Judged ids outside it that
+  look like chunk ids — the part before a separator (``#``, ``::``, ``|``, ``/``, ``:``,
+  ``_``, ``-``, ``.``) is a corpus document, as ``assert#3`` is of ``assert`` → refused.
+  Other judged ids outside it → refused: they name no document of the corpus (see
+  :func:`judged_outside`).
+- No corpus: ids holding ``#`` (the usual chunk-id separator) in at least half of the judged
+  ids → refused; else ``document``, with the reason that nothing could be checked.
+
+Span judgments (``start``, ``end``) are always ``span``. Every choice comes with its reason,
+in words, for ``gate snapshot freeze`` and ``gate init`` to print.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+import numpy as np
+
+from retrieval_gate.errors import InputError
+from retrieval_gate.model import ChunkTable, Corpus, Qrels
+from retrieval_gate.ranking import IdIndex
+
+SEPARATORS = ("#", "::", "|", "/", ":", "_", "-", ".")
+_SHOWN = 3
+
+RECHUNKING = ("under --unit chunk (with --chunking-version V, and --chunks FILE to pin the "
+              "table) only runs of this chunking are comparable: a re-chunked run is refused "
+              "as not comparable; under --unit document every run item is taken for a "
+              "document id, so a re-chunked run's new chunk ids would score as unjudged — to "
+              "compare chunkings, turn the judgments into spans (gate qrels to-spans) and "
+              "freeze those")
+
+
+@dataclass(frozen=True)
+class UnitChoice:
+    """The evidence unit and why, in words (``unit: document — …``)."""
+
+    unit: str
+    reason: str
+
+    def describe(self) -> str:
+        return f"unit: {self.unit} — {self.reason}"
+
+
+def judged_ids(qrels: Qrels) -> np.ndarray:
+    """The distinct ids judged (any grade), in first-seen order, as an ``S`` array."""
+    ids = dict.fromkeys(i for labels in qrels.judgments.values() for i in labels)
+    return np.array([i.encode() for i in ids], dtype="S") if ids else np.array([], dtype="S1")
+
+
+def choose_unit(qrels: Qrels, *, given: str | None, chunking_version: str | None,
+                corpus: Corpus | None, chunks: ChunkTable | None) -> UnitChoice:
+    """The unit of ``qrels`` (see the module docstring); InputError (exit 2) when the
+    judgments look like chunk ids and no unit is given, or name documents the corpus lacks."""
+    if given is not None:
+        return UnitChoice(given, "given with --unit")
+    if qrels.spans is not None:
+        return UnitChoice("span", "the judgments give start and end: spans of the corpus text")
+    if chunking_version is not None:
+        return UnitChoice("chunk", f"--chunking-version names the chunking "
+                          f"'{chunking_version}' whose chunk ids are judged")
+    ids = judged_ids(qrels)
+    if chunks is not None:
+        found = IdIndex(chunks.ids).find(ids) >= 0
+        if found.any():
+            _refuse(qrels, f"{_of(int(found.sum()), len(ids))} chunk ids of the chunk table "
+                    f"{chunks.source} (e.g. {_named(ids[found])})")
+    if corpus is not None:
+        outside = ids[IdIndex(corpus.ids, keys=corpus.keys).find(ids) < 0]
+        if not len(outside):
+            return UnitChoice("document", f"every judged id ({len(ids)}) is a document of "
+                              f"the corpus {corpus.source}")
+        chunk_like = _chunk_like(outside, corpus)
+        if chunk_like:
+            _refuse(qrels, f"{_of(len(outside), len(ids))} not documents of the corpus "
+                    f"{corpus.source}, and they look like chunk ids: {chunk_like}")
+        raise judged_outside(qrels.source, outside, len(ids), corpus.source)
+    hashed = np.char.find(ids, b"#") >= 0 if len(ids) else np.zeros(0, dtype=bool)
+    if len(ids) and 2 * int(hashed.sum()) >= len(ids):
+        _refuse(qrels, f"{_of(int(hashed.sum()), len(ids))} holding '#', as chunk ids do "
+                f"(e.g. {_named(ids[hashed])}), and no corpus file says what the documents "
+                "are")
+    return UnitChoice("document", "no corpus file to check the judged ids against: they are "
+                      "taken for document ids (give --corpus-file to have them checked)")
+
+
+def judged_outside(source: str, outside: np.ndarray, judged: int, corpus: str) -> InputError:
+    """The error for judged ids that name no document (or chunk) of the pinned ``corpus``."""
+    return InputError(source, f"{_of(len(outside), judged)} not in {corpus}: "
+                      f"{_named(outside)}", "judge documents of the pinned corpus "
+                      "(or chunks of the pinned chunk table), or pin the corpus the judgments "
+                      "were made on")
+
+
+def _chunk_like(outside: np.ndarray, corpus: Corpus) -> str | None:
+    """An example of ids outside the corpus whose part before a separator is a corpus
+    document (``'assert#3'`` is document ``'assert'`` + ``'#3'``), or None."""
+    index = IdIndex(corpus.ids, keys=corpus.keys)
+    for separator in SEPARATORS:
+        sep = separator.encode()
+        cut = np.char.rpartition(outside, sep)
+        held = np.char.str_len(cut[:, 1]) > 0
+        if not held.any():
+            continue
+        heads = cut[held, 0].astype("S")
+        known = index.find(heads) >= 0
+        if known.any():
+            i = int(np.flatnonzero(known)[0])
+            name, head = outside[held][i].decode(errors="replace"), heads[i].decode(
+                errors="replace")
+            return (f"'{name}' is document '{head}' + '{name[len(head):]}'"
+                    + (f" ({int(known.sum())} such ids)" if known.sum() > 1 else ""))
+    return None
+
+
+def _refuse(qrels: Qrels, why: str) -> None:
+    raise InputError(qrels.source, f"{why} — the evidence unit is not guessed", "say which "
+                     f"with --unit: {RECHUNKING}")
+
+
+def _of(count: int, total: int) -> str:
+    """``3 of the 225 judged ids are`` (the verb agreeing with ``count``)."""
+    return (f"{count} of the {total} judged ids {'is' if count == 1 else 'are'}" if total > 1
+            else "the judged id is")
+
+
+def _named(ids: np.ndarray) -> str:
+    shown = ", ".join(f"'{i.decode(errors='replace')}'" for i in ids[:_SHOWN].tolist())
+    return shown + (f" and {len(ids) - _SHOWN} more" if len(ids) > _SHOWN else "")
