@@ -71,7 +71,7 @@ def choose_unit(qrels: Qrels, *, given: str | None, chunking_version: str | None
     if chunks is not None:
         found = IdIndex(chunks.ids).find(ids) >= 0
         if found.any():
-            _refuse(qrels, f"{_of(int(found.sum()), len(ids))} chunk ids of the chunk table "
+            _refuse(qrels, f"{_of(int(found.sum()), len(ids), 'is a chunk id', 'are chunk ids')} of the chunk table "
                     f"{chunks.source} (e.g. {_named(ids[found])})")
     if corpus is not None:
         outside = ids[IdIndex(corpus.ids, keys=corpus.keys).find(ids) < 0]
@@ -80,12 +80,12 @@ def choose_unit(qrels: Qrels, *, given: str | None, chunking_version: str | None
                               f"the corpus {corpus.source}")
         chunk_like = _chunk_like(outside, corpus)
         if chunk_like:
-            _refuse(qrels, f"{_of(len(outside), len(ids))} not documents of the corpus "
+            _refuse(qrels, f"{_of(len(outside), len(ids), 'is not a document', 'are not documents')} of the corpus "
                     f"{corpus.source}, and they look like chunk ids: {chunk_like}")
         raise judged_outside(qrels.source, outside, len(ids), corpus.source)
     hashed = np.char.find(ids, b"#") >= 0 if len(ids) else np.zeros(0, dtype=bool)
     if len(ids) and 2 * int(hashed.sum()) >= len(ids):
-        _refuse(qrels, f"{_of(int(hashed.sum()), len(ids))} holding '#', as chunk ids do "
+        _refuse(qrels, f"{_of(int(hashed.sum()), len(ids), 'holds', 'hold')} '#', as chunk ids do "
                 f"(e.g. {_named(ids[hashed])}), and no corpus file says what the documents "
                 "are")
     return UnitChoice("document", "no corpus file to check the judged ids against: they are "
@@ -94,7 +94,7 @@ def choose_unit(qrels: Qrels, *, given: str | None, chunking_version: str | None
 
 def judged_outside(source: str, outside: np.ndarray, judged: int, corpus: str) -> InputError:
     """The error for judged ids that name no document (or chunk) of the pinned ``corpus``."""
-    return InputError(source, f"{_of(len(outside), judged)} not in {corpus}: "
+    return InputError(source, f"{_of(len(outside), judged, 'is not', 'are not')} in {corpus}: "
                       f"{_named(outside)}", "judge documents of the pinned corpus "
                       "(or chunks of the pinned chunk table), or pin the corpus the judgments "
                       "were made on")
@@ -126,10 +126,11 @@ def _refuse(qrels: Qrels, why: str) -> None:
                      f"with --unit: {RECHUNKING}")
 
 
-def _of(count: int, total: int) -> str:
-    """``3 of the 225 judged ids are`` (the verb agreeing with ``count``)."""
-    return (f"{count} of the {total} judged ids {'is' if count == 1 else 'are'}" if total > 1
-            else "the judged id is")
+def _of(count: int, total: int, singular: str, plural: str) -> str:
+    """``3 of the 225 judged ids are …``, the verb agreeing with ``count``."""
+    if total == 1:
+        return f"the judged id {singular}"
+    return f"{count} of the {total} judged ids {singular if count == 1 else plural}"
 
 
 def _named(ids: np.ndarray) -> str:
