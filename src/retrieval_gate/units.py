@@ -27,6 +27,7 @@ import numpy as np
 from retrieval_gate.errors import InputError
 from retrieval_gate.model import ChunkTable, Corpus, Qrels
 from retrieval_gate.ranking import IdIndex
+from retrieval_gate.untrusted import visible
 
 SEPARATORS = ("#", "::", "|", "/", ":", "_", "-", ".")
 _SHOWN = 3
@@ -116,7 +117,8 @@ def _chunk_like(outside: np.ndarray, corpus: Corpus) -> str | None:
             i = int(np.flatnonzero(known)[0])
             name, head = outside[held][i].decode(errors="replace"), heads[i].decode(
                 errors="replace")
-            return (f"'{name}' is document '{head}' + '{name[len(head):]}'"
+            return (f"'{visible(name)}' is document '{visible(head)}' + "
+                    f"'{visible(name[len(head):])}'"
                     + (f" ({int(known.sum())} such ids)" if known.sum() > 1 else ""))
     return None
 
@@ -134,5 +136,5 @@ def _of(count: int, total: int, singular: str, plural: str) -> str:
 
 
 def _named(ids: np.ndarray) -> str:
-    shown = ", ".join(f"'{i.decode(errors='replace')}'" for i in ids[:_SHOWN].tolist())
+    shown = ", ".join(f"'{visible(i.decode(errors='replace'))}'" for i in ids[:_SHOWN].tolist())
     return shown + (f" and {len(ids) - _SHOWN} more" if len(ids) > _SHOWN else "")
