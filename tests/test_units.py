@@ -9,7 +9,6 @@ import shutil
 from pathlib import Path
 
 import pytest
-
 from conftest import CRANFIELD, ROOT, gate
 
 PYDOC = ROOT / "examples" / "pydoc"
@@ -159,11 +158,12 @@ def test_freeze_prints_the_unit_and_why(tmp_path: Path) -> None:
 
 
 def test_chunk_shaped_ids_without_a_corpus_are_not_taken_for_documents(chunked: Path) -> None:
-    code, out, err = gate("snapshot", "freeze", "--queries", "queries.jsonl", "--qrels",
+    code, _, err = gate("snapshot", "freeze", "--queries", "queries.jsonl", "--qrels",
                           "qrels.jsonl", "--corpus-version", "c", "--permissions-version", "p",
                           "-o", "snapshot.json")
-    assert code == 2 and "judged ids hold '#', as chunk ids do" in err and not Path("snapshot.json").exists()
-    code, out, err = gate("snapshot", "freeze", "--queries", "queries.jsonl", "--qrels",
+    assert code == 2 and "judged ids hold '#', as chunk ids do" in err
+    assert not Path("snapshot.json").exists()
+    code, _, err = gate("snapshot", "freeze", "--queries", "queries.jsonl", "--qrels",
                           "qrels.jsonl", "--corpus-version", "c", "--permissions-version", "p",
                           "--chunks", "chunks-300.jsonl", "-o", "snapshot.json")
     assert code == 2 and "chunk ids of the chunk table chunks-300.jsonl" in err

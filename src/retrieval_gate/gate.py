@@ -494,10 +494,10 @@ def _pool_bias(base: Scores, cand: Scores, judged: Measure, cutoff: int | None) 
     (a pool bias: they score as non-relevant, so its scores may be understated); None when
     it does not — a share of unjudged items the two runs share is no news, and fewer items
     (a short ranking, a packing bug) are no unjudged items."""
-    shares = [_unjudged(s, judged, cutoff) for s in (base, cand)]
-    if shares[0] is None or shares[1] is None:
+    base_side, cand_side = (_unjudged(s, judged, cutoff) for s in (base, cand))
+    if base_side is None or cand_side is None:
         return None
-    (base_share, base_count), (cand_share, cand_count) = shares
+    (base_share, base_count), (cand_share, cand_count) = base_side, cand_side
     extra = None if base_count is None or cand_count is None else cand_count - base_count
     if cand_share - base_share < POOL_SHARE or (extra is not None and extra < POOL_ITEMS):
         return None
