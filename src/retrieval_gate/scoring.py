@@ -13,7 +13,7 @@ from __future__ import annotations
 
 import math
 from collections.abc import Callable, Sequence
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 
 import numpy as np
 
@@ -188,7 +188,8 @@ def score_run(qrels: Qrels, run: RunRows, measures: Sequence[Measure],
     place inside its document's text): InputError otherwise. The scored items are those within
     the deepest cutoff (+1, for ties) — every item when a measure reads the whole ranking;
     items below it no measure reads. Span judgments need the corpus and
-    items with places (a chunk table, or JSON Lines items with ``doc_id``, ``start``, ``end``);
+    items with places (a chunk table, or JSON Lines items with ``doc_id``, ``start``, ``end``)
+    — a run without any item needs none, and scores 0;
     a span counts as retrieved once ``min_coverage`` of it is covered (see
     :mod:`retrieval_gate.evidence`). ``limit``, a pipeline stage's contract, keeps only what
     the stage passes on (its cutoff and token budget); ``whole_list`` reads every item (so
@@ -208,9 +209,13 @@ def score_run(qrels: Qrels, run: RunRows, measures: Sequence[Measure],
                              "--corpus FILE to gate score)")
         spans_in_corpus(spans, corpus, qrels.source)
         if run.starts is None or run.ends is None or run.doc_ids is None:
-            raise InputError(run.source, "span judgments need each item's place in the corpus "
-                             "(document, start, end)", "give the run's chunk table, or JSON "
-                             "Lines items with doc_id, start and end")
+            if len(run.qcodes):
+                raise InputError(run.source, "span judgments need each item's place in the "
+                                 "corpus (document, start, end)", "give the run's chunk "
+                                 "table, or JSON Lines items with doc_id, start and end")
+            # No item at all: nothing to place, every ranking is empty (and scores 0).
+            run = replace(run, doc_ids=np.zeros(0, dtype="S1"),
+                          starts=np.zeros(0, dtype=np.int64), ends=np.zeros(0, dtype=np.int64))
 
     # Items below the deepest cutoff (+1, to see ties at it) cannot change a score.
     deepest = _depth(measures)
