@@ -428,6 +428,32 @@ def _per_query(report: dict, side: str = "candidate") -> dict[str, dict[str, flo
     return {row["query"]: row[side] for row in report["queries"]}
 
 
+def test_mixed_versions_counts_documents_not_items(tmp_path: Path) -> None:
+    """Span unit, so that items stay items: two chunks of the superseded ``old`` with no other
+    version beside them are one document of the family (0); a chunk of ``new`` beside a chunk
+    of ``old`` is two (1)."""
+    corpus = [{"id": "old", "text": "o" * 20, "valid_to": "2026-02-28"},
+              {"id": "new", "text": "n" * 20, "valid_from": "2026-03-01", "supersedes": "old"},
+              {"id": "pub", "text": "p" * 20}]
+    queries = [{"id": "q1", "as_of": "2026-03-15"}, {"id": "q2", "as_of": "2026-03-15"}]
+    qrels = [{"query_id": q, "doc_id": "new", "start": 0, "end": 10, "grade": 1}
+             for q in ("q1", "q2")]
+    code, err = _cli_snapshot(tmp_path, corpus, queries, qrels, ["MixedVersions@3", "Stale@3"],
+                              "--unit", "span")
+    assert code == 0, err
+
+    def chunk(doc: str, start: int) -> dict:
+        return {"id": f"{doc}#{start}", "doc_id": doc, "start": start, "end": start + 10}
+
+    base = _cli_run(tmp_path, "base", {"q1": [chunk("pub", 0)], "q2": [chunk("new", 0)]})
+    cand = _cli_run(tmp_path, "cand", {"q1": [chunk("old", 0), chunk("old", 10), chunk("pub", 0)],
+                                       "q2": [chunk("new", 0), chunk("old", 0)]})
+    got = _per_query(_cli_check(tmp_path, base, cand, "MixedVersions@3"))
+    assert got["q1"]["MixedVersions@3"] == 0.0  # one document (was 1: two items)
+    assert got["q1"]["Stale@3"] == 2 / 3  # both chunks of old are stale
+    assert got["q2"]["MixedVersions@3"] == 1.0 and got["q2"]["Stale@3"] == 1 / 3
+
+
 CHAIN = [{"id": "old", "text": "old rule"},  # no access field: public, always in force
          {"id": "new", "text": "new rule", "valid_from": "2026-03-01", "supersedes": "old"},
          {"id": "pub", "text": "public"}]

@@ -236,8 +236,9 @@ class JudgedRows:
       rank of the judged id; for a span, of the item that completes its coverage), or
       :data:`NEVER`; ``judgment_fact``: the code of the fact it states, −1 for none;
     - ``required_qidx`` / ``required_fact``: the facts each query requires (fact codes);
-    - ``stale`` / ``family``: per row, not in force on the query's day, and its family of
-      versions (−1 none); None without access data;
+    - ``stale`` / ``family`` / ``version``: per row, not in force on the query's day, its
+      family of versions (−1 none) and which document of it (its row in the access table, −1
+      none: several items of one document are one version); None without access data;
     - ``ideal_qidx`` / ``ideal_rank`` / ``ideal_grade``: the positive grades of each query sorted
       best first, the ideal ranking for nDCG.
     """
@@ -259,6 +260,7 @@ class JudgedRows:
     required_fact: np.ndarray
     stale: np.ndarray | None = None
     family: np.ndarray | None = None
+    version: np.ndarray | None = None
     unit_names: Callable[[np.ndarray], list[str]] | None = None
 
     def relevant(self, threshold: int) -> np.ndarray:

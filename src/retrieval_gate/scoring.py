@@ -349,10 +349,11 @@ def _judge(ranked: RankedRun, qrels: Qrels, answerable: list[str], index: dict[s
     rank = (selected - starts + 1).astype(np.int64)
 
     units = _units_of(qrels, answerable, queries)
-    ok = stale = family = None
+    ok = stale = family = version = None
     if flags is not None and access is not None:
         ok = (flags.visible & flags.in_force)[selected]
         stale, family = ~flags.in_force[selected], flags.family[selected]
+        version = flags.row[selected]
         known = {q.id: q for q in queries or ()}
         units = _acceptable_units(units, access, [known.get(q) or Query(q) for q in answerable])
     if qrels.spans is not None:
@@ -390,7 +391,7 @@ def _judge(ranked: RankedRun, qrels: Qrels, answerable: list[str], index: dict[s
         judgment_grade=units.grade, judgment_rank=unit_rank, ideal_qidx=ideal_qidx,
         ideal_rank=ideal_rank, ideal_grade=units.grade[order], judgment_fact=units.fact,
         required_qidx=units.required_qidx, required_fact=units.required_fact,
-        stale=stale, family=family, unit_names=_UnitNames(units),
+        stale=stale, family=family, version=version, unit_names=_UnitNames(units),
     )
 
 
