@@ -582,3 +582,18 @@ def test_a_merged_table_follows_a_change_of_either_file(tmp_path: Path) -> None:
             found.append((report["candidate"]["means"]["Stale@3"],
                           report["leaks"]["candidate"]["count"]))
     assert found == [(1 / 3, 3)] * 2 + [(0.0, 3)] * 2 + [(0.0, 2)] * 2
+
+
+def test_leaked_and_stale_items_count_as_judged(tmp_path: Path) -> None:
+    """Judged@k: an item the asker may not see, or not in force on its day, has a known value
+    for the query (it gains 0 by rule, whatever a judgment would say): judged, though nobody
+    judged it. qa sees a1 and pub; g1 leaks, old is stale on 2026-03-15, neither is judged."""
+    queries = [{"id": "qa", "scope": ["acme"], "as_of": "2026-03-15"}]
+    code, err = _cli_snapshot(tmp_path, DOCS, queries,
+                              [{"query_id": "qa", "doc_id": "a1", "grade": 1}], ["Judged@4"])
+    assert code == 0, err
+    base = _cli_run(tmp_path, "base", {"qa": ["a1", "pub"]})
+    cand = _cli_run(tmp_path, "cand", {"qa": ["g1", "old", "pub", "a1"]})
+    report = _cli_check(tmp_path, base, cand, "Judged@4")
+    assert report["candidate"]["means"]["Judged@4"] == 3 / 4  # g1, old, a1; pub is unjudged
+    assert report["baseline"]["means"]["Judged@4"] == 1 / 4

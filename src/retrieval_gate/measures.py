@@ -165,7 +165,10 @@ def judged(rows: JudgedRows, k: int | None, threshold: int) -> np.ndarray:
     """Judged@k = judged items in the top k / k (ir_measures' ``Judged@k``): an empty slot of
     a list shorter than k is not a judged item, so returning fewer items never raises it.
     Without k, judged items / items returned, 0 for an empty list. An item is judged when the
-    query's judgments give it a grade ≥ 0."""
+    query's judgments give it a grade ≥ 0 — or, with access data, when its asker may not see
+    it or it is not in force on the query's day: its value for the query is known (it gains 0
+    by rule) and no judgment could change it, so it is not unjudged (nor asked to be
+    judged)."""
     count = _per_query(rows, _cut(rows, k) & rows.judged)
     return count / k if k is not None else _ratio(count, rows.retrieved)
 

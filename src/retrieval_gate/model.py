@@ -229,7 +229,9 @@ class JudgedRows:
     measure. Rows are grouped by query (``qidx`` non-decreasing) and in rank order within it.
 
     - ``rank``: 1-based rank within the query; ``grade``: the item's grade (0 if unjudged);
-      ``judged``: the item has a judgment with a grade ≥ 0;
+      ``judged``: the item has a judgment with a grade ≥ 0, or (with access data) its asker
+      may not see it or it is not in force on the query's day — it gains 0 whatever a
+      judgment would say;
     - ``retrieved``: number of items per query;
     - ``judgment_qidx`` / ``judgment_grade``: every judged unit (document, chunk or span) of
       the evaluated queries; ``judgment_rank``: the rank at which the ranking covers it (the
