@@ -597,3 +597,40 @@ def test_leaked_and_stale_items_count_as_judged(tmp_path: Path) -> None:
     report = _cli_check(tmp_path, base, cand, "Judged@4")
     assert report["candidate"]["means"]["Judged@4"] == 3 / 4  # g1, old, a1; pub is unjudged
     assert report["baseline"]["means"]["Judged@4"] == 1 / 4
+
+
+def test_leaks_of_a_budgeted_stage_are_counted_within_its_cutoff(tmp_path: Path) -> None:
+    """The context stage passes on 4 items within 50 tokens; the measure reads its first. Its
+    leaks are counted among the 4: g1 (rank 2, packed but below the measure's depth) and g2
+    (rank 3, over the budget), not g3 (rank 5, below the cutoff)."""
+    corpus = [{"id": "pub", "text": "p"}, {"id": "p2", "text": "p"},
+              *({"id": g, "text": "g", "acl": ["globex"]} for g in ("g1", "g2", "g3"))]
+    code, err = _cli_snapshot(tmp_path, corpus, [{"id": "qa", "scope": ["acme"]}],
+                              [{"query_id": "qa", "doc_id": "pub", "grade": 1}],
+                              ["Recall@1 [context]"], "--unit", "document", "--stage",
+                              "candidates:5", "--stage", "context:4:50")
+    assert code == 0, err
+
+    def items(*pairs: tuple[str, int]) -> list[dict]:
+        return [{"id": d, "tokens": t} for d, t in pairs]
+
+    runs = []
+    for name, context in (("base", items(("pub", 10), ("p2", 10))),
+                          ("cand", items(("pub", 10), ("g1", 10), ("g2", 100), ("p2", 1),
+                                         ("g3", 1)))):
+        folder = tmp_path / name
+        folder.mkdir()
+        stages = [(stage, _lines(folder / f"{stage}.jsonl", [{"query_id": "qa", "items": [
+            {**item, "score": 9 - i} for i, item in enumerate(ranking)]}]))
+            for stage, ranking in (("candidates", items(("pub", 1), ("p2", 1))),
+                                   ("context", context))]
+        code, _, err = gate("run-manifest", "--snapshot", tmp_path / "snapshot.json",
+                            *(a for s, f in stages for a in ("--stage", f"{s}={f}")))
+        assert code == 0, err
+        runs.append(stages[-1][1])
+    report = _cli_check(tmp_path, runs[0], runs[1], "Recall@1 [context]")
+    leaks = report["leaks"]["candidate"]
+    assert [(r["stage"], r["rank"], r["item"]) for r in leaks["rows"]] == [
+        ("context", 2, "g1"), ("context", 3, "g2")]
+    assert leaks["count"] == 2 and report["leaks"]["baseline"]["count"] == 0
+    assert report["candidate"]["means"]["Recall@1 [context]"] == 1.0
