@@ -282,7 +282,8 @@ class JudgedRows:
 @dataclass(frozen=True, eq=False)
 class AccessTable:
     """Who may see each document and when it is in force (see
-    :mod:`retrieval_gate.formats.access`), for the documents that say: ids in hash order
+    :mod:`retrieval_gate.formats.access`), for the documents that say and those a
+    ``supersedes`` names (public and always in force unless they say): ids in hash order
     (``keys``), an ACL bitset per document over ``principals`` (``acl``, shape (documents,
     words); ``public`` where the document has no ACL), the first and last day in force
     (ordinals; int64 min / max when unbounded) and the family of versions (−1: none)."""
