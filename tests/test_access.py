@@ -18,6 +18,7 @@ from pathlib import Path
 import numpy as np
 import pytest
 from click.testing import CliRunner
+from conftest import gate
 from scipy.stats import binom
 
 from retrieval_gate.access import askers, item_access
@@ -374,3 +375,262 @@ def test_leaks_come_first_in_markdown_and_annotations(tmp_path: Path) -> None:
     annotations = workflow_annotations(report)
     assert annotations[0].startswith("::error title=retrieval leak::the candidate returns 1 "
                                      "item (1 query)")
+
+
+# -- the access measures' definitions, from the command line -------------------------------------
+
+def _cli_snapshot(folder: Path, corpus: list[dict], queries: list[dict], qrels: list[dict],
+                  measures: list[str], *args: str, permissions: list[dict] | None = None
+                  ) -> tuple[int, str]:
+    """``gate snapshot freeze`` of these files in ``folder`` (document unit unless ``args``
+    say otherwise); (exit code, standard error)."""
+    for name, rows in (("corpus", corpus), ("queries", queries), ("qrels", qrels),
+                       ("permissions", permissions)):
+        if rows is not None:
+            _lines(folder / f"{name}.jsonl", rows)
+    pinned = () if permissions is None else ("--permissions-file",
+                                             str(folder / "permissions.jsonl"))
+    code, _, err = gate("snapshot", "freeze", "--queries", folder / "queries.jsonl", "--qrels",
+                        folder / "qrels.jsonl", "--corpus-file", folder / "corpus.jsonl",
+                        "--corpus-version", "c", "--permissions-version", "p", *pinned,
+                        *(args or ("--unit", "document")),
+                        *(a for m in measures for a in ("-m", m)),
+                        "-o", folder / "snapshot.json")
+    return code, err
+
+
+def _cli_run(folder: Path, name: str, rankings: dict[str, list], *stages: str) -> Path:
+    """A JSON Lines run (items: an id, or a dict of item fields; scores descending) and its
+    manifest, written by ``gate run-manifest``."""
+    rows = [{"query_id": q, "items": [{**({"id": d} if isinstance(d, str) else d),
+                                       "score": 100 - i} for i, d in enumerate(items)]}
+            for q, items in rankings.items()]
+    run = _lines(folder / f"{name}.jsonl", rows)
+    code, _, err = gate("run-manifest", "--snapshot", folder / "snapshot.json",
+                        *(stages or ("--run", str(run))))
+    assert code == 0, err
+    return run
+
+
+def _cli_check(folder: Path, baseline: Path, candidate: Path, measure: str,
+               env: dict[str, str] | None = None) -> dict:
+    """The JSON report of ``gate check`` (leaks reported, not failing)."""
+    (folder / "gate.toml").write_text(f'resamples = 1000\nmin-queries = 1\nleaks = "warn"\n'
+                                      f'[[gate]]\nmeasure = "{measure}"\nmargin = 0.1\n')
+    code, out, err = gate("check", "--config", folder / "gate.toml", "--snapshot",
+                          folder / "snapshot.json", "--baseline", baseline, "--candidate",
+                          candidate, "--output-format", "json", env=env)
+    assert code in (0, 1), err
+    return json.loads(out)
+
+
+def _per_query(report: dict, side: str = "candidate") -> dict[str, dict[str, float]]:
+    return {row["query"]: row[side] for row in report["queries"]}
+
+
+def test_mixed_versions_counts_documents_not_items(tmp_path: Path) -> None:
+    """Span unit, so that items stay items: two chunks of the superseded ``old`` with no other
+    version beside them are one document of the family (0); a chunk of ``new`` beside a chunk
+    of ``old`` is two (1)."""
+    corpus = [{"id": "old", "text": "o" * 20, "valid_to": "2026-02-28"},
+              {"id": "new", "text": "n" * 20, "valid_from": "2026-03-01", "supersedes": "old"},
+              {"id": "pub", "text": "p" * 20}]
+    queries = [{"id": "q1", "as_of": "2026-03-15"}, {"id": "q2", "as_of": "2026-03-15"}]
+    qrels = [{"query_id": q, "doc_id": "new", "start": 0, "end": 10, "grade": 1}
+             for q in ("q1", "q2")]
+    code, err = _cli_snapshot(tmp_path, corpus, queries, qrels, ["MixedVersions@3", "Stale@3"],
+                              "--unit", "span")
+    assert code == 0, err
+
+    def chunk(doc: str, start: int) -> dict:
+        return {"id": f"{doc}#{start}", "doc_id": doc, "start": start, "end": start + 10}
+
+    base = _cli_run(tmp_path, "base", {"q1": [chunk("pub", 0)], "q2": [chunk("new", 0)]})
+    cand = _cli_run(tmp_path, "cand", {"q1": [chunk("old", 0), chunk("old", 10), chunk("pub", 0)],
+                                       "q2": [chunk("new", 0), chunk("old", 0)]})
+    got = _per_query(_cli_check(tmp_path, base, cand, "MixedVersions@3"))
+    assert got["q1"]["MixedVersions@3"] == 0.0  # one document (was 1: two items)
+    assert got["q1"]["Stale@3"] == 2 / 3  # both chunks of old are stale
+    assert got["q2"]["MixedVersions@3"] == 1.0 and got["q2"]["Stale@3"] == 1 / 3
+
+
+CHAIN = [{"id": "old", "text": "old rule"},  # no access field: public, always in force
+         {"id": "new", "text": "new rule", "valid_from": "2026-03-01", "supersedes": "old"},
+         {"id": "pub", "text": "public"}]
+
+
+def test_a_document_named_only_by_supersedes_is_in_its_family(tmp_path: Path) -> None:
+    """``old`` has no access field, so no line of access data; ``new`` supersedes it and is
+    not yet in force on 2026-02-01: new and old side by side are mixed versions."""
+    code, err = _cli_snapshot(tmp_path, CHAIN, [{"id": "q", "as_of": "2026-02-01"}],
+                              [{"query_id": "q", "doc_id": "old", "grade": 1}],
+                              ["MixedVersions@3", "Stale@3"])
+    assert code == 0, err
+    base = _cli_run(tmp_path, "base", {"q": ["old", "pub"]})
+    cand = _cli_run(tmp_path, "cand", {"q": ["new", "old", "pub"]})
+    report = _cli_check(tmp_path, base, cand, "MixedVersions@3")
+    assert report["candidate"]["means"] == {"MixedVersions@3": 1.0, "Stale@3": 1 / 3}  # was 0
+    assert report["baseline"]["means"] == {"MixedVersions@3": 0.0, "Stale@3": 0.0}
+
+
+def test_the_access_cache_holds_documents_named_only_by_supersedes(tmp_path: Path) -> None:
+    """The cached arrays give what a parse gives, and an entry of the earlier shape (the table
+    alone, without a row for ``old``) is never read."""
+    import hashlib
+
+    from retrieval_gate.ranking import hash_ids
+
+    code, err = _cli_snapshot(tmp_path, CHAIN, [{"id": "q", "as_of": "2026-02-01"}],
+                              [{"query_id": "q", "doc_id": "old", "grade": 1}],
+                              ["MixedVersions@3"])
+    assert code == 0, err
+    base = _cli_run(tmp_path, "base", {"q": ["old", "pub"]})
+    cand = _cli_run(tmp_path, "cand", {"q": ["new", "old", "pub"]})
+    cache = tmp_path / "cache"
+    sha = hashlib.sha256((tmp_path / "corpus.jsonl").read_bytes()).hexdigest()
+    stale_entry = cache / f"access-v1-{sha}"  # what the table alone looked like: new only
+    stale_entry.mkdir(parents=True)
+    ids = np.array([b"new"], dtype="S")
+    for name, array in {"ids": ids, "keys": hash_ids(ids), "acl": np.zeros((1, 1), np.uint64),
+                        "public": np.ones(1, np.uint8),
+                        "valid_from": np.array([_day("2026-03-01")]),
+                        "valid_to": np.array([np.iinfo(np.int64).max]),
+                        "family": np.array([-1]), "principals": np.zeros(0, "S1")}.items():
+        np.save(stale_entry / f"{name}.npy", array)
+    env = {"RETRIEVAL_GATE_CACHE": str(cache)}
+    for _ in range(2):  # the first check parses and writes the entry, the second reads it
+        report = _cli_check(tmp_path, base, cand, "MixedVersions@3", env=env)
+        assert report["candidate"]["means"]["MixedVersions@3"] == 1.0
+        assert (cache / f"access-fields-v1-{sha}").is_dir()
+
+
+MERGE_CORPUS = [{"id": "d1", "text": "one", "valid_to": "2026-02-28"},
+                {"id": "d2", "text": "two", "acl": ["acme"]},
+                {"id": "d3", "text": "three", "acl": ["globex"]},
+                {"id": "pub", "text": "public"}]
+MERGE_PERMISSIONS = [{"id": "d1", "acl": ["globex"]}, {"id": "d2", "acl": ["globex"]}]
+
+
+def test_a_permissions_file_is_merged_over_the_corpus_per_document_and_field(
+        tmp_path: Path) -> None:
+    """d1: acl from the permissions file, valid_to from the corpus — both apply; d2: both give
+    an acl, the permissions file's wins; d3: only the corpus has a line, and it applies."""
+    queries = [{"id": "qa", "scope": ["acme"], "as_of": "2026-03-15"},
+               {"id": "qg", "scope": ["globex"], "as_of": "2026-02-01"}]
+    qrels = [{"query_id": "qa", "doc_id": "pub", "grade": 1},
+             {"query_id": "qg", "doc_id": "d1", "grade": 1}]
+    code, err = _cli_snapshot(tmp_path, MERGE_CORPUS, queries, qrels, ["Recall@3", "Stale@3"],
+                              permissions=MERGE_PERMISSIONS)
+    assert code == 0, err
+    base = _cli_run(tmp_path, "base", {"qa": ["pub"], "qg": ["d1"]})
+    cand = _cli_run(tmp_path, "cand", {"qa": ["d1", "d2", "d3"], "qg": ["d1", "d2", "d3"]})
+    report = _cli_check(tmp_path, base, cand, "Recall@3")
+    leaks = report["leaks"]["candidate"]
+    # qa (acme) may see none of the three: d1 and d2 by the file's acl, d3 by the corpus's
+    assert leaks["count"] == 3 and leaks["per_query"] == {"qa": 3}
+    assert [(r["rank"], r["item"], r["allowed"]) for r in leaks["rows"]] == [
+        (1, "d1", ["globex"]), (2, "d2", ["globex"]), (3, "d3", ["globex"])]
+    got = _per_query(report)
+    assert got["qa"]["Stale@3"] == 1 / 3  # d1's valid_to (the corpus's) is before 2026-03-15
+    assert got["qg"] == {"Recall@3": 1.0, "Stale@3": 0.0, "Hit@3": 1.0, "Judged@3": 1 / 3}
+
+
+@pytest.mark.parametrize(("in_corpus", "in_file", "start_from", "end_from"), [
+    ("valid_from", "valid_to", "corpus.jsonl:2", "this line"),
+    ("valid_to", "valid_from", "this line", "corpus.jsonl:2"),
+])
+def test_a_merged_record_in_force_on_no_day_is_refused_naming_both_files(
+        tmp_path: Path, in_corpus: str, in_file: str, start_from: str, end_from: str) -> None:
+    day = {"valid_from": "2026-03-02", "valid_to": "2026-03-01"}
+    code, err = _cli_snapshot(
+        tmp_path, [{"id": "pub", "text": "p"}, {"id": "d1", "text": "one",
+                                               in_corpus: day[in_corpus]}],
+        [{"id": "q"}], [{"query_id": "q", "doc_id": "pub", "grade": 1}], ["Recall@3"],
+        permissions=[{"id": "d1", "acl": ["acme"], in_file: day[in_file]}])
+    assert code == 2
+    start_from, end_from = (str(tmp_path / w) if w != "this line" else w
+                            for w in (start_from, end_from))
+    assert err == (
+        f"error: {tmp_path / 'permissions.jsonl'}:1: document 'd1': valid_from 2026-03-02 "
+        f"({start_from}) is after valid_to 2026-03-01 ({end_from}) — give the first and the "
+        "last day the document is in force (the permissions file's fields win over the "
+        "corpus's, per field)\n")
+    assert not (tmp_path / "snapshot.json").exists()
+
+
+def test_a_merged_table_follows_a_change_of_either_file(tmp_path: Path) -> None:
+    """Each file is cached by its own hash and the two are merged after loading: changing the
+    permissions file, then the corpus, changes what the check finds."""
+    env = {"RETRIEVAL_GATE_CACHE": str(tmp_path / "cache")}
+    queries = [{"id": "qa", "scope": ["acme"], "as_of": "2026-03-15"}]
+    qrels = [{"query_id": "qa", "doc_id": "pub", "grade": 1}]
+    permissions = list(MERGE_PERMISSIONS)
+    corpus = list(MERGE_CORPUS)
+    found = []
+    for change in ("none", "permissions", "corpus"):
+        if change == "permissions":  # the file's valid_to wins over the corpus's
+            permissions[0] = {**permissions[0], "valid_to": "2026-12-31"}
+        elif change == "corpus":  # d3 public: no longer a leak
+            corpus[2] = {"id": "d3", "text": "three"}
+        code, err = _cli_snapshot(tmp_path, corpus, queries, qrels, ["Stale@3"],
+                                  permissions=permissions)
+        assert code == 0, err
+        base = _cli_run(tmp_path, "base", {"qa": ["pub"]})
+        cand = _cli_run(tmp_path, "cand", {"qa": ["d1", "d2", "d3"]})
+        for _ in range(2):  # parsed, then from the cache
+            report = _cli_check(tmp_path, base, cand, "Stale@3", env=env)
+            found.append((report["candidate"]["means"]["Stale@3"],
+                          report["leaks"]["candidate"]["count"]))
+    assert found == [(1 / 3, 3)] * 2 + [(0.0, 3)] * 2 + [(0.0, 2)] * 2
+
+
+def test_leaked_and_stale_items_count_as_judged(tmp_path: Path) -> None:
+    """Judged@k: an item the asker may not see, or not in force on its day, has a known value
+    for the query (it gains 0 by rule, whatever a judgment would say): judged, though nobody
+    judged it. qa sees a1 and pub; g1 leaks, old is stale on 2026-03-15, neither is judged."""
+    queries = [{"id": "qa", "scope": ["acme"], "as_of": "2026-03-15"}]
+    code, err = _cli_snapshot(tmp_path, DOCS, queries,
+                              [{"query_id": "qa", "doc_id": "a1", "grade": 1}], ["Judged@4"])
+    assert code == 0, err
+    base = _cli_run(tmp_path, "base", {"qa": ["a1", "pub"]})
+    cand = _cli_run(tmp_path, "cand", {"qa": ["g1", "old", "pub", "a1"]})
+    report = _cli_check(tmp_path, base, cand, "Judged@4")
+    assert report["candidate"]["means"]["Judged@4"] == 3 / 4  # g1, old, a1; pub is unjudged
+    assert report["baseline"]["means"]["Judged@4"] == 1 / 4
+
+
+def test_leaks_of_a_budgeted_stage_are_counted_within_its_cutoff(tmp_path: Path) -> None:
+    """The context stage passes on 4 items within 50 tokens; the measure reads its first. Its
+    leaks are counted among the 4: g1 (rank 2, packed but below the measure's depth) and g2
+    (rank 3, over the budget), not g3 (rank 5, below the cutoff)."""
+    corpus = [{"id": "pub", "text": "p"}, {"id": "p2", "text": "p"},
+              *({"id": g, "text": "g", "acl": ["globex"]} for g in ("g1", "g2", "g3"))]
+    code, err = _cli_snapshot(tmp_path, corpus, [{"id": "qa", "scope": ["acme"]}],
+                              [{"query_id": "qa", "doc_id": "pub", "grade": 1}],
+                              ["Recall@1 [context]"], "--unit", "document", "--stage",
+                              "candidates:5", "--stage", "context:4:50")
+    assert code == 0, err
+
+    def items(*pairs: tuple[str, int]) -> list[dict]:
+        return [{"id": d, "tokens": t} for d, t in pairs]
+
+    runs = []
+    for name, context in (("base", items(("pub", 10), ("p2", 10))),
+                          ("cand", items(("pub", 10), ("g1", 10), ("g2", 100), ("p2", 1),
+                                         ("g3", 1)))):
+        folder = tmp_path / name
+        folder.mkdir()
+        stages = [(stage, _lines(folder / f"{stage}.jsonl", [{"query_id": "qa", "items": [
+            {**item, "score": 9 - i} for i, item in enumerate(ranking)]}]))
+            for stage, ranking in (("candidates", items(("pub", 1), ("p2", 1))),
+                                   ("context", context))]
+        code, _, err = gate("run-manifest", "--snapshot", tmp_path / "snapshot.json",
+                            *(a for s, f in stages for a in ("--stage", f"{s}={f}")))
+        assert code == 0, err
+        runs.append(stages[-1][1])
+    report = _cli_check(tmp_path, runs[0], runs[1], "Recall@1 [context]")
+    leaks = report["leaks"]["candidate"]
+    assert [(r["stage"], r["rank"], r["item"]) for r in leaks["rows"]] == [
+        ("context", 2, "g1"), ("context", 3, "g2")]
+    assert leaks["count"] == 2 and report["leaks"]["baseline"]["count"] == 0
+    assert report["candidate"]["means"]["Recall@1 [context]"] == 1.0

@@ -322,6 +322,35 @@ def test_two_chunkings_compare_on_one_span_snapshot(spans):
            "baseline chunks (size=5)" in out
 
 
+def test_a_run_without_any_item_needs_no_places_and_scores_0(spans):
+    """Every ranking empty: no item to place, so the run is scored (0 on every measure, as for
+    any empty ranking) and compared, not refused for lacking places."""
+    jsonl(spans / "empty.jsonl", [{"query_id": "q1", "items": []}])
+    code, _, err = gate("run-manifest", "--snapshot", spans / "snapshot.json", "--run",
+                        spans / "empty.jsonl")
+    assert code == 0, err
+    code, out, err = gate("score", spans / "qrels.jsonl", spans / "empty.jsonl", "--corpus",
+                          spans / "corpus.jsonl", "-m", "Recall@5", "-m", "nDCG@5", "-m",
+                          "Judged@5", "--output-format", "json")
+    assert code == 0, err
+    assert json.loads(out)["means"] == {"Recall@5": 0.0, "nDCG@5": 0.0, "Judged@5": 0.0}
+    (spans / "gate.toml").write_text('resamples = 1000\nmin-queries = 1\n[[gate]]\n'
+                                     'measure = "Recall@5"\nmargin = 0.1\n')
+    code, out, err = gate("check", "--config", spans / "gate.toml", "--snapshot",
+                          spans / "snapshot.json", "--baseline", spans / "run.trec",
+                          "--candidate", spans / "empty.jsonl", "--output-format", "json")
+    assert code in (0, 1), err
+    report = json.loads(out)
+    assert report["candidate"]["means"] == {"Recall@5": 0.0, "FactCoverage@5": 0.0,
+                                            "nDCG@5": 0.0}
+    assert report["baseline"]["means"]["Recall@5"] == 2 / 3  # a[10:20] and a[50:60] of 3
+    # one item without a place is still refused
+    jsonl(spans / "placeless.jsonl", [{"query_id": "q1", "items": [{"id": "c1"}]}])
+    code, _, err = gate("run-manifest", "--snapshot", spans / "snapshot.json", "--run",
+                        spans / "placeless.jsonl")
+    assert code == 2 and "span judgments need each item's place" in err
+
+
 def test_a_chunk_table_changed_after_the_manifest_is_not_comparable(spans):
     table = spans / "other.jsonl"
     table.write_text(table.read_text().replace('"end": 50', '"end": 49'))

@@ -165,7 +165,10 @@ def judged(rows: JudgedRows, k: int | None, threshold: int) -> np.ndarray:
     """Judged@k = judged items in the top k / k (ir_measures' ``Judged@k``): an empty slot of
     a list shorter than k is not a judged item, so returning fewer items never raises it.
     Without k, judged items / items returned, 0 for an empty list. An item is judged when the
-    query's judgments give it a grade ≥ 0."""
+    query's judgments give it a grade ≥ 0 — or, with access data, when its asker may not see
+    it or it is not in force on the query's day: its value for the query is known (it gains 0
+    by rule) and no judgment could change it, so it is not unjudged (nor asked to be
+    judged)."""
     count = _per_query(rows, _cut(rows, k) & rows.judged)
     return count / k if k is not None else _ratio(count, rows.retrieved)
 
@@ -180,20 +183,28 @@ def stale(rows: JudgedRows, k: int | None, threshold: int) -> np.ndarray:
 
 
 def mixed_versions(rows: JudgedRows, k: int | None, threshold: int) -> np.ndarray:
-    """MixedVersions@k = 1 when the top k holds two or more versions of one document family
-    (linked by ``supersedes``) and at least one of them is not in force on the query's day —
-    a current and a superseded rule side by side; else 0. Its mean is the share of such
-    queries. Lower is better."""
+    """MixedVersions@k = 1 when the top k holds two or more distinct documents of one family
+    (versions linked by ``supersedes``) and at least one of them is not in force on the
+    query's day — a current and a superseded rule side by side; else 0. Documents are counted,
+    not items: two chunks of one superseded document, with no other version beside them, are
+    not mixed versions. Its mean is the share of such queries. Lower is better; 0 without
+    access data."""
     out = np.zeros(rows.n_queries)
-    if rows.family is None or rows.stale is None:
+    if rows.family is None or rows.stale is None or rows.version is None:
         return out
     picked = np.flatnonzero(_cut(rows, k) & (rows.family >= 0))
     if not len(picked):
         return out
     group = rows.qidx[picked] * (int(rows.family.max()) + 1) + rows.family[picked]
-    groups, inverse, sizes = np.unique(group, return_inverse=True, return_counts=True)
+    order = np.lexsort((rows.version[picked], group))
+    group, version, picked = group[order], rows.version[picked][order], picked[order]
+    new_version = np.ones(len(group), dtype=bool)
+    new_version[1:] = (group[1:] != group[:-1]) | (version[1:] != version[:-1])
+    groups, inverse = np.unique(group, return_inverse=True)
+    inverse = inverse.ravel()
+    versions = np.bincount(inverse[new_version], minlength=len(groups))
     any_stale = np.bincount(inverse, weights=rows.stale[picked], minlength=len(groups)) > 0
-    mixed = (sizes >= 2) & any_stale
+    mixed = (versions >= 2) & any_stale
     out[np.unique(rows.qidx[picked][mixed[inverse]])] = 1.0
     return out
 
@@ -222,8 +233,9 @@ _FAMILIES = (
     _Family("AllFacts", (), all_facts, "1 if every required fact is stated in top k"),
     _Family("Stale", (), stale, "items not in force on the query's day in top k / k; lower is "
             "better", binary=False, lower_is_better=True),
-    _Family("MixedVersions", (), mixed_versions, "1 if top k holds a current and a superseded "
-            "version of one document; lower is better", binary=False, lower_is_better=True),
+    _Family("MixedVersions", (), mixed_versions, "1 if top k holds two or more distinct "
+            "documents of one family, one of them not in force on the query's day; lower is "
+            "better", binary=False, lower_is_better=True),
 )
 FACT_FAMILIES = ("FactCoverage", "AllFacts")
 _BY_NAME = {n.lower(): f for f in _FAMILIES for n in (f.name, *f.aliases)}

@@ -229,15 +229,18 @@ class JudgedRows:
     measure. Rows are grouped by query (``qidx`` non-decreasing) and in rank order within it.
 
     - ``rank``: 1-based rank within the query; ``grade``: the item's grade (0 if unjudged);
-      ``judged``: the item has a judgment with a grade ≥ 0;
+      ``judged``: the item has a judgment with a grade ≥ 0, or (with access data) its asker
+      may not see it or it is not in force on the query's day — it gains 0 whatever a
+      judgment would say;
     - ``retrieved``: number of items per query;
     - ``judgment_qidx`` / ``judgment_grade``: every judged unit (document, chunk or span) of
       the evaluated queries; ``judgment_rank``: the rank at which the ranking covers it (the
       rank of the judged id; for a span, of the item that completes its coverage), or
       :data:`NEVER`; ``judgment_fact``: the code of the fact it states, −1 for none;
     - ``required_qidx`` / ``required_fact``: the facts each query requires (fact codes);
-    - ``stale`` / ``family``: per row, not in force on the query's day, and its family of
-      versions (−1 none); None without access data;
+    - ``stale`` / ``family`` / ``version``: per row, not in force on the query's day, its
+      family of versions (−1 none) and which document of it (its row in the access table, −1
+      none: several items of one document are one version); None without access data;
     - ``ideal_qidx`` / ``ideal_rank`` / ``ideal_grade``: the positive grades of each query sorted
       best first, the ideal ranking for nDCG.
     """
@@ -259,6 +262,7 @@ class JudgedRows:
     required_fact: np.ndarray
     stale: np.ndarray | None = None
     family: np.ndarray | None = None
+    version: np.ndarray | None = None
     unit_names: Callable[[np.ndarray], list[str]] | None = None
 
     def relevant(self, threshold: int) -> np.ndarray:
@@ -278,7 +282,8 @@ class JudgedRows:
 @dataclass(frozen=True, eq=False)
 class AccessTable:
     """Who may see each document and when it is in force (see
-    :mod:`retrieval_gate.formats.access`), for the documents that say: ids in hash order
+    :mod:`retrieval_gate.formats.access`), for the documents that say and those a
+    ``supersedes`` names (public and always in force unless they say): ids in hash order
     (``keys``), an ACL bitset per document over ``principals`` (``acl``, shape (documents,
     words); ``public`` where the document has no ACL), the first and last day in force
     (ordinals; int64 min / max when unbounded) and the family of versions (−1: none)."""

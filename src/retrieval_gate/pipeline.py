@@ -7,6 +7,11 @@ budget) and scored on the measures that name the stage. Alongside the scores com
 evidence funnel (:mod:`retrieval_gate.stages`), each query's latency (the sum over the stages
 that record ``latency_ms``) and its context size (the tokens of the last stage's items within
 its contract, when they carry token counts).
+
+With access data, the leaks of every stage are counted: among the items the stage's measures
+read (within their deepest cutoff, or every item); on a stage no measure reads, among every
+item it passes on; on a stage with a token budget, among every item it lists within its
+cutoff, over the budget or not (what the packer was given is checked, not only what fit).
 """
 
 from __future__ import annotations
@@ -141,9 +146,15 @@ def score_stages(snapshot: Snapshot, test_set: TestSet,
             warnings.setdefault(text, []).append(name or "")
         latency = _add_latency(latency, rows, scored.query_ids)
         last = scored
-        if scored.leaks is not None:
-            leaks.append(Leaks(scored.leaks.count, scored.leaks.per_query, tuple(
-                replace(leak, stage=name) for leak in scored.leaks.rows)))
+        cut = None  # a budgeted stage's items within its cutoff, over the budget or not
+        if contract is not None and contract.budget is not None and (
+                with_funnel or test_set.access is not None):
+            cut = _score(snapshot, test_set, rows, [Measure("Hit", stage=name)],
+                         StageContract(contract.name, contract.cutoff), whole_list=True)
+        stage_leaks = scored.leaks if cut is None else cut.leaks
+        if stage_leaks is not None:
+            leaks.append(Leaks(stage_leaks.count, stage_leaks.per_query, tuple(
+                replace(leak, stage=name) for leak in stage_leaks.rows)))
         if rows.abstained is not None:
             abstained = dict(zip(rows.query_ids, rows.abstained.tolist()))
         if contract is not None and with_funnel:
@@ -152,9 +163,8 @@ def score_stages(snapshot: Snapshot, test_set: TestSet,
                 listed.append(scored.coverage.covered)
                 budgeted.append(None)
             else:
-                cut = StageContract(contract.name, contract.cutoff)
-                listed.append(_score(snapshot, test_set, rows, [Measure("Hit", stage=name)], cut,
-                                     whole_list=True).coverage.covered)  # type: ignore[union-attr]
+                assert cut is not None and cut.coverage is not None
+                listed.append(cut.coverage.covered)
                 budgeted.append(scored.coverage.covered)
         if contract is not None and contract is snapshot.stages[-1]:
             tokens = _context_tokens(rows, contract, scored.query_ids, snapshot)

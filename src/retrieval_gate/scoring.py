@@ -13,7 +13,7 @@ from __future__ import annotations
 
 import math
 from collections.abc import Callable, Sequence
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 
 import numpy as np
 
@@ -188,7 +188,8 @@ def score_run(qrels: Qrels, run: RunRows, measures: Sequence[Measure],
     place inside its document's text): InputError otherwise. The scored items are those within
     the deepest cutoff (+1, for ties) — every item when a measure reads the whole ranking;
     items below it no measure reads. Span judgments need the corpus and
-    items with places (a chunk table, or JSON Lines items with ``doc_id``, ``start``, ``end``);
+    items with places (a chunk table, or JSON Lines items with ``doc_id``, ``start``, ``end``)
+    — a run without any item needs none, and scores 0;
     a span counts as retrieved once ``min_coverage`` of it is covered (see
     :mod:`retrieval_gate.evidence`). ``limit``, a pipeline stage's contract, keeps only what
     the stage passes on (its cutoff and token budget); ``whole_list`` reads every item (so
@@ -208,9 +209,13 @@ def score_run(qrels: Qrels, run: RunRows, measures: Sequence[Measure],
                              "--corpus FILE to gate score)")
         spans_in_corpus(spans, corpus, qrels.source)
         if run.starts is None or run.ends is None or run.doc_ids is None:
-            raise InputError(run.source, "span judgments need each item's place in the corpus "
-                             "(document, start, end)", "give the run's chunk table, or JSON "
-                             "Lines items with doc_id, start and end")
+            if len(run.qcodes):
+                raise InputError(run.source, "span judgments need each item's place in the "
+                                 "corpus (document, start, end)", "give the run's chunk "
+                                 "table, or JSON Lines items with doc_id, start and end")
+            # No item at all: nothing to place, every ranking is empty (and scores 0).
+            run = replace(run, doc_ids=np.zeros(0, dtype="S1"),
+                          starts=np.zeros(0, dtype=np.int64), ends=np.zeros(0, dtype=np.int64))
 
     # Items below the deepest cutoff (+1, to see ties at it) cannot change a score.
     deepest = _depth(measures)
@@ -344,10 +349,11 @@ def _judge(ranked: RankedRun, qrels: Qrels, answerable: list[str], index: dict[s
     rank = (selected - starts + 1).astype(np.int64)
 
     units = _units_of(qrels, answerable, queries)
-    ok = stale = family = None
+    ok = stale = family = version = None
     if flags is not None and access is not None:
         ok = (flags.visible & flags.in_force)[selected]
         stale, family = ~flags.in_force[selected], flags.family[selected]
+        version = flags.row[selected]
         known = {q.id: q for q in queries or ()}
         units = _acceptable_units(units, access, [known.get(q) or Query(q) for q in answerable])
     if qrels.spans is not None:
@@ -385,7 +391,7 @@ def _judge(ranked: RankedRun, qrels: Qrels, answerable: list[str], index: dict[s
         judgment_grade=units.grade, judgment_rank=unit_rank, ideal_qidx=ideal_qidx,
         ideal_rank=ideal_rank, ideal_grade=units.grade[order], judgment_fact=units.fact,
         required_qidx=units.required_qidx, required_fact=units.required_fact,
-        stale=stale, family=family, unit_names=_UnitNames(units),
+        stale=stale, family=family, version=version, unit_names=_UnitNames(units),
     )
 
 

@@ -40,7 +40,7 @@ from retrieval_gate.access import access_warnings
 from retrieval_gate.errors import InputError, ManyErrors, NotComparableError
 from retrieval_gate.evidence import spans_in_corpus
 from retrieval_gate.formats import read_qrels, read_queries
-from retrieval_gate.formats.access import has_access_data, read_access
+from retrieval_gate.formats.access import read_access, read_corpus_access
 from retrieval_gate.formats.atomic import write_text_atomic
 from retrieval_gate.formats.corpus import read_chunk_table, read_corpus
 from retrieval_gate.formats.jsonfmt import loads
@@ -146,18 +146,17 @@ class Snapshot:
         return read_corpus(self._source("corpus"))
 
     def read_access(self) -> AccessTable | None:
-        """The access data: the pinned permissions file, else the fields of a JSON Lines
-        corpus that has some; None when neither (every document public and in force). A
-        snapshot without a unit (from before access data) only hashes its permissions file."""
+        """The access data: the pinned permissions file merged over the fields of a JSON Lines
+        corpus that has some (per document and per field, the permissions file's line winning
+        where it has the field), else either alone; None when neither (every document public
+        and in force). A snapshot without a unit (from before access data) only hashes its
+        permissions file."""
         if "unit" not in self.document["chunking"]:
             return None
+        corpus = None if self.file("corpus") is None else self._source("corpus")
         if self.file("permissions") is not None:
-            return read_access(self._source("permissions"))
-        if self.file("corpus") is None:
-            return None
-        corpus = self._source("corpus")
-        blob = corpus if isinstance(corpus, Blob) else read_blob(corpus, map_from=1 << 24)
-        return read_access(blob) if blob.data[:1] != b"" and has_access_data(blob) else None
+            return read_access(self._source("permissions"), corpus)
+        return None if corpus is None else read_corpus_access(corpus)
 
     def read_chunks(self) -> ChunkTable | None:
         """The pinned chunk table of chunk judgments, or None."""
