@@ -354,3 +354,17 @@ def test_resampled_percentiles_are_numpys() -> None:
         for stat, q in (("p50", 50), ("p95", 95)):
             assert np.array_equal(_Sorted(values).resampled(picks, stat),
                                   np.percentile(values[picks], q, axis=1))
+
+
+def test_a_budgeted_stage_that_passes_on_nothing_needs_no_token_counts(pipeline: Path) -> None:
+    """A packer that packed nothing wrote empty rankings: no item needs a token count, and the
+    context loses every unit that reached the reranker."""
+    baseline = _run(pipeline, "base", BASELINE)
+    empty = _run(pipeline, "empty", {**BASELINE, "context": [{"query_id": "q1", "items": []},
+                                                             {"query_id": "q2", "items": []}]})
+    report = check(pipeline / "snapshot.json", baseline, empty,
+                   GatePolicy(gates=(GatedMeasure("Recall [context]"),), min_queries=1))
+    assert report.candidate.means["Recall [context]"] == 0.0
+    assert report.funnel is not None
+    assert [(name, c) for name, _, c in report.funnel.reaching] == [
+        ("candidates", 5), ("reranked", 4), ("context", 0)]

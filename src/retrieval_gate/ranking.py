@@ -409,7 +409,8 @@ def _within_contract(rows: RunRows, order: TrecOrder, keep: np.ndarray | None,
                      limit: StageContract, n_queries: int) -> np.ndarray:
     """The ordered rows a stage passes on: of the kept rows (``keep``, None: all), each
     query's first ``limit.cutoff``, and of those the prefix whose tokens add up to at most
-    ``limit.budget``. A budget needs every such item's token count (InputError otherwise)."""
+    ``limit.budget``. A budget needs every such item's token count (InputError otherwise);
+    a stage that passes on no item needs none."""
     qcodes = order.qcodes
     mask = np.ones(len(qcodes), dtype=bool) if keep is None else keep.copy()
     starts = np.searchsorted(qcodes, np.arange(n_queries + 1, dtype=qcodes.dtype))
@@ -417,7 +418,7 @@ def _within_contract(rows: RunRows, order: TrecOrder, keep: np.ndarray | None,
         seen = np.cumsum(mask)
         before = np.concatenate(([0], seen))[starts[:-1]]
         mask &= (seen - np.repeat(before, np.diff(starts))) <= limit.cutoff
-    if limit.budget is not None:
+    if limit.budget is not None and mask.any():
         given = None if rows.tokens is None else order.arranged(rows.tokens)
         if given is None or (given[mask] < 0).any():
             raise InputError(rows.source, f"stage '{limit.name}' has a budget of "
