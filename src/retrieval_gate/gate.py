@@ -19,6 +19,7 @@ from pathlib import Path
 
 import numpy as np
 
+from retrieval_gate.chunkcut import cut_warning
 from retrieval_gate.cost import CostRow, compare_costs, missing_costs
 from retrieval_gate.errors import InputError
 from retrieval_gate.instead import retrieved_instead
@@ -124,6 +125,8 @@ def check(snapshot: str | os.PathLike[str], baseline: str | os.PathLike[str],
         unanswerable = _unanswerable(test_set, base, cand)
         costs = pending_costs.result()
     warnings += _cost_warnings(manifests, costs)
+    warnings += [w for role, m, run in zip(("baseline", "candidate"), manifests, (base, cand))
+                 if (w := cut_warning(role, m.chunking, run.cut)) is not None]
     warnings += [f"{role}: stage {name} is not in the snapshot's pipeline and is not scored"
                  for role, m in zip(("baseline", "candidate"), manifests)
                  for name in ignored_stages(snap, m)]
