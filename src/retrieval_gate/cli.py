@@ -618,6 +618,62 @@ def pool_merge(snapshot_file, judged, output, qrels_version, freeze_to):
         _print(f"warning: {warning}")
 
 
+@cli.group()
+def qrels() -> None:
+    """Convert judgments."""
+
+
+@qrels.command("to-spans")
+@click.option("--qrels", "qrels_file", required=True, type=click.Path(dir_okay=False),
+              help="The chunk judgments: qrels of chunk ids (TREC, JSON Lines or JSON).")
+@click.option("--chunks", required=True, type=click.Path(dir_okay=False),
+              help="The judged chunking's chunk table (JSON Lines: id, doc_id, start, end).")
+@click.option("--corpus", required=True, type=click.Path(dir_okay=False),
+              help="The corpus (JSON Lines documents with their text).")
+@click.option("--evidence", type=click.Path(dir_okay=False),
+              help="Quotes of the evidence (JSON Lines: query_id, chunk_id?, evidence, "
+                   "fact?): each judgment is narrowed to the quotes found in its chunk.")
+@click.option("--snap", type=click.Choice(["sentence", "paragraph"]),
+              help="Grow each quote found to whole sentences or paragraphs.")
+@click.option("--qrels-format", type=click.Choice(["trec", "json", "jsonl"]),
+              help="Force the qrels format (default: detected).")
+@click.option("-o", "--output", required=True, type=click.Path(),
+              help="The span judgments to write (JSON Lines qrels).")
+def to_spans(qrels_file, chunks, corpus, evidence, snap, qrels_format, output):
+    """Turn chunk judgments into span judgments that any chunking can be compared on: each
+    judgment narrowed to its evidence, overlapping chunks split or merged."""
+    from retrieval_gate.tospans import write_spans
+
+    done = write_spans(output, qrels_file, chunks, corpus, evidence, snap, qrels_format)
+    _print(f"{_count(done.judgments, 'chunk judgment')} of {_count(done.queries, 'query')} → "
+           f"{_count(len(done.spans), 'span')} written to {_shown(output)}")
+    snapped = f", {done.snapped} grown to whole {snap}s" if snap else ""
+    _print(f"narrowed to their evidence: {done.narrowed}{snapped}; left chunk-wide: "
+           f"{done.chunk_wide} (quotes not in the chunk {done.not_found}, found more than once "
+           f"{done.ambiguous}, no quote {done.no_evidence})")
+    for unused in done.unused[:_LISTED_QUOTES]:
+        quote = unused.quote
+        where = (f"chunk '{_shown(quote.chunk)}'" if quote.chunk is not None
+                 else "any chunk the query judges")
+        how, fix = (("occurs more than once in", "quote more of the passage")
+                    if unused.repeated else ("is not in", "quote the chunk's text as written"))
+        _print(f"warning: {_shown(evidence)}:{quote.line}: the quote for query "
+               f"'{_shown(quote.query)}' {how} {where} — {fix}")
+    if len(done.unused) > _LISTED_QUOTES:
+        _print(f"warning: and {len(done.unused) - _LISTED_QUOTES} more quotes not used")
+    for query, fact in done.lost:
+        _print(f"warning: query '{_shown(query)}': fact '{_shown(fact)}' is on no span — its "
+               "text went to spans of a higher grade or of other facts")
+    if done.cut.cut:
+        _print(f"warning: {done.cut.cut} of {len(done.spans)} spans begin and end on chunk "
+               f"boundaries of {_shown(chunks)} ({done.cut.exact} exactly chunks): a comparison "
+               "of that chunking with another favours it — narrow them to their evidence "
+               "(--evidence)")
+
+
+_LISTED_QUOTES = 5  # unused quotes named one by one
+
+
 def _count(n: int, noun: str) -> str:
     """``1 query``, ``2 queries``, ``1,024 items``."""
     plural = noun[:-1] + "ies" if noun.endswith("y") else noun + "s"
