@@ -14,7 +14,7 @@ from conftest import ROOT, gate
 
 from retrieval_gate.chunkcut import Boundaries, Cut, cut_spans
 from retrieval_gate.errors import InputError
-from retrieval_gate.tospans import spans_text, to_spans
+from retrieval_gate.tospans import conversion_lines, spans_text, to_spans
 
 PYDOC = ROOT / "examples" / "pydoc"
 FROM_CHUNKS = PYDOC / "chunk-judgments"
@@ -214,6 +214,20 @@ def test_the_command_prints_its_counts_and_warns_of_chunk_wide_spans(folder):
     assert lines[3].startswith(f"warning: 2 of 2 spans begin and end on chunk boundaries of "
                                f"{folder / 'chunks.jsonl'} (1 exactly chunks)")
     assert len(lines) == 4
+
+
+def test_the_summary_names_five_unused_quotes_and_counts_the_rest(folder):
+    evidence = [{"query_id": "q", "chunk_id": "a#0", "evidence": "two is"}] + [
+        {"query_id": "q", "evidence": f"absent {i}"} for i in range(7)]
+    done = convert(folder, [judged("q", "a#0", 2)], evidence, "sentence")
+    lines = conversion_lines(done, "out.jsonl", "chunks.jsonl", "evidence.jsonl")
+    assert lines[1] == ("narrowed to their evidence: 1, 1 grown to whole sentences; left "
+                        "chunk-wide: 0 (quotes not in the chunk 0, found more than once 0, no "
+                        "quote 0)")
+    assert lines[2:4] == [
+        f"warning: evidence.jsonl:{n}: the quote for query 'q' is not in any chunk the query "
+        "judges — quote the chunk's text as written" for n in (2, 3)]
+    assert lines[7:] == ["warning: and 2 more quotes not used"]
 
 
 def _round_trip_folder(tmp_path: Path) -> Path:

@@ -642,36 +642,10 @@ def qrels() -> None:
 def to_spans(qrels_file, chunks, corpus, evidence, snap, qrels_format, output):
     """Turn chunk judgments into span judgments that any chunking can be compared on: each
     judgment narrowed to its evidence, overlapping chunks split or merged."""
-    from retrieval_gate.tospans import write_spans
+    from retrieval_gate.tospans import conversion_lines, write_spans
 
     done = write_spans(output, qrels_file, chunks, corpus, evidence, snap, qrels_format)
-    _print(f"{_count(done.judgments, 'chunk judgment')} of {_count(done.queries, 'query')} → "
-           f"{_count(len(done.spans), 'span')} written to {_shown(output)}")
-    snapped = f", {done.snapped} grown to whole {snap}s" if snap else ""
-    _print(f"narrowed to their evidence: {done.narrowed}{snapped}; left chunk-wide: "
-           f"{done.chunk_wide} (quotes not in the chunk {done.not_found}, found more than once "
-           f"{done.ambiguous}, no quote {done.no_evidence})")
-    for unused in done.unused[:_LISTED_QUOTES]:
-        quote = unused.quote
-        where = (f"chunk '{_shown(quote.chunk)}'" if quote.chunk is not None
-                 else "any chunk the query judges")
-        how, fix = (("occurs more than once in", "quote more of the passage")
-                    if unused.repeated else ("is not in", "quote the chunk's text as written"))
-        _print(f"warning: {_shown(evidence)}:{quote.line}: the quote for query "
-               f"'{_shown(quote.query)}' {how} {where} — {fix}")
-    if len(done.unused) > _LISTED_QUOTES:
-        _print(f"warning: and {len(done.unused) - _LISTED_QUOTES} more quotes not used")
-    for query, fact in done.lost:
-        _print(f"warning: query '{_shown(query)}': fact '{_shown(fact)}' is on no span — its "
-               "text went to spans of a higher grade or of other facts")
-    if done.cut.cut:
-        _print(f"warning: {done.cut.cut} of {len(done.spans)} spans begin and end on chunk "
-               f"boundaries of {_shown(chunks)} ({done.cut.exact} exactly chunks): a comparison "
-               "of that chunking with another favours it — narrow them to their evidence "
-               "(--evidence)")
-
-
-_LISTED_QUOTES = 5  # unused quotes named one by one
+    _print("\n".join(conversion_lines(done, output, chunks, evidence)))
 
 
 def _count(n: int, noun: str) -> str:

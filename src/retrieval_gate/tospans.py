@@ -86,6 +86,7 @@ from retrieval_gate.formats.jsonfmt import check_id, json_lines
 from retrieval_gate.formats.jsonfmt import path as json_path
 from retrieval_gate.formats.source import Blob, display_name
 from retrieval_gate.model import ChunkTable, Qrels, Span
+from retrieval_gate.pool import json_line
 from retrieval_gate.ranking import IdIndex
 from retrieval_gate.untrusted import capped, visible
 
@@ -133,7 +134,8 @@ class Conversion:
     - ``spans``: the span judgments, (query, span) in output order; ``cut``: how many of them
       begin and end on the chunk table's boundaries, and are exactly its chunks;
     - ``quotes``: evidence lines read, ``unused`` those that narrowed nothing;
-    - ``lost``: (query, fact) labelled on a judgment or a quote and on no span.
+    - ``lost``: (query, fact) labelled on a judgment or a quote and on no span;
+    - ``snap``: the unit quotes were snapped to, if any.
     """
 
     judgments: int
@@ -148,6 +150,7 @@ class Conversion:
     quotes: int = 0
     unused: tuple[Unused, ...] = ()
     lost: tuple[tuple[str, str], ...] = ()
+    snap: str | None = None
 
     @property
     def chunk_wide(self) -> int:
@@ -211,7 +214,7 @@ def to_spans(qrels: Source, chunks: Source, corpus: Source, evidence: Source | N
     table = read_chunk_table(chunks)
     judged = _placed(judgments, qrels_blob, table)
     texts = _texts(corpus, judged, table)
-    quotes = _read_quotes(evidence, judgments, table) if evidence is not None else []
+    quotes = _read_quotes(evidence, judgments) if evidence is not None else []
     tally = _Tally()
     pieces = list(_pieces(judged, texts, quotes, snap, tally))
     spans = _resolve(pieces, list(judgments.judgments))
@@ -225,13 +228,58 @@ def to_spans(qrels: Source, chunks: Source, corpus: Source, evidence: Source | N
                    if tally.found.get(q.line) != 1)
     return Conversion(len(judged), len(judgments.judgments), tally.narrowed, tally.snapped,
                       tally.not_found, tally.ambiguous, tally.no_evidence, tuple(spans), cut,
-                      len(quotes), unused, tuple(sorted(labelled - kept)))
+                      len(quotes), unused, tuple(sorted(labelled - kept)), snap)
+
+
+LISTED = 5  # unused quotes (and lost facts) named one by one in the summary
+
+
+def conversion_lines(done: Conversion, output: str | os.PathLike[str],
+                     chunks: str | os.PathLike[str],
+                     evidence: str | os.PathLike[str] | None) -> list[str]:
+    """What a conversion did, for its user: the counts, then warnings — the first
+    :data:`LISTED` quotes not used (with their line in ``evidence``) and facts lost, and the
+    spans that still begin and end on the boundaries of the chunk table ``chunks``. Names and
+    ids are shown visibly (:func:`~retrieval_gate.untrusted.visible`)."""
+    made = (f"{_count(done.judgments, 'chunk judgment')} of {_count(done.queries, 'query')} → "
+            f"{_count(len(done.spans), 'span')} written to {visible(display_name(output))}")
+    snapped = f", {done.snapped} grown to whole {done.snap}s" if done.snap else ""
+    narrowed = (f"narrowed to their evidence: {done.narrowed}{snapped}; left chunk-wide: "
+                f"{done.chunk_wide} (quotes not in the chunk {done.not_found}, found more than "
+                f"once {done.ambiguous}, no quote {done.no_evidence})")
+    lines = [made, narrowed]
+    shown_evidence = "" if evidence is None else visible(display_name(evidence))
+    for unused in done.unused[:LISTED]:
+        quote = unused.quote
+        where = (f"chunk '{_shown(quote.chunk)}'" if quote.chunk is not None
+                 else "any chunk the query judges")
+        how, fix = (("occurs more than once in", "quote more of the passage") if unused.repeated
+                    else ("is not in", "quote the chunk's text as written"))
+        lines.append(f"warning: {shown_evidence}:{quote.line}: the quote for query "
+                     f"'{_shown(quote.query)}' {how} {where} — {fix}")
+    if len(done.unused) > LISTED:
+        lines.append(f"warning: and {len(done.unused) - LISTED} more quotes not used")
+    for query, fact in done.lost[:LISTED]:
+        lines.append(f"warning: query '{_shown(query)}': fact '{_shown(fact)}' is on no span — "
+                     "its text went to spans of a higher grade or of other facts")
+    if len(done.lost) > LISTED:
+        lines.append(f"warning: and {len(done.lost) - LISTED} more facts on no span")
+    if done.cut.cut:
+        lines.append(f"warning: {done.cut.cut} of {len(done.spans)} spans begin and end on chunk "
+                     f"boundaries of {visible(display_name(chunks))} ({done.cut.exact} "
+                     "exactly chunks): a comparison of that chunking with another favours it — "
+                     "narrow them to their evidence (--evidence)")
+    return lines
+
+
+def _count(n: int, noun: str) -> str:
+    """``1 query``, ``2 queries``, ``1,024 spans``."""
+    plural = noun[:-1] + "ies" if noun.endswith("y") else noun + "s"
+    return f"{n:,} {noun if n == 1 else plural}"
 
 
 def spans_text(done: Conversion) -> str:
     """The span judgments as JSON Lines qrels, one line per span, each ending with ``\\n``."""
-    from retrieval_gate.pool import json_line
-
     lines = []
     for query, span in done.spans:
         line: dict[str, object] = {"query_id": query, "doc_id": span.doc, "start": span.start,
@@ -284,7 +332,7 @@ def _judgment_place(blob: Blob, qid: str, unit: str) -> int | str | None:
     """The line of the judgment of ``unit`` for ``qid`` in the qrels file (TREC or JSON
     Lines), or its JSON path in a JSON document; for messages only."""
     text = blob.text()
-    first = re.match(r"\ufeff?\s*(\S)", text)
+    first = re.match(r"\s*(\S)", text)
     if first is None or first[1] not in "{[":
         for number, line in enumerate(text.split("\n"), 1):
             fields = line.split()
@@ -300,7 +348,7 @@ def _judgment_place(blob: Blob, qid: str, unit: str) -> int | str | None:
                 and value.get("doc_id") == unit:
             return number
     try:
-        document = json.loads(text.lstrip("\ufeff"))
+        document = json.loads(text)
     except ValueError:
         return None
     labels = document.get(qid) if isinstance(document, dict) else None
@@ -344,7 +392,7 @@ def _chunk_line(table: ChunkTable, chunk: str) -> int | None:
     return int(table.lines[np.flatnonzero(table.ids == chunk.encode())[0]])
 
 
-def _read_quotes(evidence: Source, qrels: Qrels, table: ChunkTable) -> list[Quote]:
+def _read_quotes(evidence: Source, qrels: Qrels) -> list[Quote]:
     """The evidence file's quotes, in file order. InputError naming the line for a key that
     is not one of :data:`EVIDENCE_KEYS`, an empty quote, and a query or (query, chunk) that
     the chunk judgments do not judge."""
