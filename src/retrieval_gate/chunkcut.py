@@ -15,9 +15,11 @@ chunking cuts there, so it tells nothing about which one cut the test set. A cut
 from its chunk table or, for a run whose items carry their places (JSON Lines), from the
 places of the items it retrieved (a chunk it never retrieved is not seen).
 
-Counting (:func:`cut_spans`) is exact and vectorised: documents become integer codes, and
-spans are looked up among the boundaries as (document, offset) pairs and among the chunks as
-(document, start, end) triples.
+Counting (:func:`cut_spans`) is a vectorised hash join: each (document, offset) pair of a span
+is looked up among the chunks' boundaries by a 64-bit key made from the document id's hash and
+the offset, and each key match is confirmed on the document and offset themselves (so no
+match is invented; a collision of two keys could only hide one). Exact chunks are found the
+same way, by (document, start, end).
 
 **The warning** (:func:`cut_warning`): ``gate check`` on span judgments warns about a run when
 at least :data:`CUT_SHARE` of the relevant spans (grade ≥ the threshold, each query's spans
@@ -34,8 +36,10 @@ from typing import Any
 import numpy as np
 
 from retrieval_gate.model import ChunkTable, RunRows, Span
+from retrieval_gate.ranking import hash_ids, salted
 
 CUT_SHARE = 0.10  # the share of relevant spans cut by a run's chunking that gate check warns of
+_ODD = np.uint64(0xD6E8FEB86659FD93)  # mixes a key before a second value is folded in
 
 
 @dataclass(frozen=True)
@@ -101,32 +105,61 @@ def cut_spans(doc: np.ndarray, start: np.ndarray, end: np.ndarray, chunks: Bound
     n = len(doc)
     if not n or not len(chunks.doc):
         return Cut(n, 0, 0)
-    _, code = np.unique(np.concatenate([doc, chunks.doc]), return_inverse=True)
-    code = code.ravel()
-    span_doc, chunk_doc = code[:n], code[n:]
-    first = np.full(int(code.max()) + 1, np.iinfo(np.int64).max)  # per document: its first
-    last = np.full(len(first), -1, dtype=np.int64)  # boundary and its last
-    np.minimum.at(first, chunk_doc, chunks.start)
-    np.maximum.at(last, chunk_doc, chunks.end)
-    on = _rows_among(np.column_stack([np.concatenate([span_doc, span_doc]),
-                                      np.concatenate([start, end])]),
-                     np.column_stack([np.concatenate([chunk_doc, chunk_doc]),
-                                      np.concatenate([chunks.start, chunks.end])]))
-    inner = (start != first[span_doc]) | (end != last[span_doc])
-    cut = on[:n] & on[n:] & inner
-    exact = _rows_among(np.column_stack([span_doc, start, end])[cut],
-                        np.column_stack([chunk_doc, chunks.start, chunks.end]))
-    return Cut(n, int(cut.sum()), int(exact.sum()))
+    span_hash, chunk_hash = hash_ids(doc), hash_ids(chunks.doc)
+    families, family = np.unique(chunk_hash, return_inverse=True)  # a document, by its hash
+    family = family.ravel()
+    first = np.full(len(families), np.iinfo(np.int64).max)
+    last = np.full(len(families), -1, dtype=np.int64)
+    np.minimum.at(first, family, chunks.start)
+    np.maximum.at(last, family, chunks.end)
+    bound_doc = np.concatenate([chunks.doc, chunks.doc])
+    bound_at = np.concatenate([chunks.start, chunks.end])
+    bounds = _Keys(salted(np.concatenate([chunk_hash, chunk_hash]), bound_at))
+    on = []
+    for offset in (start, end):
+        at = bounds.find(salted(span_hash, offset))
+        on.append(_confirmed(at, (doc, offset), (bound_doc, bound_at)))
+    owner = np.concatenate([family, family])[np.maximum(at, 0)]  # from the ends' lookup
+    whole = (start == first[owner]) & (end == last[owner])
+    cut = on[0] & on[1] & ~whole
+    rows = np.flatnonzero(cut)
+    at = _Keys(_triple(chunk_hash, chunks.start, chunks.end)).find(
+        _triple(span_hash[rows], start[rows], end[rows]))
+    exact = _confirmed(at, (doc[rows], start[rows], end[rows]),
+                       (chunks.doc, chunks.start, chunks.end))
+    return Cut(n, len(rows), int(exact.sum()))
 
 
-def _rows_among(rows: np.ndarray, among: np.ndarray) -> np.ndarray:
-    """Per row of the integer matrix ``rows``, whether it is a row of ``among``: rows become
-    codes (``np.unique``), looked up with ``np.isin``."""
-    if not len(rows):
-        return np.zeros(0, dtype=bool)
-    _, code = np.unique(np.vstack([rows, among]), axis=0, return_inverse=True)
-    code = code.ravel()
-    return np.isin(code[:len(rows)], code[len(rows):])
+def _triple(doc_hash: np.ndarray, start: np.ndarray, end: np.ndarray) -> np.ndarray:
+    """A 64-bit key of (document, start, end), from the document's hash."""
+    return salted(salted(doc_hash, start) * _ODD, end)
+
+
+class _Keys:
+    """64-bit keys sorted once, for lookups."""
+
+    def __init__(self, keys: np.ndarray):
+        self.order = np.argsort(keys, kind="stable")
+        self.ranked = keys[self.order]
+
+    def find(self, keys: np.ndarray) -> np.ndarray:
+        """Per key, the position of an equal key among the sorted ones, or −1. The keys are
+        looked up in sorted order, so the sorted ones are walked once, not probed at random."""
+        needles = np.argsort(keys)
+        at = np.empty(len(keys), dtype=np.int64)
+        at[needles] = np.minimum(np.searchsorted(self.ranked, keys[needles]),
+                                 len(self.ranked) - 1)
+        return np.where(self.ranked[at] == keys, self.order[at], -1)
+
+
+def _confirmed(at: np.ndarray, wanted: tuple[np.ndarray, ...],
+               among: tuple[np.ndarray, ...]) -> np.ndarray:
+    """Whether each key match ``at`` (−1: none) is a match of the values themselves."""
+    found = at >= 0
+    row = np.maximum(at, 0)
+    for mine, theirs in zip(wanted, among):
+        found &= mine == theirs[row]
+    return found
 
 
 def cut_warning(role: str, chunking: Mapping[str, Any] | None, cut: Cut | None) -> str | None:
