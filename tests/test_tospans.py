@@ -11,6 +11,8 @@ from pathlib import Path
 import numpy as np
 import pytest
 from conftest import ROOT, gate
+from hypothesis import given, settings
+from hypothesis import strategies as st
 
 from retrieval_gate.chunkcut import Boundaries, Cut, cut_spans
 from retrieval_gate.errors import InputError
@@ -193,6 +195,30 @@ def test_cut_spans_counts_both_ends_on_boundaries_but_not_a_whole_document():
     # end only; b[0:9] a whole document; c has no chunk
     assert cut_spans(doc, start, end, chunks) == Cut(6, 2, 1)
     assert not Cut(100, 9, 0).noticeable and Cut(100, 10, 0).noticeable
+
+
+@settings(max_examples=60, deadline=None, derandomize=True)
+@given(chunks=st.lists(st.tuples(st.sampled_from("abc"), st.integers(0, 12), st.integers(1, 6)),
+                       max_size=12),
+       spans=st.lists(st.tuples(st.sampled_from("abcd"), st.integers(0, 12), st.integers(1, 12)),
+                      max_size=12))
+def test_cut_spans_agrees_with_counting_by_hand(chunks, spans):
+    places = [(d, s, s + n) for d, s, n in chunks]
+    wanted = [(d, s, s + n) for d, s, n in spans]
+    bounds = {(d, x) for d, s, e in places for x in (s, e)}
+    edges = {d: (min(s for c, s, _ in places if c == d), max(e for c, _, e in places if c == d))
+             for d, _, _ in places}
+    cut = [(d, s, e) for d, s, e in wanted
+           if (d, s) in bounds and (d, e) in bounds and edges[d] != (s, e)]
+    exact = [span for span in cut if span in set(places)]
+
+    def arrays(rows):
+        return (np.array([d.encode() for d, _, _ in rows], dtype="S1"),
+                np.array([s for _, s, _ in rows], dtype=np.int64),
+                np.array([e for _, _, e in rows], dtype=np.int64))
+
+    assert cut_spans(*arrays(wanted), Boundaries(*arrays(places))) == Cut(
+        len(wanted), len(cut), len(exact))
 
 
 # -- the command line ------------------------------------------------------------------------
