@@ -16,7 +16,7 @@ from hypothesis import strategies as st
 
 from retrieval_gate.chunkcut import Boundaries, Cut, cut_spans
 from retrieval_gate.errors import InputError
-from retrieval_gate.tospans import conversion_lines, spans_text, to_spans
+from retrieval_gate.tospans import _apart, _Piece, conversion_lines, spans_text, to_spans
 
 PYDOC = ROOT / "examples" / "pydoc"
 FROM_CHUNKS = PYDOC / "chunk-judgments"
@@ -99,6 +99,29 @@ def test_a_fact_whose_text_went_to_a_higher_grade_is_lost_and_said_so(folder):
     done = convert(folder, [judged("q", "a#0", 2, "f1"), judged("q", "a#1", 1)], evidence)
     assert spans(done) == [("q", "a", 0, 30, 2, "f1")]
     assert done.lost == (("q", "f2"),)
+
+
+@settings(max_examples=80, deadline=None, derandomize=True)
+@given(st.lists(st.tuples(st.integers(0, 20), st.integers(1, 10), st.integers(-1, 2),
+                          st.sampled_from([None, "f1", "f2"])), min_size=1, max_size=8))
+def test_overlaps_resolve_character_by_character(given_pieces):
+    """Each character to the highest grade, then the shortest piece, the first, one with a
+    fact, the first fact; runs of one grade and fact are one span."""
+    pieces = [_Piece("q", "d", s, s + n, g, f) for s, n, g, f in given_pieces]
+    owner = {}
+    for x in range(40):
+        holding = [p for p in pieces if p.start <= x < p.end]
+        if holding:
+            best = min(holding, key=lambda p: (-p.grade, p.end - p.start, p.start,
+                                               p.fact is None, p.fact or ""))
+            owner[x] = (best.grade, best.fact)
+    expected = []
+    for x in sorted(owner):
+        if expected and expected[-1][1] == x and expected[-1][2:] == owner[x]:
+            expected[-1] = (expected[-1][0], x + 1, *owner[x])
+        else:
+            expected.append((x, x + 1, *owner[x]))
+    assert [(s.start, s.end, s.grade, s.fact) for s in _apart("d", pieces)] == expected
 
 
 # -- narrowing -------------------------------------------------------------------------------
