@@ -7,9 +7,9 @@ line per problem on standard error when the input is refused, no output file (an
 temporary debris) after a failure, and within the example deadline (a stall is a failure).
 
 A few hundred examples run with the test suite. For a long campaign set
-``GATE_FUZZ_EXAMPLES`` (examples per target; 14 targets):
+``GATE_FUZZ_EXAMPLES`` (examples per target; 17 targets):
 
-    GATE_FUZZ_EXAMPLES=750 python -m pytest -q tests/test_fuzz.py    # ≈ 10,500 examples
+    GATE_FUZZ_EXAMPLES=750 python -m pytest -q tests/test_fuzz.py    # ≈ 12,750 examples
 """
 
 from __future__ import annotations
@@ -251,6 +251,45 @@ def test_score_survives_mutated_span_judgments_corpora_and_chunk_tables(tmp_path
                         "0.5", "--missing", "zero", "--extra", "ignore", "--unlabeled", "zero")
     _expect_clean(code, err, REFUSED + (0,))
 
+TO_SPANS = {
+    "corpus.jsonl": b'{"id": "a", "text": "One. Two is here. Three!\\n\\nFour."}\n'
+                    b'{"id": "b", "text": "yyyyyyyyyyyyyyyyyyyy"}\n',
+    "qrels.jsonl": b'{"query_id": "q1", "doc_id": "a#0", "grade": 2, "fact": "f1"}\n'
+                   b'{"query_id": "q1", "doc_id": "a#1", "grade": 1}\n'
+                   b'{"query_id": "q2", "doc_id": "b#0", "grade": 0}\n',
+    "qrels.tsv": b"q1 0 a#0 2\nq1 0 a#1 1\nq2 0 b#0 0\n",
+    "chunks.jsonl": b'{"id": "a#0", "doc_id": "a", "start": 0, "end": 17, "tokens": 4}\n'
+                    b'{"id": "a#1", "doc_id": "a", "start": 10, "end": 31}\n'
+                    b'{"id": "b#0", "doc_id": "b", "start": 0, "end": 20}\n',
+    "evidence.jsonl": b'{"query_id": "q1", "chunk_id": "a#0", "evidence": "Two is", "fact": "f2"}'
+                      b'\n{"query_id": "q1", "evidence": "here.  Three"}\n'
+                      b'{"query_id": "q2", "evidence": "yy"}\n',
+}
+
+
+def _to_spans(folder: Path, files: dict[str, Path], qrels: str, *extra: str) -> None:
+    """Run ``gate qrels to-spans`` on ``files``: a documented outcome, the output written
+    exactly when it succeeds, and no debris."""
+    before = {p.name for p in folder.iterdir()}
+    out = folder / f"spans-{next(_names)}.jsonl"
+    code, _, err = gate("qrels", "to-spans", "--qrels", files[qrels], "--chunks",
+                        files["chunks.jsonl"], "--corpus", files["corpus.jsonl"], "--evidence",
+                        files["evidence.jsonl"], *extra, "-o", out)
+    _expect_clean(code, err, (0, 2))
+    assert out.exists() == (code == 0)
+    _no_debris(folder, before | {out.name})
+
+
+@FUZZ
+@given(data=st.data(), which=st.sampled_from(sorted(TO_SPANS)),
+       snap=st.sampled_from([[], ["--snap", "sentence"], ["--snap", "paragraph"]]))
+def test_to_spans_survives_mutated_judgments_chunk_tables_corpora_and_evidence(tmp_path, data,
+                                                                               which, snap):
+    files = {name: _fresh(tmp_path, "." + name, _mutate(data, seed) if name == which else seed)
+             for name, seed in TO_SPANS.items()}
+    _to_spans(tmp_path, files, "qrels.tsv" if which == "qrels.tsv" else "qrels.jsonl", *snap)
+
+
 ACCESS = {
     "corpus.jsonl": b'{"id": "a", "text": "x", "acl": ["t1", "t2"], "valid_to": "2026-02-28"}\n'
                     b'{"id": "b", "text": "y", "valid_from": "2026-03-01", "supersedes": "a"}\n',
@@ -399,3 +438,21 @@ def test_approve_survives_mutated_candidates(testset, data, tmp_path):
         code, _, err = gate("check", "--config", testset / "gate.toml", "--baseline",
                             folder / "approved")
         _expect_clean(code, err, ACCEPTED)
+
+
+@FUZZ
+@given(query=TEXT, chunk=TEXT, quote=TEXT, fact=TEXT, offsets=st.tuples(
+    st.integers(-2, 40), st.integers(-2, 40)))
+def test_to_spans_survives_hostile_ids_quotes_and_offsets(tmp_path, query, chunk, quote, fact,
+                                                          offsets):
+    def line(value: dict) -> bytes:
+        return json.dumps(value).encode() + b"\n"
+
+    files = {name: _fresh(tmp_path, "." + name, seed) for name, seed in TO_SPANS.items()}
+    files["chunks.jsonl"].write_bytes(TO_SPANS["chunks.jsonl"] + line(
+        {"id": chunk, "doc_id": "a", "start": offsets[0], "end": offsets[1]}))
+    files["qrels.jsonl"].write_bytes(TO_SPANS["qrels.jsonl"] + line(
+        {"query_id": query, "doc_id": chunk, "grade": 1, "fact": fact}))
+    files["evidence.jsonl"].write_bytes(line(
+        {"query_id": query, "chunk_id": chunk, "evidence": quote, "fact": fact}))
+    _to_spans(tmp_path, files, "qrels.jsonl", "--snap", "sentence")

@@ -131,6 +131,21 @@ def test_runs_and_chunk_tables_are_rebuilt_byte_for_byte():
     assert done.stdout.count("identical") == 6
 
 
+def test_chunk_judgments_are_rebuilt_byte_for_byte_and_hold_every_span():
+    done = script(ROOT / "examples" / "make_pydoc_chunk_judgments.py", "--check")
+    assert done.returncode == 0, done.stdout + done.stderr
+    assert done.stdout.count("identical") == 3
+    folder = PYDOC / "chunk-judgments"
+    chunks = {c["id"]: c for c in read_jsonl(PYDOC / "chunks-300.jsonl")}
+    judged = {(j["query_id"], j["doc_id"]): j["grade"]
+              for j in read_jsonl(folder / "qrels-chunks-300.jsonl")}
+    for quote in read_jsonl(folder / "evidence.jsonl"):
+        chunk = chunks[quote["chunk_id"]]
+        assert (quote["query_id"], chunk["id"]) in judged
+        assert quote["evidence"] in CORPUS[chunk["doc_id"]]
+    assert {q["id"] for q in read_jsonl(folder / "queries.jsonl")} == {q["id"] for q in QUERIES}
+
+
 # -- the gate on the example ---------------------------------------------------------------
 
 def test_the_gate_passes_the_rechunked_run_and_catches_the_truncating_chunker(tmp_path):

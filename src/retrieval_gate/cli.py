@@ -628,6 +628,36 @@ def pool_merge(snapshot_file, judged, output, qrels_version, freeze_to):
         _print(f"warning: {warning}")
 
 
+@cli.group()
+def qrels() -> None:
+    """Convert judgments."""
+
+
+@qrels.command("to-spans")
+@click.option("--qrels", "qrels_file", required=True, type=click.Path(dir_okay=False),
+              help="The chunk judgments: qrels of chunk ids (TREC, JSON Lines or JSON).")
+@click.option("--chunks", required=True, type=click.Path(dir_okay=False),
+              help="The judged chunking's chunk table (JSON Lines: id, doc_id, start, end).")
+@click.option("--corpus", required=True, type=click.Path(dir_okay=False),
+              help="The corpus (JSON Lines documents with their text).")
+@click.option("--evidence", type=click.Path(dir_okay=False),
+              help="Quotes of the evidence (JSON Lines: query_id, chunk_id?, evidence, "
+                   "fact?): each judgment is narrowed to the quotes found in its chunk.")
+@click.option("--snap", type=click.Choice(["sentence", "paragraph"]),
+              help="Grow each quote found to whole sentences or paragraphs.")
+@click.option("--qrels-format", type=click.Choice(["trec", "json", "jsonl"]),
+              help="Force the qrels format (default: detected).")
+@click.option("-o", "--output", required=True, type=click.Path(),
+              help="The span judgments to write (JSON Lines qrels).")
+def to_spans(qrels_file, chunks, corpus, evidence, snap, qrels_format, output):
+    """Turn chunk judgments into span judgments that any chunking can be compared on: each
+    judgment narrowed to its evidence, overlapping chunks split or merged."""
+    from retrieval_gate.tospans import conversion_lines, write_spans
+
+    done = write_spans(output, qrels_file, chunks, corpus, evidence, snap, qrels_format)
+    _print("\n".join(conversion_lines(done, output, chunks, evidence)))
+
+
 def _count(n: int, noun: str) -> str:
     """``1 query``, ``2 queries``, ``1,024 items``."""
     plural = noun[:-1] + "ies" if noun.endswith("y") else noun + "s"

@@ -19,6 +19,7 @@ from pathlib import Path
 
 import numpy as np
 
+from retrieval_gate.chunkcut import cut_warning
 from retrieval_gate.cost import CostRow, compare_costs, missing_costs
 from retrieval_gate.errors import InputError
 from retrieval_gate.instead import retrieved_instead
@@ -130,6 +131,8 @@ def check(snapshot: str | os.PathLike[str], baseline: str | os.PathLike[str],
                         f"'{snap.document['chunking'].get('version')}' and each run for a run "
                         "of that chunking, unchecked — freeze it again with --unit so that "
                         "runs are checked against it")
+    warnings += [w for role, m, run in zip(("baseline", "candidate"), manifests, (base, cand))
+                 if (w := cut_warning(role, m.chunking, run.cut)) is not None]
     warnings += [f"{role}: stage {name} is not in the snapshot's pipeline and is not scored"
                  for role, m in zip(("baseline", "candidate"), manifests)
                  for name in ignored_stages(snap, m)]

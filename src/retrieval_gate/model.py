@@ -210,7 +210,8 @@ class Corpus:
 class ChunkTable:
     """A chunking: each chunk's id (``S``, distinct), its document (``S``), its place in the
     document — ``start`` and ``end`` in code points, end exclusive — and its size in ``tokens``
-    (−1 when not given), as the pipeline counted them."""
+    (−1 when not given), as the pipeline counted them; ``lines``, each chunk's line in its file
+    (for messages; None when not known)."""
 
     source: str
     ids: np.ndarray
@@ -218,6 +219,7 @@ class ChunkTable:
     start: np.ndarray
     end: np.ndarray
     tokens: np.ndarray
+    lines: np.ndarray | None = None
 
 
 NEVER = np.iinfo(np.int64).max  # the rank of a unit no item of the ranking covers

@@ -6,7 +6,8 @@ must give a ranking for every stage of the snapshot's contract, in the contract'
 budget) and scored on the measures that name the stage. Alongside the scores come the
 evidence funnel (:mod:`retrieval_gate.stages`), each query's latency (the sum over the stages
 that record ``latency_ms``) and its context size (the tokens of the last stage's items within
-its contract, when they carry token counts).
+its contract, when they carry token counts) and, with span judgments, how many relevant spans
+begin and end on the run's chunk boundaries (:mod:`retrieval_gate.chunkcut`).
 
 With access data, the leaks of every stage are counted: among the items the stage's measures
 read (within their deepest cutoff, or every item); on a stage no measure reads, among every
@@ -23,6 +24,7 @@ from pathlib import Path
 
 import numpy as np
 
+from retrieval_gate.chunkcut import Boundaries, Cut, cut_spans, relevant_spans
 from retrieval_gate.errors import InputError
 from retrieval_gate.evidence import attach_chunks
 from retrieval_gate.formats import Source, read_run
@@ -47,7 +49,9 @@ class RunScores:
     :class:`~retrieval_gate.scoring.Leaks`); ``abstained``: per query of the run (answerable
     or not) the system's decision to decline, from the last ranking that records one (None
     when none does); ``returned``: per unanswerable query, the items the last ranking returned,
-    its top score and the leaks of every stage."""
+    its top score and the leaks of every stage; ``cut``: with span judgments, the relevant
+    spans cut by the run's chunking (its chunk table, else its items' places; None without
+    either)."""
 
     scores: Scores
     funnel: Funnel | None = None
@@ -57,6 +61,7 @@ class RunScores:
     leaks: Leaks | None = None
     abstained: dict[str, bool] | None = None
     returned: dict[str, tuple[int, float | None, int]] = field(default_factory=dict)
+    cut: Cut | None = None
 
     def costs(self) -> dict[str, np.ndarray | None]:
         return {"latency_ms": self.latency_ms, "context_tokens": self.context_tokens}
@@ -127,10 +132,13 @@ def score_stages(snapshot: Snapshot, test_set: TestSet,
     leaks: list[Leaks] = []
     abstained: dict[str, bool] | None = None
     last: Scores | None = None
+    placed: list[Boundaries] = []
     for contract, source in rankings:
         rows = read_run(source)
         if table is not None:
             rows = attach_chunks(rows, table)
+        elif test_set.qrels.spans is not None and (places := Boundaries.of_items(rows)):
+            placed.append(places)
         name = None if contract is None else contract.name
         own = [m for m in wanted if m.stage == name]
         scored = _score(snapshot, test_set, rows, own or [Measure("Hit", stage=name)],
@@ -184,7 +192,12 @@ def score_stages(snapshot: Snapshot, test_set: TestSet,
     merged = _merged_leaks(leaks) if leaks else None
     returned = {q: (n, top, 0 if merged is None else merged.per_query.get(q, 0))
                 for q, (n, top, _) in last.returned.items()}
-    return RunScores(scores, found, latency, tokens, short, merged, abstained, returned)
+    bounds = Boundaries.of_table(table) if table is not None else Boundaries.joined(placed)
+    spans_cut = (cut_spans(*relevant_spans(test_set.qrels.spans, snapshot.policy.threshold),
+                           bounds) if test_set.qrels.spans is not None and bounds is not None
+                 else None)
+    return RunScores(scores, found, latency, tokens, short, merged, abstained, returned,
+                     spans_cut)
 
 
 def _merged_leaks(per_stage: list[Leaks]) -> Leaks:

@@ -130,8 +130,9 @@ def read_chunk_table(source: Source) -> ChunkTable:
         numbers.append(line)
     array = np.array(ids, dtype="S")
     _require_distinct(array, np.array(numbers), blob.name, "chunk")
-    columns = np.array(places, dtype=np.int64).reshape(-1, 3).T.copy()
-    return ChunkTable(blob.name, array, np.array(docs, dtype="S"), *columns)
+    start, end, tokens = np.array(places, dtype=np.int64).reshape(-1, 3).T.copy()
+    return ChunkTable(blob.name, array, np.array(docs, dtype="S"), start, end, tokens,
+                      np.array(numbers, dtype=np.int64))
 
 
 def _require_distinct(ids: np.ndarray, lines: np.ndarray, name: str, what: str) -> None:
