@@ -560,11 +560,10 @@ def _costs(report: Report) -> str:
     rows = cost_table(report)
     if not rows:
         return ""
-    base, cand = timed_on(report)
-    where = (f"both on {escape(base, TEXT)}" if cand is None else
-             f"baseline on {escape(base, TEXT)}, candidate on {escape(cand, TEXT)}")
+    where = timed_on(report, lambda place: escape(place, TEXT))
     return "\n".join(['<section id="costs">', "<h2>Cost</h2>",
-                      f"<p>Paired over the queries both runs record; latency timed {where}.</p>",
+                      ("<p>Paired over the queries both runs record"
+                       + (f"; {where}" if where else "") + ".</p>"),
                       _table(rows, numeric=(1, 2, 3, 4)),
                       f'<p class="note">Rule: {escape(cost_rule(report), LINE)}.</p>',
                       "</section>"])

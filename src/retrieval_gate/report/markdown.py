@@ -176,10 +176,9 @@ def report_markdown(report: Report) -> str:
                   *(_markdown_row([escape(row[0], LINE), *row[1:]]) for row in rows[1:])]
     costs = cost_table(report)
     if costs:
-        base, cand = timed_on(report)
-        where = (f"both on {escape(base, TEXT)}" if cand is None else
-                 f"baseline on {escape(base, TEXT)}, candidate on {escape(cand, TEXT)}")
-        lines += ["", f"**Cost** (latency timed {where}):", "",
+        where = timed_on(report, lambda place: escape(place, TEXT))
+        lines += ["", ("**Cost** (paired over the queries both runs record"
+                       + (f"; {where}" if where else "") + "):"), "",
                   _markdown_row(costs[0]), "|---|--:|--:|--:|--:|---|---|---|",
                   *(_markdown_row([escape(row[0], NAME), *row[1:]]) for row in costs[1:])]
     unanswered = unanswerable_rows(report)

@@ -3,6 +3,8 @@ costs. Cells hold text from the inputs (stage names) as is; each renderer makes 
 
 from __future__ import annotations
 
+from collections.abc import Callable
+
 from retrieval_gate.cost import CostRow
 from retrieval_gate.policy import percent
 from retrieval_gate.report.model import FunnelReport, Report, UnanswerableSide
@@ -75,12 +77,23 @@ def _value(row: CostRow, value: float | None) -> str:
     return f"{value:,.1f}" if row.metric == "latency_ms" else f"{value:,.0f}"
 
 
-def timed_on(report: Report) -> tuple[str, str | None]:
-    """Where each run's latencies were measured: (the baseline's, the candidate's), or (one
-    place, None) when both name the same one."""
-    places = report.baseline.timed_on or "not recorded", report.candidate.timed_on or \
-        "not recorded"
-    return (places[0], None) if places[0] == places[1] else places
+def timed_on(report: Report, shown: Callable[[str], str]) -> str | None:
+    """Where the runs' latencies were timed, as a phrase of the cost section's header — both in
+    one place, in two, in one recorded place, or nowhere recorded; None when no cost shown is a
+    latency. ``shown`` makes a place (from a manifest) safe to print; it is quoted."""
+    if not any(row.metric == "latency_ms" for row in report.costs):
+        return None
+    base, cand = report.baseline.timed_on or None, report.candidate.timed_on or None
+    if base is None and cand is None:
+        return "neither run records where its latencies were timed"
+    if base == cand:
+        return f"both runs' latencies timed on “{shown(str(base))}”"
+    if base is None or cand is None:
+        timed, unknown = ("baseline", "candidate") if cand is None else ("candidate", "baseline")
+        return (f"the {timed}'s latencies timed on “{shown(str(base or cand))}”, the "
+                f"{unknown}'s place not recorded")
+    return (f"latencies timed in different places: the baseline's on “{shown(base)}”, the "
+            f"candidate's on “{shown(cand)}”")
 
 
 def cost_rule(report: Report) -> str:

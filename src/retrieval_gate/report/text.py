@@ -209,10 +209,9 @@ def report_text(report: Report) -> str:
             [[visible(cell) for cell in row] for row in funnel_table(report.funnel)], {1, 2, 3}))
     costs = cost_table(report)
     if costs:
-        base, cand = timed_on(report)
-        where = (f"both on {visible(base)}" if cand is None else
-                 f"baseline on {visible(base)}, candidate on {visible(cand)}")
-        lines.append(f"Cost (paired over the queries both runs record; latency timed {where}):")
+        where = timed_on(report, visible)
+        lines.append("Cost (paired over the queries both runs record"
+                     + (f"; {where}" if where else "") + "):")
         lines.extend(f"  {line}" for line in _aligned(costs, {1, 2, 3, 4}))
     unanswered = unanswerable_rows(report)
     if unanswered:
