@@ -42,7 +42,9 @@ from retrieval_gate.report.sections import (
 )
 from retrieval_gate.report.text import (
     chunkings,
+    deciding_bound,
     decision_cell,
+    decision_reason,
     headline,
     in_words,
     mean_cell,
@@ -157,17 +159,21 @@ def report_markdown(report: Report) -> str:
         chunkings(report, lambda name: escape(name, NAME)) + ".",
         "",
         *_leaks(report),
-        f"| measure | slice | n | baseline | candidate | Δ | {lab.ci} | queries | decision |",
-        "|---|---|--:|--:|--:|--:|---|---|---|",
+        (f"| measure | slice | n | baseline | candidate | Δ | {lab.ci} | {lab.bound} | queries | "
+         "margin | decision |"),
+        "|---|---|--:|--:|--:|--:|---|---|---|--:|---|",
     ]
     for c in report.comparisons:
-        decision = (f"**{c.decision}**" if c.decision != "pass" and c.gating
-                    else decision_cell(c))
+        reason = decision_reason(c, report.policy)
+        decision = (f"**{c.decision}**" + (f" \\({escape(reason)}\\)" if reason else "")
+                    if c.decision != "pass" and c.gating
+                    else escape(decision_cell(c, report.policy)))
         lines.append(
             f"| {escape(c.measure, NAME)} | {escape(c.slice, NAME)} | {c.n} | "
             f"{mean_cell(c.baseline_mean)} | {mean_cell(c.candidate_mean)} | "
             f"{signed(c.mean_diff)} | [{signed(c.ci_low)}, {signed(c.ci_high)}] | "
-            f"{in_words(c)} | {decision}{' ↑' if c.improvement else ''} |")
+            f"{deciding_bound(c)} | {in_words(c)} | {c.margin:g} | "
+            f"{decision}{' ↑' if c.improvement else ''} |")
 
     if report.funnel is not None:
         rows = funnel_table(report.funnel)

@@ -14,7 +14,7 @@ import math
 from collections.abc import Callable
 from dataclasses import replace
 
-from retrieval_gate.policy import labels
+from retrieval_gate.policy import GatePolicy, Labels, labels
 from retrieval_gate.report.model import Comparison, QueryChange, Report, RunSummary
 from retrieval_gate.report.sections import (
     abstention_note,
@@ -30,8 +30,8 @@ from retrieval_gate.report.sections import (
 )
 from retrieval_gate.untrusted import command_safe, visible
 
-__all__ = ["chunkings", "decision_cell", "headline", "in_words", "mean_cell", "p_value",
-           "report_text", "signed", "undecided"]
+__all__ = ["chunkings", "deciding_bound", "decision_cell", "decision_reason", "headline",
+           "in_words", "mean_cell", "p_value", "report_text", "signed", "undecided"]
 
 _SHOWN = 10  # queries listed per section
 
@@ -102,20 +102,62 @@ def mean_cell(value: float | None) -> str:
     return "-" if value is None else f"{value:.4f}"
 
 
-def decision_cell(c: Comparison) -> str:
-    """The decision cell: ``pass, improved``; ``report-only: regression``; ``too small``."""
+def decision_cell(c: Comparison, policy: GatePolicy | None = None) -> str:
+    """The decision cell: ``pass, improved``; ``report-only: regression``; ``too small``;
+    with the ``policy``, an inconclusive decision with its :func:`decision_reason`:
+    ``inconclusive (sign test p 0.144)``."""
     if c.too_small:
         return "too small to decide"
-    word = c.decision + (", improved" if c.improvement else "")
+    why = None if policy is None else decision_reason(c, policy)
+    word = c.decision + (", improved" if c.improvement else "") + (f" ({why})" if why else "")
     return f"report-only: {word}" if c.report_only else word
 
 
-def _table(comparisons: tuple[Comparison, ...], ci: str) -> list[str]:
-    header = ["measure", "slice", "n", "baseline", "candidate", "Δ", ci, "queries",
-              "margin", "decision"]
+def deciding_bound(c: Comparison) -> str:
+    """The bound the regression rule compares (``ci_high_adjusted``, the family-adjusted
+    studentized bound), as it reads against Δ: ``≤ −0.0101`` — Δ is at most that, and a
+    regression needs it below 0 (below −margin under the interval rule). For a measure where
+    lower is better it bounds the turned difference, so it is shown as the bound on the rise:
+    ``≥ +0.0050``, and a regression needs it above 0. A bound far outside any difference of
+    two scores (the studentized bound of a few discordant queries can be) is shown in
+    scientific notation: ``≥ −1.22e+159``."""
+    value = -c.ci_high_adjusted + 0.0 if c.lower_is_better else c.ci_high_adjusted
+    shown = signed(value) if abs(value) < 1000 else f"{value:+.3g}".replace("-", "−")
+    return ("≥ " if c.lower_is_better else "≤ ") + shown
+
+
+def decision_reason(c: Comparison, policy: GatePolicy) -> str | None:
+    """Why an inconclusive comparison is not a regression, in a short phrase, when the interval
+    shown does not say so: too few queries (``n < 25``); or, with the interval wholly on the
+    worse side of 0, the first condition of the regression rule that fails — ``Δ above
+    −margin``, ``bound ≥ 0`` (the :func:`deciding_bound` shown beside it; ``≥ −margin`` under
+    the interval rule), ``sign test p 0.144`` (Holm-adjusted, not below α). None for other
+    decisions, and when the interval reaches 0 (it says why itself)."""
+    if c.decision != "inconclusive" or c.too_small:
+        return None
+    if c.n < policy.min_queries or c.n == 0:
+        return f"n < {policy.min_queries}"
+    lower = c.lower_is_better
+    if not (c.ci_low > 0 if lower else c.ci_high < 0):
+        return None
+    if (-c.mean_diff if lower else c.mean_diff) > -c.margin:
+        return "Δ below +margin" if lower else "Δ above −margin"
+    interval = policy.regression_rule == "interval"
+    if c.ci_high_adjusted >= (-c.margin if interval else 0.0):
+        target = ("+margin" if lower else "−margin") if interval else "0"
+        return f"bound {'≤' if lower else '≥'} {target}"
+    if c.sign_p_holm >= policy.alpha:
+        return f"sign test p {p_value(c.sign_p_holm)}"
+    return None
+
+
+def _table(comparisons: tuple[Comparison, ...], lab: Labels, policy: GatePolicy) -> list[str]:
+    header = ["measure", "slice", "n", "baseline", "candidate", "Δ", lab.ci, lab.bound,
+              "queries", "margin", "decision"]
     rows = [[c.measure, c.slice, str(c.n), mean_cell(c.baseline_mean), mean_cell(c.candidate_mean),
-             signed(c.mean_diff), f"[{signed(c.ci_low)}, {signed(c.ci_high)}]", in_words(c),
-             f"{c.margin:g}", decision_cell(c)] for c in comparisons]
+             signed(c.mean_diff), f"[{signed(c.ci_low)}, {signed(c.ci_high)}]",
+             deciding_bound(c), in_words(c), f"{c.margin:g}", decision_cell(c, policy)]
+            for c in comparisons]
     return _aligned([header, *rows], {2, 3, 4, 5})
 
 
@@ -193,7 +235,7 @@ def report_text(report: Report) -> str:
          f"{policy.seed}), {lab.intervals}, sign test with Holm across "
          f"{report.family} comparisons"),
         "",
-        *_table(report.comparisons, lab.ci),
+        *_table(report.comparisons, lab, policy),
         "",
         *([] if report.unchanged else [f"Detectable drop ({lab.power}): " + ", ".join(
             f"{c.measure} ({c.slice}) {'undefined (n < 2)' if c.mde is None else f'{c.mde:.4f}'}"
