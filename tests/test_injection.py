@@ -287,7 +287,7 @@ GITHUB_LINKS = [
 ]
 
 
-OWN_STRONG = re.compile(r"regression|inconclusive|(Material regression|This test set|No "
+OWN_STRONG = re.compile(r"regression|inconclusive|Next:|(Material regression|This test set|No "
                         r"material regression|The gate could not compare) .*")
 
 

@@ -38,6 +38,7 @@ from retrieval_gate.report.sections import (
     leak_rows,
     leak_summary,
     leaks_not_shown,
+    next_step,
     timed_on,
     unanswerable_rows,
 )
@@ -300,6 +301,7 @@ def _verdict(report: Report, lab: Labels) -> str:
     return (f'<header class="verdict {report.verdict}" id="verdict">\n'
             f'<h1><span class="status">{word}</span> retrieval-gate report</h1>\n'
             f'<p class="why">{escape(why[0].upper() + why[1:], 5 * LINE)}.</p>\n'
+            f'<p class="next"><strong>Next:</strong> {escape(next_step(report), 2 * LINE)}.</p>\n'
             f'<dl class="facts">\n{rows}\n</dl>\n</header>')
 
 

@@ -1,6 +1,7 @@
 """The plain-text report of ``gate check``: the verdict first, then one table row per gated
-(measure, slice), then what a reviewer needs next — detectable drop, newly failing queries,
-largest per-query drops, warnings, definitions.
+(measure, slice), then the diagnosis — what regressed and where: a cost gate's regression, the
+evidence funnel, newly failing queries, largest per-query drops, what was retrieved instead —
+and only then unanswerable queries, costs, warnings, the statistics and definitions.
 
 Every string from the inputs (paths, the snapshot's name, slices, query ids and texts,
 warnings) is made :func:`~retrieval_gate.untrusted.visible` first, so a CR, LF, U+2028
@@ -10,7 +11,6 @@ or escape sequence in it can neither break a line of the table nor forge one (a 
 
 from __future__ import annotations
 
-import math
 from collections.abc import Callable
 from dataclasses import replace
 
@@ -18,6 +18,7 @@ from retrieval_gate.policy import GatePolicy, Labels, labels
 from retrieval_gate.report.model import Comparison, QueryChange, Report, RunSummary
 from retrieval_gate.report.sections import (
     abstention_note,
+    cost_first,
     cost_table,
     funnel_table,
     instead_lines,
@@ -25,6 +26,8 @@ from retrieval_gate.report.sections import (
     leak_summary,
     leaks_not_shown,
     lost_at,
+    next_step,
+    queries_needed,
     timed_on,
     unanswerable_rows,
 )
@@ -71,9 +74,9 @@ def undecided(c: Comparison) -> str:
     what = f"can't rule out {change} larger than {c.margin:g} on {c.measure} ({c.slice})"
     if c.decision_note:
         return f"{what} — {c.decision_note}"
-    if c.mde is None or c.margin <= 0 or c.n == 0:
+    needed = queries_needed(c)
+    if needed is None:
         return what
-    needed = math.ceil(c.n * (c.mde / c.margin) ** 2)  # the detectable drop shrinks as 1/√n
     if needed <= c.n:
         return f"{what} — the difference is too close to the margin to tell"
     return f"{what} — this test set would need about {needed:,} queries to decide"
@@ -214,6 +217,11 @@ def _visible(report: Report) -> Report:
 
 
 def report_text(report: Report) -> str:
+    """The report, diagnosis first: the verdict, the runs, the table; then what regressed and
+    where — a cost gate's regression, the evidence funnel, the newly failing queries, the
+    largest per-query drops, what was retrieved instead; then the unanswerable queries, the
+    costs (when no cost gate found a regression), warnings, the statistics behind the
+    decisions and the definitions."""
     report = _visible(report)
     word, why = headline(report)
     snap, policy = report.snapshot, report.policy
@@ -221,8 +229,10 @@ def report_text(report: Report) -> str:
     queries = f", {n_all} answerable queries" if n_all is not None else ""
     method = "BCa" if policy.bootstrap == "bca" else "percentile"
     lab = labels(policy, report.family)
+    costs = _costs(report)
     lines = [
         f"{word}: {why} (exit {report.exit_code})",
+        f"Next: {visible(next_step(report))}",
         (f"candidate {_system(report.candidate, report.baseline)} vs baseline "
          f"{_system(report.baseline, report.candidate)}"),
         f"snapshot {snap.name} ({snap.fingerprint}){queries}",
@@ -237,30 +247,13 @@ def report_text(report: Report) -> str:
         "",
         *_table(report.comparisons, lab, policy),
         "",
-        *([] if report.unchanged else [f"Detectable drop ({lab.power}): " + ", ".join(
-            f"{c.measure} ({c.slice}) {'undefined (n < 2)' if c.mde is None else f'{c.mde:.4f}'}"
-            for c in report.comparisons)]),
+        *(costs if cost_first(report) else []),
     ]
-    lines.append("Sign test, one-sided toward a regression, p (Holm-adjusted): " + ", ".join(
-        f"{c.measure} ({c.slice}) {p_value(c.sign_p)} ({p_value(c.sign_p_holm)})"
-        for c in report.comparisons))
     if report.funnel is not None:
         lines.append(f"Evidence funnel ({report.funnel.units} relevant units of the answerable "
                      "queries; where each was lost first):")
         lines.extend(f"  {line}" for line in _aligned(
             [[visible(cell) for cell in row] for row in funnel_table(report.funnel)], {1, 2, 3}))
-    costs = cost_table(report)
-    if costs:
-        where = timed_on(report, visible)
-        lines.append("Cost (paired over the queries both runs record"
-                     + (f"; {where}" if where else "") + "):")
-        lines.extend(f"  {line}" for line in _aligned(costs, {1, 2, 3, 4}))
-    unanswered = unanswerable_rows(report)
-    if unanswered:
-        note = abstention_note(report)
-        lines.append("Unanswerable queries" + (f" ({note})" if note else "") + ":")
-        lines.extend(f"  {line}" for line in _aligned(
-            [[visible(c) for c in row] for row in unanswered], set()))
     lines.append(f"Newly failing queries ({report.hit_measure} = 1 in the baseline, 0 in the "
                  f"candidate): {len(report.newly_failing)}")
     lines.extend(_queries(report.newly_failing, with_values=False))
@@ -273,9 +266,35 @@ def report_text(report: Report) -> str:
         for query, evidence, top in instead_lines(report):
             lines.append(f"  {visible(query)}  relevant: {visible(evidence)}")
             lines.append(f"  {' ' * len(visible(query))}  candidate's top: {visible(top)}")
+    unanswered = unanswerable_rows(report)
+    if unanswered:
+        note = abstention_note(report)
+        lines.append("Unanswerable queries" + (f" ({note})" if note else "") + ":")
+        lines.extend(f"  {line}" for line in _aligned(
+            [[visible(c) for c in row] for row in unanswered], set()))
+    if not cost_first(report):
+        lines.extend(costs)
     if report.warnings:
         lines.append("Warnings:")
         lines.extend(f"  - {w}" for w in report.warnings)
+    if not report.unchanged:
+        lines.append(f"Detectable drop ({lab.power}): " + ", ".join(
+            f"{c.measure} ({c.slice}) {'undefined (n < 2)' if c.mde is None else f'{c.mde:.4f}'}"
+            for c in report.comparisons))
+    lines.append("Sign test, one-sided toward a regression, p (Holm-adjusted): " + ", ".join(
+        f"{c.measure} ({c.slice}) {p_value(c.sign_p)} ({p_value(c.sign_p_holm)})"
+        for c in report.comparisons))
     lines.append("Definitions:")
     lines.extend(f"  {m.describe(snap.policy.threshold)}" for m in snap.measures)
     return "".join(f"{command_safe(line)}\n" for line in lines)
+
+
+def _costs(report: Report) -> list[str]:
+    """The cost section: its header, with where the latencies were timed, and its table (no
+    line without costs)."""
+    costs = cost_table(report)
+    if not costs:
+        return []
+    where = timed_on(report, visible)
+    return [("Cost (paired over the queries both runs record" + (f"; {where}" if where else "")
+             + "):"), *(f"  {line}" for line in _aligned(costs, {1, 2, 3, 4}))]
