@@ -17,6 +17,7 @@ from test_report_words import _set
 import retrieval_gate.gate as gate_check
 from retrieval_gate.report.text import p_value, signed
 from retrieval_gate.snapshot import fingerprint
+from retrieval_gate.untrusted import visible
 
 WIDTH = 160  # characters of a comparison table's line in the text report, at most
 
@@ -197,23 +198,28 @@ def test_inconclusive_next_step_reuses_the_headline_count(tmp_path, monkeypatch)
 
 def test_a_pool_bias_asks_for_judgments_first(tmp_path, monkeypatch):
     """The candidate surfaces clearly more unjudged items: judging them comes first, with the
-    commands that do it (paths quoted for a shell)."""
+    commands that do it — paths quoted for a shell, and shown as text (a folder named with a
+    line break and a workflow command neither breaks the line nor runs)."""
     monkeypatch.setattr(gate_check, "POOL_ITEMS", 1)
-    (tmp_path / "it's here").mkdir()
-    runs = _set(tmp_path / "it's here", {
-        "judged": {"q1": ["d1", "d2"], "q2": ["d3"]},
-        "new": {"q1": ["d1", "d7", "d8"], "q2": ["d3", "d5", "d6"]}})
-    folder = tmp_path / "it's here"
+    folder = tmp_path / "it's\n::error::here"
+    folder.mkdir()
+    runs = _set(folder, {"judged": {"q1": ["d1", "d2"], "q2": ["d3"]},
+                         "new": {"q1": ["d1", "d7", "d8"], "q2": ["d3", "d5", "d6"]}})
     code, out, err = gate("check", "--no-config", "--snapshot", folder / "snapshot.json",
                           "--baseline", runs["judged"], "--candidate", runs["new"], "--gate",
-                          "Recall@3=0.02")
+                          "Recall@3=0.02", "--markdown", tmp_path / "r.md")
     assert code == 0, err
-    snapshot, new, judged = (shlex.quote(str(folder / name)) for name in
+    snapshot, new, judged = (visible(shlex.quote(str(folder / name))) for name in
                              ("snapshot.json", "new.jsonl", "judged.jsonl"))
     assert out.splitlines()[1] == (
         f"Next: judge the candidate's unjudged items first: gate pool export --snapshot "
         f"{snapshot} --candidate {new} --baseline {judged} -k 3 -o pool.jsonl, then gate "
         "pool merge")
+    assert not any(line.lstrip().startswith("::") for line in out.splitlines())
+    [line] = [line for line in (tmp_path / "r.md").read_text(encoding="utf-8").splitlines()
+              if line.startswith("**Next:** judge")]
+    assert line.endswith("judged\\.jsonl' \\-k 3 \\-o pool\\.jsonl, then gate pool merge.")
+    assert "s\\\\n::error::here" in line  # the line break escaped, the backslash too
 
 
 @pytest.mark.parametrize("case", ["invalid", "not-comparable"])
