@@ -545,3 +545,54 @@ def test_history_refuses_a_line_no_approval_wrote(tmp_path):
                                             '{"at": "x", "system": [1]}\n')
     code, _, err = gate("history", tmp_path)
     assert code == 2 and "history.jsonl:2: line is not an approval" in err
+
+
+def test_history_shows_the_gated_measures(tmp_path, monkeypatch):
+    """An approval records the measures its configuration gates; ``gate history`` shows those
+    — for lines written before approvals recorded them, the ones the configuration here gates,
+    and without one the snapshot's measures in the snapshot's order."""
+    monkeypatch.chdir(tmp_path)
+    cranfield = RUNS.parent
+    for name in ("queries.jsonl", "qrels.tsv", "corpus.jsonl"):
+        shutil.copy(cranfield / name, tmp_path / name)
+    measures = ["Recall@10", "P@10", "Hit@10", "nDCG@5", "RR@10", "nDCG@10", "AP@10"]
+    code, _, err = gate("snapshot", "freeze", "--queries", "queries.jsonl", "--qrels",
+                        "qrels.tsv", "--corpus-file", "corpus.jsonl", "--corpus-version", "c",
+                        "--permissions-version", "p", *(f"-m{m}" for m in measures), "-o",
+                        "snapshot.json")
+    assert code == 0, err
+    for run in ("hybrid", "dense"):
+        shutil.copy(RUNS / f"{run}.trec", tmp_path / f"{run}.trec")
+        code, _, err = gate("run-manifest", "--snapshot", "snapshot.json", "--run",
+                            f"{run}.trec", "--system", f"name={run}")
+        assert code == 0, err
+    (tmp_path / "gate.toml").write_text(
+        'snapshot = "snapshot.json"\n[[gate]]\nmeasure = "RR@10"\nmargin = 0.02\n'
+        '[[gate]]\nmeasure = "ndcg@5"\nmargin = 0.02\n'
+        '[[gate]]\nmeasure = "AP@10"\nmargin = 0.02\nreport-only = true\n')
+    for run in ("hybrid", "dense"):
+        code, _, err = gate("baseline", "approve", "--candidate", f"{run}.trec", "--to", "main")
+        assert code == 0, err
+
+    def columns() -> list[str]:
+        code, out, err = gate("history", "main")
+        assert code == 0, err
+        header, *rows = out.splitlines()
+        assert len(rows) == 2 and rows[1].split()[5] == "dense"  # the snapshot: name, hash
+        return header.split()[5:]
+
+    assert columns() == ["RR@10", "nDCG@5"]
+    history = tmp_path / "main" / "history.jsonl"
+    lines = [json.loads(line) for line in history.read_text().splitlines()]
+    assert [line["gated"] for line in lines] == [["RR@10", "nDCG@5"]] * 2
+    current = (tmp_path / "main" / "CURRENT").read_text().strip()
+    manifest = json.loads((tmp_path / "main" / current / "dense.trec.manifest.json").read_text())
+    assert manifest["approved"]["gated"] == ["RR@10", "nDCG@5"]
+
+    # lines written before approvals recorded the gated measures: the configuration's
+    history.write_text("".join(json.dumps({k: v for k, v in line.items() if k != "gated"})
+                               + "\n" for line in lines))
+    assert columns() == ["RR@10", "nDCG@5"]
+    # no configuration: the snapshot's measures in its order, a handful of them
+    (tmp_path / "gate.toml").unlink()
+    assert columns() == measures[:5]

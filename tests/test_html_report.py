@@ -58,7 +58,7 @@ from retrieval_gate.report.model import (
     UnanswerableRow,
     UnanswerableSide,
 )
-from retrieval_gate.report.text import headline
+from retrieval_gate.report.text import headline, p_value, signed
 from retrieval_gate.untrusted import capped, visible
 
 EXAMPLES = {"cranfield": "pyproject.toml", "pipeline": "examples/pydoc/pipeline.toml",
@@ -477,6 +477,34 @@ def test_hostile_text_runs_nothing_in_the_browser(browser, reports, pages):
     assert tab.evaluate(QUERY_MARKS)[0] == len(reports["cranfield"].queries)
     assert tab.requests() == [tab.url]
     assert tab.errors() == []
+    tab.close()
+
+
+def test_the_row_shows_the_bound_that_decided_in_the_browser(browser, tmp_path):
+    """The Cranfield example's mistake (BM25 over the titles): nDCG@10's 95% interval lies
+    wholly below 0 and it is inconclusive. Its row shows the 97.5% bound that decided and why
+    the decision is what it is."""
+    with pytest.MonkeyPatch.context() as patch:
+        patch.chdir(ROOT)
+        cfg = load_config("pyproject.toml")
+        report = check(cfg.snapshot, cfg.baseline, "examples/cranfield/runs/bm25-titles.trec",
+                       cfg.policy, str(cfg.source))
+    ndcg = next(c for c in report.comparisons if c.measure == "nDCG@10")
+    assert ndcg.decision == "inconclusive" and ndcg.ci_high < 0
+    page = tmp_path / "titles.html"
+    page.write_text(report_html(report), encoding="utf-8")
+    tab = opened(browser, page)
+    cells = tab.evaluate(
+        "(() => { const table = document.querySelector('#comparisons table');"
+        " const head = Array.from(table.tHead.rows[0].cells, th => th.textContent);"
+        " const row = Array.from(table.tBodies[0].rows)"
+        ".find(tr => tr.cells[0].textContent === 'nDCG@10');"
+        " return Object.fromEntries(head.map((name, i) => [name, row.cells[i].textContent]));"
+        " })()")
+    assert cells["95% CI"] == f"[{signed(ndcg.ci_low)}, {signed(ndcg.ci_high)}]"
+    assert cells["97.5% bound"] == f"≤ {signed(ndcg.ci_high_adjusted)}"
+    assert cells["decision"] == f"inconclusive (sign test p {p_value(ndcg.sign_p_holm)})"
+    assert tab.requests() == [tab.url] and tab.errors() == []
     tab.close()
 
 

@@ -287,7 +287,7 @@ GITHUB_LINKS = [
 ]
 
 
-OWN_STRONG = re.compile(r"regression|inconclusive|(Material regression|This test set|No "
+OWN_STRONG = re.compile(r"regression|inconclusive|Next:|(Material regression|This test set|No "
                         r"material regression|The gate could not compare) .*")
 
 
@@ -367,7 +367,7 @@ def test_markdown_is_text_not_markup(hostile, actions, tmp_path):
     assert instead[1:] and {row[0].replace("\u200b", "") for row in instead[1:]} <= {
         row[i].replace("\u200b", "") for row, i in [*((r, 1) for r in drops[1:]),
                                                    *((r, 0) for r in failing[1:])]}
-    assert len(comparisons) == 1 + 1 + len(SLICES) and len(comparisons[0]) == 9
+    assert len(comparisons) == 1 + 1 + len(SLICES) and len(comparisons[0]) == 11
     shown = {row[1].replace("\u200b", "") for row in comparisons[1:]}
     assert shown == {visible(s) for s in ["all", *SLICES]}
     ids = [f"q{i}{p}" for i, p in enumerate(PAYLOADS)]

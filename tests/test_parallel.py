@@ -94,7 +94,10 @@ import os, pathlib, signal, time
 from retrieval_gate.parallel import both
 
 def slow():
-    pathlib.Path({str(pid_file)!r}).write_text(str(os.getpid()))
+    pid_file = pathlib.Path({str(pid_file)!r})
+    partial = pid_file.with_name(pid_file.name + ".partial")
+    partial.write_text(f"{{os.getpid()}}\\n")
+    os.replace(partial, pid_file)
     time.sleep(60)
 
 def killed():
@@ -106,7 +109,7 @@ both(slow, killed)
 """
     done = subprocess.run([sys.executable, "-c", script], timeout=60, check=False)
     assert done.returncode == -signal.SIGKILL
-    child = int(pid_file.read_text())
+    child = written_pid(pid_file)
     deadline = time.monotonic() + 10
     while running(child) and time.monotonic() < deadline:
         time.sleep(0.02)
@@ -148,10 +151,34 @@ def test_a_child_that_dies_is_replaced_by_computing_here(tmp_path):
     assert value == os.getpid() and int(marker.read_text()) != os.getpid()
 
 
+def write_pid(pid_file: Path) -> None:
+    """Record this process's id in ``pid_file`` at once: written whole, with its newline, to
+    a file beside it, then renamed over it — so whoever sees the file sees a complete pid."""
+    partial = pid_file.with_name(pid_file.name + ".partial")
+    partial.write_text(f"{os.getpid()}\n")
+    os.replace(partial, pid_file)
+
+
+def written_pid(pid_file: Path, deadline: float = 30.0) -> int:
+    """The pid the child records in ``pid_file``, once it has (a loaded machine may take long
+    to start the child: poll until the file holds a complete line, for ``deadline`` seconds
+    at most)."""
+    until = time.monotonic() + deadline
+    while True:
+        try:
+            text = pid_file.read_text()
+        except FileNotFoundError:
+            text = ""
+        if text.endswith("\n"):
+            return int(text)
+        assert time.monotonic() < until, f"no pid in {pid_file} after {deadline:g} s"
+        time.sleep(0.01)
+
+
 def sleeper(pid_file: Path):
     """A computation that records its process id in ``pid_file``, then sleeps a minute."""
     def sleep():
-        pid_file.write_text(str(os.getpid()))
+        write_pid(pid_file)
         time.sleep(60)
     return sleep
 
@@ -161,16 +188,15 @@ def test_an_interrupt_here_stops_and_reaps_the_child(tmp_path):
     pid_file = tmp_path / "pid"
 
     def interrupted():
-        while not pid_file.exists():
-            time.sleep(0.01)
+        written_pid(pid_file)  # the child runs
         raise KeyboardInterrupt
 
     started = time.monotonic()
     with pytest.raises(KeyboardInterrupt):
         both(sleeper(pid_file), interrupted)
-    assert time.monotonic() - started < 30
+    assert time.monotonic() - started < 45
     with pytest.raises(ChildProcessError):  # killed and reaped: no zombie left
-        os.waitpid(int(pid_file.read_text()), os.WNOHANG)
+        os.waitpid(written_pid(pid_file), os.WNOHANG)
 
 
 @forks
@@ -180,16 +206,19 @@ def test_an_interrupt_while_waiting_for_the_child_stops_and_reaps_it(tmp_path):
     def interrupt(*_):
         raise KeyboardInterrupt
 
+    def here():  # once the child runs, an interrupt that fires while this process reads the pipe
+        written_pid(pid_file)
+        signal.setitimer(signal.ITIMER_REAL, 0.2)
+
     previous = signal.signal(signal.SIGALRM, interrupt)
-    signal.setitimer(signal.ITIMER_REAL, 0.5)  # fires while this process reads the pipe
     try:
         with pytest.raises(KeyboardInterrupt):
-            both(sleeper(pid_file), lambda: None)
+            both(sleeper(pid_file), here)
     finally:
         signal.setitimer(signal.ITIMER_REAL, 0)
         signal.signal(signal.SIGALRM, previous)
     with pytest.raises(ChildProcessError):
-        os.waitpid(int(pid_file.read_text()), os.WNOHANG)
+        os.waitpid(written_pid(pid_file), os.WNOHANG)
 
 
 EXAMPLES = {  # gate check arguments: every kind of scores a check makes

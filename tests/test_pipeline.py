@@ -181,8 +181,11 @@ def test_a_budget_needs_token_counts(pipeline: Path) -> None:
         _run(pipeline, "untokened", {**BASELINE, "context": context})
 
 
-def _latency_set(folder: Path, n: int, ratio: float) -> tuple[Path, Path]:
-    """n queries, one stage each; the candidate takes ``ratio`` times the baseline's time."""
+def _latency_set(folder: Path, n: int, ratio: float,
+                 places: tuple[str | None, str | None] = ("runner-a", "runner-a")
+                 ) -> tuple[Path, Path]:
+    """n queries, one stage each; the candidate takes ``ratio`` times the baseline's time;
+    each run timed on its place of ``places`` (None: not recorded)."""
     ids = [f"q{i:02d}" for i in range(n)]
     _lines(folder / "queries.jsonl", [{"id": q} for q in ids])
     _lines(folder / "qrels.jsonl", [{"query_id": q, "doc_id": "d", "grade": 1} for q in ids])
@@ -190,11 +193,11 @@ def _latency_set(folder: Path, n: int, ratio: float) -> tuple[Path, Path]:
            qrels=folder / "qrels.jsonl", corpus_version="c", permissions_version="p",
            measures=["Recall@1"])
     runs = []
-    for name, factor in (("base", 1.0), ("cand", ratio)):
+    for (name, factor), place in zip((("base", 1.0), ("cand", ratio)), places):
         run = _lines(folder / f"{name}.jsonl", [
             _ranking(q, [("d", 5)], latency=(10.0 + i) * factor) for i, q in enumerate(ids)])
         record_run(folder / "snapshot.json", run, {}, "abc", "2026-12-01T00:00:00Z",
-                   timed_on="runner-a")
+                   timed_on=place)
         runs.append(run)
     return runs[0], runs[1]
 
@@ -214,6 +217,38 @@ def test_latency_gate_on_a_known_ratio(tmp_path: Path, increase: float, decision
     junit = report_junit(report)
     assert 'name="latency_ms p95"' in junit
     assert f'failures="{int(decision == "regression")}"' in junit
+
+
+TIMED = {  # where each run was timed → the cost section's words (text; Markdown escapes "-")
+    "one place": (("ci: ubuntu-24.04", "ci: ubuntu-24.04"),
+                  "both runs' latencies timed on “ci: ubuntu-24.04”"),
+    "two places": (("laptop", "ci: ubuntu-24.04"), ("latencies timed in different places: "
+                   "the baseline's on “laptop”, the candidate's on “ci: ubuntu-24.04”")),
+    "the baseline's only": (("laptop", None),
+                            ("the baseline's latencies timed on “laptop”, the candidate's "
+                            "place not recorded")),
+    "the candidate's only": ((None, "laptop"),
+                             ("the candidate's latencies timed on “laptop”, the baseline's "
+                             "place not recorded")),
+    "neither": ((None, None), "neither run records where its latencies were timed"),
+}
+
+
+@pytest.mark.parametrize("case", TIMED)
+def test_the_cost_section_says_where_latencies_were_timed(tmp_path: Path, case: str) -> None:
+    places, words = TIMED[case]
+    baseline, candidate = _latency_set(tmp_path, 3, 1.0, places)
+    result = CliRunner().invoke(cli, [
+        "check", "--no-config", "--snapshot", str(tmp_path / "snapshot.json"), "--baseline",
+        str(baseline), "--candidate", str(candidate), "--gate", "Recall@1=0.02", "--markdown",
+        str(tmp_path / "report.md"), "--html", str(tmp_path / "report.html")])
+    assert result.exit_code == 0, result.output
+    assert f"Cost (paired over the queries both runs record; {words}):\n" in result.stdout
+    markdown = (tmp_path / "report.md").read_text()
+    escaped = words.replace("-", "\\-").replace(".", "\\.")
+    assert f"**Cost** (paired over the queries both runs record; {escaped}):\n" in markdown
+    page = (tmp_path / "report.html").read_text()
+    assert f"<p>Paired over the queries both runs record; {words}.</p>" in page
 
 
 def test_context_budget_gate_is_absolute(tmp_path: Path) -> None:
@@ -296,7 +331,7 @@ def test_reports_show_the_funnel_and_a_regression_names_the_stage(pipeline: Path
     assert text.splitlines()[0].endswith("; evidence lost: dropped at packing (context), 1 → 4 "
                                          "of 6 units (exit 1)")
     assert "reach context (all items, 100 tokens)" in text
-    assert "latency timed both on ci-runner" in text
+    assert "both runs' latencies timed on “ci-runner”" in text
     markdown = report_markdown(failed)
     assert "**Evidence funnel**" in markdown and "dropped at packing \\(context\\)" in markdown
     document = json.loads(report_json(report))

@@ -29,7 +29,12 @@ from retrieval_gate.policy import (
 from retrieval_gate.report.github import workflow_annotations
 from retrieval_gate.report.junit import report_junit
 from retrieval_gate.report.markdown import report_markdown
-from retrieval_gate.report.text import report_text
+from retrieval_gate.report.text import (
+    deciding_bound,
+    decision_cell,
+    decision_reason,
+    report_text,
+)
 
 ONE = GatePolicy(gates=(GatedMeasure("m", 0.02),), resamples=2000)
 
@@ -224,12 +229,41 @@ def test_percent_and_labels():
         "95", "97.5", "90", "99.38", "80"]
     one = labels(GatePolicy(), 1)
     assert (one.ci, one.intervals, one.power) == ("95% CI", "95% intervals", "80% power")
+    assert one.bound == "95% bound" and labels(GatePolicy(), 2).bound == "97.5% bound"
     two = labels(GatePolicy(alpha=0.1, regression_rule="interval", min_queries=30), 2)
-    assert two.ci == "90% CI"
+    assert two.ci == "90% CI" and two.bound == "95% bound"
     assert two.intervals == "90% intervals (95% for regression: Bonferroni over 2 comparisons)"
     assert two.rule == ("regression when the whole 95% interval lies below −margin and the "
                         "Holm-adjusted sign test p < 0.1; pass when the 90% interval's low end > "
                         "−margin; neither with fewer than 30 queries; else inconclusive")
+
+
+def test_the_reason_of_a_decision_the_interval_does_not_show():
+    """WORSE in a family of four: Δ −0.046 and a 95% interval wholly below 0, yet inconclusive
+    — the deciding bound (the family's studentized 97.5% one) ends above 0. The row shows that
+    bound, and the decision says which condition of the rule failed."""
+    c = run(WORSE, slices=4)[0]
+    assert c.decision == "inconclusive" and c.ci_high < 0 <= c.ci_high_adjusted
+    assert deciding_bound(c) == "≤ +0.0139"
+    assert decision_reason(c, ONE) == "bound ≥ 0"
+    assert decision_cell(c, ONE) == "inconclusive (bound ≥ 0)"
+    lower = dataclasses.replace(c, lower_is_better=True, mean_diff=-c.mean_diff,
+                                ci_low=-c.ci_high, ci_high=-c.ci_low)  # the same, as a rise
+    assert deciding_bound(lower) == "≥ −0.0139" and decision_reason(lower, ONE) == "bound ≤ 0"
+    assert decision_reason(dataclasses.replace(c, mean_diff=-0.015), ONE) == "Δ above −margin"
+    assert decision_reason(dataclasses.replace(lower, mean_diff=0.015), ONE) == \
+        "Δ below +margin"
+    signs = dataclasses.replace(c, ci_high_adjusted=-0.001, sign_p_holm=0.2)
+    assert decision_reason(signs, ONE) == "sign test p 0.2"
+    interval = dataclasses.replace(ONE, regression_rule="interval")
+    assert decision_reason(dataclasses.replace(c, ci_high_adjusted=-0.01), interval) == \
+        "bound ≥ −margin"
+    assert decision_reason(dataclasses.replace(c, n=10), ONE) == "n < 25"
+    # the interval reaching 0 says why itself; other decisions need no reason
+    assert decision_reason(dataclasses.replace(c, ci_high=0.001), ONE) is None
+    assert decision_reason(run(WORSE)[0], ONE) is None  # alone: a regression
+    assert decision_cell(dataclasses.replace(c, report_only=True), ONE) == \
+        "report-only: inconclusive (bound ≥ 0)"
 
 
 def test_every_renderer_labels_the_levels_the_policy_uses():
@@ -243,6 +277,7 @@ def test_every_renderer_labels_the_levels_the_policy_uses():
         assert "90% CI" in text, name
         assert "95% CI" not in text and "97.5%" not in text, name
     assert "90% intervals (95% for regression: Bonferroni over 2 comparisons)" in outputs["text"]
+    assert "95% bound" in outputs["text"] and "| 95% bound |" in outputs["markdown"]
     assert "Detectable drop (80% power)" in outputs["text"]
     assert "detectable drop at 80% power" in outputs["markdown"]
     assert labels(report.policy, 2).rule in outputs["markdown"]

@@ -346,6 +346,24 @@ def test_run_coverage_is_checked_under_the_snapshot_policy(testset):
     assert not (testset / "short.trec.manifest.json").exists()
 
 
+def test_a_missing_ranking_says_how_to_write_an_empty_one(testset):
+    """A TREC run has no line for an empty ranking: the error gives the JSON Lines line that
+    writes one, and a run written that way is accepted."""
+    assert freeze(testset)[0] == 0
+    (testset / "short.trec").write_text("q1 Q0 d1 1 3 b\n")
+    code, _, err = gate("run-manifest", "--snapshot", testset / "snapshot.json", "--run",
+                        testset / "short.trec", "--commit", "none")
+    assert code == 2
+    assert ('add its ranking (an empty one is a result: in a JSON Lines run, '
+            '{"query_id": "q2", "items": []}; a TREC run cannot hold one)') in err
+    (testset / "short.jsonl").write_text(
+        '{"query_id": "q1", "items": [{"id": "d1", "score": 3}]}\n'
+        '{"query_id": "q2", "items": []}\n{"query_id": "q3", "items": []}\n')
+    code, _, err = gate("run-manifest", "--snapshot", testset / "snapshot.json", "--run",
+                        testset / "short.jsonl", "--commit", "none")
+    assert code == 0, err
+
+
 def test_run_manifest_option_and_bad_key_value(testset):
     assert freeze(testset)[0] == 0
     code, _, err = gate("run-manifest", "--snapshot", testset / "snapshot.json", "--run",

@@ -3,7 +3,7 @@
 Approval checks the candidate against the snapshot (its manifest names the snapshot's
 fingerprint, its run file has the pinned hash, it scores under the snapshot's policy), records
 an ``approved`` object in the manifest (``at``, ``by``, ``commit``, ``scores``: the mean of each
-snapshot measure), and refuses to replace a baseline made on another snapshot without
+snapshot measure; ``gated``: the measures the configuration gates), and refuses to replace a baseline made on another snapshot without
 ``force``.
 
 It writes the baseline folder as :mod:`retrieval_gate.baselinefolder` describes: the run and
@@ -24,7 +24,7 @@ import json
 import os
 import shutil
 import tempfile
-from collections.abc import Iterator
+from collections.abc import Iterator, Sequence
 from contextlib import contextmanager
 from dataclasses import dataclass
 from pathlib import Path
@@ -34,6 +34,8 @@ from retrieval_gate import schema
 from retrieval_gate.baselinefolder import POINTER, BaselineFolder, read_folder
 from retrieval_gate.errors import EnvironmentFault, InputError, NotComparableError
 from retrieval_gate.formats.atomic import sync_folder, write_text_atomic
+from retrieval_gate.measures import parse_measure
+from retrieval_gate.policy import GatedMeasure
 from retrieval_gate.runmanifest import (
     RunManifest,
     manifest_path,
@@ -71,9 +73,12 @@ def approver() -> str:
 
 def approve_baseline(candidate: str | os.PathLike[str], to: str | os.PathLike[str],
                      snapshot: str | os.PathLike[str], force: bool = False,
-                     commit: str | None = None) -> Approval:
+                     commit: str | None = None,
+                     gates: Sequence[GatedMeasure] | None = None) -> Approval:
     """Check ``candidate`` against ``snapshot`` and make it, with its manifest, the baseline of
-    the folder ``to`` (created if needed); see the module docstring.
+    the folder ``to`` (created if needed); see the module docstring. ``gates``, the gates of
+    the configuration the approval runs under, are recorded as the measures it gates
+    (``approved.gated`` and the history line's ``gated``: :func:`gated_measures`).
 
     A candidate whose files and snapshot are those of the approved baseline is a no-op
     (``unchanged``: nothing written, no history line). A baseline made on an earlier snapshot
@@ -92,6 +97,8 @@ def approve_baseline(candidate: str | os.PathLike[str], to: str | os.PathLike[st
     document = dict(checked.manifest.document)
     document["approved"] = {"at": utc_now(), "by": approver(),
                             "commit": resolve_commit(commit, "--commit"), "scores": means}
+    if gates is not None:
+        document["approved"]["gated"] = gated_measures(gates, snap)
     copies = [(source, checked.manifest.document["run"]["sha256"])]
     chunks = checked.manifest.chunks_file()
     if chunks is not None:  # the run's chunk table travels with it, beside it
@@ -170,19 +177,41 @@ def _same_files(previous: RunManifest, candidate: RunManifest) -> bool:
     return pinned(previous) == pinned(candidate)
 
 
+def gated_measures(gates: Sequence[GatedMeasure], snap: Snapshot) -> list[str]:
+    """The snapshot measures ``gates`` decide on, by their names in the snapshot (parsed with
+    its gain; without ``[stage]``, on the last stage of a pipeline), in the gates' order, once
+    each. Report-only gates, decisions (Abstain, FalseAbstain) and names that are not one of
+    the snapshot's measures are left out: they are not scores the approval records."""
+    names: dict[str, None] = {}
+    for gate in gates:
+        if gate.report_only:
+            continue
+        try:
+            measure = parse_measure(gate.measure, snap.gain)
+        except InputError:
+            continue
+        if snap.stages and measure.stage is None:
+            measure = measure.at_stage(snap.stages[-1].name)
+        if measure in snap.measures:
+            names[str(measure)] = None
+    return list(names)
+
+
 HISTORY = "history.jsonl"
 
 
 def history_line(version: str, document: dict[str, Any], snap: Snapshot) -> dict[str, Any]:
     """One approval in the folder's history: when, by whom, from which commit, the version,
-    the snapshot (and the one it replaced), the system, the run's hash and its means."""
+    the snapshot (and the one it replaced), the system, the run's hash and its means — and
+    the measures gated, when the approval ran under a configuration."""
     approved = document["approved"]
     line = {"at": approved["at"], "by": approved["by"], "commit": approved["commit"],
             "version": version, "snapshot": {"name": snap.name, "fingerprint": snap.fingerprint},
             "system": document["system"], "run_sha256": document["run"]["sha256"],
             "means": approved["scores"]}
-    if "snapshot_change" in approved:
-        line["snapshot_change"] = approved["snapshot_change"]
+    for key in ("gated", "snapshot_change"):
+        if key in approved:
+            line[key] = approved[key]
     return line
 
 

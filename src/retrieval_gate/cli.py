@@ -501,9 +501,11 @@ def approve(candidate, to, snapshot_file, force, commit):
     """Make a candidate run the approved baseline: its run and manifest become the next version
     in the baseline folder, switched in with one atomic rename."""
     from retrieval_gate.approve import approve_baseline
-    from retrieval_gate.config import snapshot_path
+    from retrieval_gate.config import find_config, snapshot_path
 
-    done = approve_baseline(candidate, to, snapshot_path(snapshot_file), force, commit)
+    config = find_config()  # its gates are recorded as the measures the approval gates
+    done = approve_baseline(candidate, to, snapshot_path(snapshot_file), force, commit,
+                            None if config is None else config.policy.gates)
     if done.unchanged:
         _print(f"unchanged: {_shown(candidate)} is already the approved baseline "
                f"({_shown(done.run)}) — nothing written")

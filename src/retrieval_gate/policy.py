@@ -209,13 +209,16 @@ class Labels:
     - ``intervals``: both levels in one phrase, e.g. ``95% intervals (97.5% for regression:
       Bonferroni over 2 comparisons)``;
     - ``power``: the minimum detectable drop's power, e.g. ``80% power``;
-    - ``rule``: the decision rule in one sentence.
+    - ``rule``: the decision rule in one sentence;
+    - ``bound``: the regression bound ``ci_high_adjusted``, e.g. ``97.5% bound`` (two-sided
+      1 − α/m).
     """
 
     ci: str
     intervals: str
     power: str
     rule: str
+    bound: str
 
 
 def labels(policy: GatePolicy, comparisons: int) -> Labels:
@@ -234,7 +237,8 @@ def labels(policy: GatePolicy, comparisons: int) -> Labels:
                       f"the Holm-adjusted sign test p < {policy.alpha:g}")
     rule = (f"{regression}; pass when the {shown}% interval's low end > −margin; neither with "
             f"fewer than {policy.min_queries} queries; else inconclusive")
-    return Labels(f"{shown}% CI", intervals, f"{percent(policy.power)}% power", rule)
+    return Labels(f"{shown}% CI", intervals, f"{percent(policy.power)}% power", rule,
+                  f"{family}% bound")
 
 
 # --------------------------------------------------------------------------------------------

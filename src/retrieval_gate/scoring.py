@@ -11,6 +11,7 @@ summed exactly (``math.fsum``).
 
 from __future__ import annotations
 
+import json
 import math
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field, replace
@@ -251,8 +252,10 @@ def score_run(qrels: Qrels, run: RunRows, measures: Sequence[Measure],
         if policy.missing == "error":
             raise InputError(run.source, f"query '{missing[0]}' has no ranking "
                              f"({_queries(len(missing))} missing: {_listing(missing)})",
-                             "add its results (an empty ranking is a result), or score it 0 "
-                             "as trec_eval -c does: " + policy.fix("missing", "zero"))
+                             "add its ranking (an empty one is a result: in a JSON Lines run, "
+                             f'{{"query_id": {json.dumps(missing[0], ensure_ascii=False)}, '
+                             '"items": []}; a TREC run cannot hold one), or score it 0 as '
+                             "trec_eval -c does: " + policy.fix("missing", "zero"))
         warnings.append(f"{_queries(len(missing))} missing from the run, scored 0 "
                         f"(missing: zero): {_listing(missing)}")
 

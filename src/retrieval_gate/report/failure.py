@@ -4,10 +4,10 @@ that a CI system reads a report on every outcome.
 
 - JSON: ``{"verdict": "invalid" | "not-comparable" | "error", "exit_code": N, "errors":
   [one line each]}`` (the report schema's error form);
-- Markdown: the status word, the sentence "the gate could not compare the runs", the error
-  lines escaped (at most 50);
+- Markdown: the status word, the sentence "the gate could not compare the runs", what to do
+  next (the error's own advice), the error lines escaped (at most 50);
 - JUnit XML: one test case, ``retrieval-gate``, with an ``<error>``;
-- HTML: a page with the status and the error lines, escaped.
+- HTML: a page with the status, what to do next and the error lines, escaped.
 """
 
 from __future__ import annotations
@@ -18,6 +18,7 @@ from xml.etree import ElementTree
 from retrieval_gate.errors import EXIT_INVALID, EXIT_NOT_COMPARABLE
 from retrieval_gate.report.markdown import LINE, MARKER, escape
 from retrieval_gate.report.scores import to_json
+from retrieval_gate.report.sections import failure_step
 from retrieval_gate.untrusted import capped, visible
 
 __all__ = ["error_verdict", "failure_html", "failure_json", "failure_junit",
@@ -46,8 +47,10 @@ def failure_markdown(message: str, exit_code: int) -> str:
     body = [f"- {escape(line, LINE)}" for line in lines[:_LINES]]
     if len(lines) > _LINES:
         body.append(f"- … and {len(lines) - _LINES} more (see the job log)")
+    step = failure_step(message)
     return (f"{MARKER}\n### {error_verdict(exit_code).upper()} ⛔ retrieval-gate\n\n**The gate "
             f"could not compare the runs (exit {exit_code}).**\n\n"
+            + (f"**Next:** {escape(step, 2 * LINE)}.\n\n" if step else "")
             + "".join(f"{line}\n" for line in body))
 
 
@@ -71,9 +74,12 @@ def failure_html(message: str, exit_code: int) -> str:
     verdict = error_verdict(exit_code).upper()
     items = "".join(f"<li>{html.escape(visible(capped(line, LINE)))}</li>\n"
                     for line in _lines(message)[:_LINES])
+    step = failure_step(message)
+    advice = ("" if step is None else
+              f"<p><strong>Next:</strong> {html.escape(visible(capped(step, 2 * LINE)))}.</p>\n")
     return ("<!DOCTYPE html>\n<html lang=\"en\"><head><meta charset=\"utf-8\">\n"
             "<meta http-equiv=\"Content-Security-Policy\" content=\"default-src 'none'; "
             "style-src 'unsafe-inline'\">\n"
             f"<title>{verdict}: retrieval-gate</title></head>\n<body>\n"
             f"<h1>{verdict} ⛔ retrieval-gate</h1>\n<p>The gate could not compare the runs "
-            f"(exit {exit_code}).</p>\n<ul>\n{items}</ul>\n</body></html>\n")
+            f"(exit {exit_code}).</p>\n{advice}<ul>\n{items}</ul>\n</body></html>\n")

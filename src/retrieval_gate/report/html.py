@@ -28,7 +28,7 @@ from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
 from typing import Any
 
-from retrieval_gate.policy import Labels, labels
+from retrieval_gate.policy import GatePolicy, Labels, labels
 from retrieval_gate.report.model import Comparison, FunnelReport, QueryRow, Report, RunSummary
 from retrieval_gate.report.sections import (
     abstention_note,
@@ -38,10 +38,19 @@ from retrieval_gate.report.sections import (
     leak_rows,
     leak_summary,
     leaks_not_shown,
+    next_step,
     timed_on,
     unanswerable_rows,
 )
-from retrieval_gate.report.text import chunkings, headline, mean_cell, p_value, signed
+from retrieval_gate.report.text import (
+    chunkings,
+    deciding_bound,
+    decision_reason,
+    headline,
+    mean_cell,
+    p_value,
+    signed,
+)
 from retrieval_gate.untrusted import capped, visible
 
 __all__ = ["CONTENT_SECURITY_POLICY", "escape", "report_html"]
@@ -285,13 +294,14 @@ def _verdict(report: Report, lab: Labels) -> str:
         ("evidence", escape(chunkings(report, lambda name: capped(name, NAME)), LINE)),
         ("statistics", escape(f"paired per query; {policy.resamples} {method} bootstrap "
                               f"resamples (seed {policy.seed}), {lab.intervals}, sign test with "
-                              f"Holm across {len(report.comparisons)} comparisons", LINE)),
+                              f"Holm across {report.family} comparisons", LINE)),
         *([("config", f"<code>{escape(report.config, PATH)}</code>")] if report.config else []),
     ]
     rows = "\n".join(f"<dt>{name}</dt><dd>{value}</dd>" for name, value in facts)
     return (f'<header class="verdict {report.verdict}" id="verdict">\n'
             f'<h1><span class="status">{word}</span> retrieval-gate report</h1>\n'
             f'<p class="why">{escape(why[0].upper() + why[1:], 5 * LINE)}.</p>\n'
+            f'<p class="next"><strong>Next:</strong> {escape(next_step(report), 2 * LINE)}.</p>\n'
             f'<dl class="facts">\n{rows}\n</dl>\n</header>')
 
 
@@ -385,22 +395,25 @@ def _forest_row(c: Comparison, scale: _Scale, top: float, lab: Labels) -> str:
         "</g>"])
 
 
-def _comparison_table(comparisons: Sequence[Comparison], lab: Labels) -> str:
-    """The forest plot's numbers, with what the plot cannot show (W/L/T, p, detectable drop,
-    notes)."""
-    rows = [["measure", "slice", "n", "baseline", "candidate", "Δ", lab.ci, "W/L/T",
+def _comparison_table(comparisons: Sequence[Comparison], lab: Labels, policy: GatePolicy
+                      ) -> str:
+    """The forest plot's numbers, with what the plot cannot show (the deciding bound, W/L/T,
+    p, detectable drop, why a decision is what it is, notes)."""
+    rows = [["measure", "slice", "n", "baseline", "candidate", "Δ", lab.ci, lab.bound, "W/L/T",
              "sign p (Holm)", "margin at", f"detectable drop ({lab.power})", "decision"]]
     for c in comparisons:
         notes = "; ".join(filter(None, [c.decision_note, c.ci_note]))
+        why = decision_reason(c, policy)
         rows.append([c.measure, c.slice, str(c.n), mean_cell(c.baseline_mean),
                      mean_cell(c.candidate_mean), signed(c.mean_diff),
-                     f"[{signed(c.ci_low)}, {signed(c.ci_high)}]",
+                     f"[{signed(c.ci_low)}, {signed(c.ci_high)}]", deciding_bound(c),
                      f"{c.wins}/{c.losses}/{c.ties}",
                      f"{p_value(c.sign_p)} ({p_value(c.sign_p_holm)})",
                      f"{'+' if c.lower_is_better else '−'}{c.margin:g}",
                      "undefined (n < 2)" if c.mde is None else f"{c.mde:.4f}",
-                     _decision_words(c) + (f" — {notes}" if notes else "")])
-    return _table(rows, numeric=(2, 3, 4, 5, 6, 8, 10), limit=LINE)
+                     _decision_words(c) + (f" ({why})" if why else "")
+                     + (f" — {notes}" if notes else "")])
+    return _table(rows, numeric=(2, 3, 4, 5, 6, 7, 9, 11), limit=LINE)
 
 
 def _forests(report: Report, lab: Labels) -> str:
@@ -415,7 +428,7 @@ def _forests(report: Report, lab: Labels) -> str:
                   "dashed line is the margin, the shaded side a material change (for a "
                   "measure where lower is better, a rise).</figcaption>"), "</figure>"]
     if report.comparisons:
-        parts.append(_comparison_table(report.comparisons, lab))
+        parts.append(_comparison_table(report.comparisons, lab, report.policy))
     parts.append("</section>")
     return "\n".join(parts)
 
@@ -560,11 +573,10 @@ def _costs(report: Report) -> str:
     rows = cost_table(report)
     if not rows:
         return ""
-    base, cand = timed_on(report)
-    where = (f"both on {escape(base, TEXT)}" if cand is None else
-             f"baseline on {escape(base, TEXT)}, candidate on {escape(cand, TEXT)}")
+    where = timed_on(report, lambda place: escape(place, TEXT))
     return "\n".join(['<section id="costs">', "<h2>Cost</h2>",
-                      f"<p>Paired over the queries both runs record; latency timed {where}.</p>",
+                      ("<p>Paired over the queries both runs record"
+                       + (f"; {where}" if where else "") + ".</p>"),
                       _table(rows, numeric=(1, 2, 3, 4)),
                       f'<p class="note">Rule: {escape(cost_rule(report), LINE)}.</p>',
                       "</section>"])
@@ -675,7 +687,7 @@ def _nav(report: Report) -> str:
 
 def report_html(report: Report) -> str:
     """The report as one self-contained HTML5 page (see the module docstring)."""
-    lab = labels(report.policy, len(report.comparisons))
+    lab = labels(report.policy, report.family)
     word, _ = headline(report)
     body = [_verdict(report, lab), _leaks(report), _nav(report), _forests(report, lab),
             _per_query(report, lab), _funnel(report), _costs(report), _unanswerable(report),

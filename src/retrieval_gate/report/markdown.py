@@ -1,5 +1,6 @@
 """The Markdown report of ``gate check``, for a pull request comment or a job summary: the status
-word first, one compact table, and the details in ``<details>`` blocks.
+word first, what to do next, one compact table, then the diagnosis (a cost gate's regression,
+the evidence funnel, the details of what regressed in ``<details>`` blocks) before the rest.
 
 Every value from the inputs is shown as text, never as markup — as GitHub renders Markdown,
 including what it adds afterwards (@-mentions, #-references, bare links):
@@ -30,6 +31,7 @@ from retrieval_gate.policy import labels
 from retrieval_gate.report.model import Report, RunSummary
 from retrieval_gate.report.sections import (
     abstention_note,
+    cost_first,
     cost_rule,
     cost_table,
     funnel_table,
@@ -37,12 +39,15 @@ from retrieval_gate.report.sections import (
     leak_rows,
     leak_summary,
     leaks_not_shown,
+    next_step,
     timed_on,
     unanswerable_rows,
 )
 from retrieval_gate.report.text import (
     chunkings,
+    deciding_bound,
     decision_cell,
+    decision_reason,
     headline,
     in_words,
     mean_cell,
@@ -140,6 +145,18 @@ def _fit(lines: list[str]) -> str:
                                             "", note])
 
 
+def _costs(report: Report) -> list[str]:
+    """The cost section: its header, with where the latencies were timed, and its table."""
+    costs = cost_table(report)
+    if not costs:
+        return []
+    where = timed_on(report, lambda place: escape(place, TEXT))
+    return ["", ("**Cost** (paired over the queries both runs record"
+                 + (f"; {where}" if where else "") + "):"), "",
+            _markdown_row(costs[0]), "|---|--:|--:|--:|--:|---|---|---|",
+            *(_markdown_row([escape(row[0], NAME), *row[1:]]) for row in costs[1:])]
+
+
 def report_markdown(report: Report) -> str:
     word, why = headline(report)
     snap = report.snapshot
@@ -154,43 +171,35 @@ def report_markdown(report: Report) -> str:
          f"{_system(report.baseline, report.candidate)} on snapshot "
          f"{code(snap.name, NAME)} (`{snap.fingerprint[:19]}`), {n_all} queries."),
         "",
+        f"**Next:** {escape(next_step(report), 2 * LINE)}.",
+        "",
         chunkings(report, lambda name: escape(name, NAME)) + ".",
         "",
         *_leaks(report),
-        f"| measure | slice | n | baseline | candidate | Δ | {lab.ci} | queries | decision |",
-        "|---|---|--:|--:|--:|--:|---|---|---|",
+        (f"| measure | slice | n | baseline | candidate | Δ | {lab.ci} | {lab.bound} | queries | "
+         "margin | decision |"),
+        "|---|---|--:|--:|--:|--:|---|---|---|--:|---|",
     ]
     for c in report.comparisons:
-        decision = (f"**{c.decision}**" if c.decision != "pass" and c.gating
-                    else decision_cell(c))
+        reason = decision_reason(c, report.policy)
+        decision = (f"**{c.decision}**" + (f" \\({escape(reason)}\\)" if reason else "")
+                    if c.decision != "pass" and c.gating
+                    else escape(decision_cell(c, report.policy)))
         lines.append(
             f"| {escape(c.measure, NAME)} | {escape(c.slice, NAME)} | {c.n} | "
             f"{mean_cell(c.baseline_mean)} | {mean_cell(c.candidate_mean)} | "
             f"{signed(c.mean_diff)} | [{signed(c.ci_low)}, {signed(c.ci_high)}] | "
-            f"{in_words(c)} | {decision}{' ↑' if c.improvement else ''} |")
+            f"{deciding_bound(c)} | {in_words(c)} | {c.margin:g} | "
+            f"{decision}{' ↑' if c.improvement else ''} |")
 
+    costs = _costs(report)
+    if cost_first(report):  # a cost gate's regression is part of the diagnosis
+        lines += costs
     if report.funnel is not None:
         rows = funnel_table(report.funnel)
         lines += ["", (f"**Evidence funnel** ({report.funnel.units} relevant units; where each "
                        "was lost first):"), "", _markdown_row(rows[0]), "|---|--:|--:|--:|",
                   *(_markdown_row([escape(row[0], LINE), *row[1:]]) for row in rows[1:])]
-    costs = cost_table(report)
-    if costs:
-        base, cand = timed_on(report)
-        where = (f"both on {escape(base, TEXT)}" if cand is None else
-                 f"baseline on {escape(base, TEXT)}, candidate on {escape(cand, TEXT)}")
-        lines += ["", f"**Cost** (latency timed {where}):", "",
-                  _markdown_row(costs[0]), "|---|--:|--:|--:|--:|---|---|---|",
-                  *(_markdown_row([escape(row[0], NAME), *row[1:]]) for row in costs[1:])]
-    unanswered = unanswerable_rows(report)
-    if unanswered:
-        note = abstention_note(report)
-        body = ([escape(note[0].upper() + note[1:], 2 * LINE) + ".", ""] if note else [])
-        body += [_markdown_row(unanswered[0]), "|---|---|---|---|",
-                 *(_markdown_row([escape(row[0], NAME), escape(row[1], NAME),
-                                  escape(row[2], NAME), escape(row[3], TEXT)])
-                   for row in unanswered[1:_SHOWN + 1])]
-        lines += _details(f"Unanswerable queries ({len(unanswered) - 1})", body)
     failing = report.newly_failing
     if failing:
         body = ["| query | text |", "|---|---|"]
@@ -213,6 +222,17 @@ def report_markdown(report: Report) -> str:
         body += [f"| {escape(q, NAME)} | {escape(e, 2 * LINE)} | {escape(t, 2 * LINE)} |"
                  for q, e, t in instead_lines(report)]
         lines += _details("What was retrieved instead", body)
+    unanswered = unanswerable_rows(report)
+    if unanswered:
+        note = abstention_note(report)
+        body = ([escape(note[0].upper() + note[1:], 2 * LINE) + ".", ""] if note else [])
+        body += [_markdown_row(unanswered[0]), "|---|---|---|---|",
+                 *(_markdown_row([escape(row[0], NAME), escape(row[1], NAME),
+                                  escape(row[2], NAME), escape(row[3], TEXT)])
+                   for row in unanswered[1:_SHOWN + 1])]
+        lines += _details(f"Unanswerable queries ({len(unanswered) - 1})", body)
+    if not cost_first(report):
+        lines += costs
     if report.warnings:
         lines += _details(f"Warnings ({len(report.warnings)})",
                           [f"- {escape(w)}" for w in report.warnings])

@@ -1,14 +1,24 @@
-"""The pipeline sections every renderer shows, as rows of cells: the evidence funnel and the
-costs. Cells hold text from the inputs (stage names) as is; each renderer makes them safe."""
+"""What every renderer shows in the same words: the evidence funnel and the costs as rows of
+cells, the leaks, the unanswerable queries, what was retrieved instead, and the one line that
+says what to do next. Cells and sentences hold text from the inputs (stage names, ids, paths)
+as is; each renderer makes them safe."""
 
 from __future__ import annotations
 
-from retrieval_gate.cost import CostRow
-from retrieval_gate.policy import percent
-from retrieval_gate.report.model import FunnelReport, Report, UnanswerableSide
+import math
+import shlex
+from collections.abc import Callable
 
-__all__ = ["abstention_note", "cost_detail", "cost_rule", "cost_table", "funnel_table",
-           "instead_lines", "leak_rows", "leak_summary", "leaks_not_shown", "lost_at", "timed_on", "unanswerable_rows"]
+from retrieval_gate.cost import CostRow
+from retrieval_gate.errors import InputError
+from retrieval_gate.measures import parse_measure
+from retrieval_gate.policy import percent
+from retrieval_gate.report.model import Comparison, FunnelReport, Report, UnanswerableSide
+
+__all__ = ["abstention_note", "cost_detail", "cost_first", "cost_rule", "cost_table",
+           "failure_step", "funnel_table", "instead_lines", "leak_rows", "leak_summary",
+           "leaks_not_shown", "lost_at", "next_step", "queries_needed", "timed_on",
+           "unanswerable_rows"]
 
 
 def funnel_table(funnel: FunnelReport) -> list[list[str]]:
@@ -51,6 +61,12 @@ def cost_table(report: Report) -> list[list[str]]:
     return rows
 
 
+def cost_first(report: Report) -> bool:
+    """Whether a cost gate found a regression: the cost section is then part of the diagnosis,
+    shown straight after the comparisons; otherwise it comes with the rest."""
+    return any(row.decision == "regression" for row in report.costs)
+
+
 def cost_detail(row: CostRow) -> str:
     """One gated cost in a sentence: ``latency_ms p95: 12.1 → 18.4 (×1.52, 95% CI [×1.40,
     ×1.66]), gate ≤ +20%, n = 89``."""
@@ -75,12 +91,23 @@ def _value(row: CostRow, value: float | None) -> str:
     return f"{value:,.1f}" if row.metric == "latency_ms" else f"{value:,.0f}"
 
 
-def timed_on(report: Report) -> tuple[str, str | None]:
-    """Where each run's latencies were measured: (the baseline's, the candidate's), or (one
-    place, None) when both name the same one."""
-    places = report.baseline.timed_on or "not recorded", report.candidate.timed_on or \
-        "not recorded"
-    return (places[0], None) if places[0] == places[1] else places
+def timed_on(report: Report, shown: Callable[[str], str]) -> str | None:
+    """Where the runs' latencies were timed, as a phrase of the cost section's header — both in
+    one place, in two, in one recorded place, or nowhere recorded; None when no cost shown is a
+    latency. ``shown`` makes a place (from a manifest) safe to print; it is quoted."""
+    if not any(row.metric == "latency_ms" for row in report.costs):
+        return None
+    base, cand = report.baseline.timed_on or None, report.candidate.timed_on or None
+    if base is None and cand is None:
+        return "neither run records where its latencies were timed"
+    if base == cand:
+        return f"both runs' latencies timed on “{shown(str(base))}”"
+    if base is None or cand is None:
+        timed, unknown = ("baseline", "candidate") if cand is None else ("candidate", "baseline")
+        return (f"the {timed}'s latencies timed on “{shown(str(base or cand))}”, the "
+                f"{unknown}'s place not recorded")
+    return (f"latencies timed in different places: the baseline's on “{shown(base)}”, the "
+            f"candidate's on “{shown(cand)}”")
 
 
 def cost_rule(report: Report) -> str:
@@ -191,3 +218,93 @@ def instead_lines(report: Report) -> list[tuple[str, str, str]]:
                         for t in row.candidate_top) or "nothing"
         out.append((row.query, evidence, top))
     return out
+
+
+def queries_needed(c: Comparison) -> int | None:
+    """About how many queries would decide comparison ``c``: the detectable drop shrinks as
+    1/√n, so n × (detectable drop / margin)² — at most n when the difference lies too close to
+    the margin for more queries of this kind to tell; None without a detectable drop (n < 2)
+    or a margin."""
+    if c.mde is None or c.margin <= 0 or c.n == 0:
+        return None
+    return math.ceil(c.n * (c.mde / c.margin) ** 2)
+
+
+POOL_BIAS = "(pool bias)"  # in the warning of a candidate that surfaces clearly more unjudged items
+
+
+def next_step(report: Report) -> str:
+    """What to do next, in one line fitted to the verdict: the leaks first; for a regression,
+    the stage that lost the evidence, else the diagnosis below; with a pool-bias warning,
+    judging the candidate's unjudged items; for an inconclusive verdict, how many queries
+    would decide it; for a pass, nothing."""
+    leaks = report.leaks
+    if leaks is not None and (leaks.fails or leaks.candidate.count):
+        who = "candidate" if leaks.candidate.count else "baseline"
+        return f"fix the permission filter: the {who} returns items its askers may not see"
+    regressed = [c for c in report.comparisons if c.gating and c.decision == "regression"]
+    worst = None if report.funnel is None else report.funnel.worst
+    if regressed and worst is not None and worst.diff > 0:
+        return (f"look at stage {worst.kind.split(':')[0]}: it lost {worst.diff} more "
+                f"{'unit' if worst.diff == 1 else 'units'}")
+    if any(w.startswith("the candidate surfaces ") and POOL_BIAS in w for w in report.warnings):
+        return "judge the candidate's unjudged items first: " + _pool_export(report)
+    if regressed:
+        if report.top_regressions:
+            return ("the largest drops and what was retrieved instead are below"
+                    if report.instead else "the largest per-query drops are below")
+        c = regressed[0]  # a decision (FalseAbstain), not a score per query
+        return (f"look at the {c.losses} {'query' if c.losses == 1 else 'queries'} where "
+                f"{c.measure} got worse (the JSON report has every query's values)")
+    costly = [row for row in report.costs if row.decision == "regression"]
+    if costly:
+        return "look at " + "; ".join(map(cost_detail, costly))
+    if report.verdict == "inconclusive":
+        return _more_queries(report)
+    return "nothing to do"
+
+
+def _pool_export(report: Report) -> str:
+    """The commands that judge the candidate's unjudged items (paths quoted for a shell)."""
+    try:
+        k = parse_measure(report.hit_measure).k
+    except InputError:
+        k = None
+    return (f"gate pool export --snapshot {shlex.quote(report.snapshot.source)} --candidate "
+            f"{shlex.quote(report.candidate.path)} --baseline {shlex.quote(report.baseline.path)}"
+            f"{'' if k is None else f' -k {k}'} -o pool.jsonl, then gate pool merge")
+
+
+def _more_queries(report: Report) -> str:
+    """For an inconclusive verdict: how many queries would decide every undecided comparison —
+    min-queries for one with fewer, else :func:`queries_needed` — or why more queries would
+    not."""
+    undecided = [c for c in report.comparisons if c.gating and c.decision == "inconclusive"]
+    if not undecided:  # only a cost is undecided
+        return "add queries: the cost's interval still straddles its gate"
+    least = report.policy.min_queries
+    asks = [(least if c.n < least else queries_needed(c), c) for c in undecided]
+    deciding = [(n, c) for n, c in asks if n is not None and n > c.n]
+    if not deciding:
+        return ("the difference lies too close to the margin for more queries to tell: look at "
+                "the largest drops below")
+    most, c = max(deciding, key=lambda pair: pair[0])
+    where = "" if c.slice == "all" else f" to slice {c.slice}"
+    if c.n < least:
+        return f"add queries{where}: at least {most:,} are needed to certify anything"
+    return f"add queries{where}: about {most:,} would decide it"
+
+
+ADVICE = "what to do — "  # the start of a not-comparable error's lines of advice
+
+
+def failure_step(message: str) -> str | None:
+    """For a gate that could not decide, what to do next: the error's own advice — its ``what
+    to do`` lines (not comparable), else what follows the last `` — `` of its first line
+    (``FILE: problem — fix``); None when it gives none."""
+    lines = message.rstrip("\n").split("\n")
+    advice = [line[len(ADVICE):] for line in lines if line.startswith(ADVICE)]
+    if advice:
+        return "; ".join(advice)
+    _, dash, fix = lines[0].rpartition(" — ")
+    return fix if dash and fix else None

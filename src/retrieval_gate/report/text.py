@@ -1,6 +1,7 @@
 """The plain-text report of ``gate check``: the verdict first, then one table row per gated
-(measure, slice), then what a reviewer needs next — detectable drop, newly failing queries,
-largest per-query drops, warnings, definitions.
+(measure, slice), then the diagnosis — what regressed and where: a cost gate's regression, the
+evidence funnel, newly failing queries, largest per-query drops, what was retrieved instead —
+and only then unanswerable queries, costs, warnings, the statistics and definitions.
 
 Every string from the inputs (paths, the snapshot's name, slices, query ids and texts,
 warnings) is made :func:`~retrieval_gate.untrusted.visible` first, so a CR, LF, U+2028
@@ -10,14 +11,14 @@ or escape sequence in it can neither break a line of the table nor forge one (a 
 
 from __future__ import annotations
 
-import math
 from collections.abc import Callable
 from dataclasses import replace
 
-from retrieval_gate.policy import labels
+from retrieval_gate.policy import GatePolicy, Labels, labels
 from retrieval_gate.report.model import Comparison, QueryChange, Report, RunSummary
 from retrieval_gate.report.sections import (
     abstention_note,
+    cost_first,
     cost_table,
     funnel_table,
     instead_lines,
@@ -25,13 +26,15 @@ from retrieval_gate.report.sections import (
     leak_summary,
     leaks_not_shown,
     lost_at,
+    next_step,
+    queries_needed,
     timed_on,
     unanswerable_rows,
 )
 from retrieval_gate.untrusted import command_safe, visible
 
-__all__ = ["chunkings", "decision_cell", "headline", "in_words", "mean_cell", "p_value",
-           "report_text", "signed", "undecided"]
+__all__ = ["chunkings", "deciding_bound", "decision_cell", "decision_reason", "headline",
+           "in_words", "mean_cell", "p_value", "report_text", "signed", "undecided"]
 
 _SHOWN = 10  # queries listed per section
 
@@ -71,9 +74,9 @@ def undecided(c: Comparison) -> str:
     what = f"can't rule out {change} larger than {c.margin:g} on {c.measure} ({c.slice})"
     if c.decision_note:
         return f"{what} — {c.decision_note}"
-    if c.mde is None or c.margin <= 0 or c.n == 0:
+    needed = queries_needed(c)
+    if needed is None:
         return what
-    needed = math.ceil(c.n * (c.mde / c.margin) ** 2)  # the detectable drop shrinks as 1/√n
     if needed <= c.n:
         return f"{what} — the difference is too close to the margin to tell"
     return f"{what} — this test set would need about {needed:,} queries to decide"
@@ -102,20 +105,62 @@ def mean_cell(value: float | None) -> str:
     return "-" if value is None else f"{value:.4f}"
 
 
-def decision_cell(c: Comparison) -> str:
-    """The decision cell: ``pass, improved``; ``report-only: regression``; ``too small``."""
+def decision_cell(c: Comparison, policy: GatePolicy | None = None) -> str:
+    """The decision cell: ``pass, improved``; ``report-only: regression``; ``too small``;
+    with the ``policy``, an inconclusive decision with its :func:`decision_reason`:
+    ``inconclusive (sign test p 0.144)``."""
     if c.too_small:
         return "too small to decide"
-    word = c.decision + (", improved" if c.improvement else "")
+    why = None if policy is None else decision_reason(c, policy)
+    word = c.decision + (", improved" if c.improvement else "") + (f" ({why})" if why else "")
     return f"report-only: {word}" if c.report_only else word
 
 
-def _table(comparisons: tuple[Comparison, ...], ci: str) -> list[str]:
-    header = ["measure", "slice", "n", "baseline", "candidate", "Δ", ci, "queries",
-              "margin", "decision"]
+def deciding_bound(c: Comparison) -> str:
+    """The bound the regression rule compares (``ci_high_adjusted``, the family-adjusted
+    studentized bound), as it reads against Δ: ``≤ −0.0101`` — Δ is at most that, and a
+    regression needs it below 0 (below −margin under the interval rule). For a measure where
+    lower is better it bounds the turned difference, so it is shown as the bound on the rise:
+    ``≥ +0.0050``, and a regression needs it above 0. A bound far outside any difference of
+    two scores (the studentized bound of a few discordant queries can be) is shown in
+    scientific notation: ``≥ −1.22e+159``."""
+    value = -c.ci_high_adjusted + 0.0 if c.lower_is_better else c.ci_high_adjusted
+    shown = signed(value) if abs(value) < 1000 else f"{value:+.3g}".replace("-", "−")
+    return ("≥ " if c.lower_is_better else "≤ ") + shown
+
+
+def decision_reason(c: Comparison, policy: GatePolicy) -> str | None:
+    """Why an inconclusive comparison is not a regression, in a short phrase, when the interval
+    shown does not say so: too few queries (``n < 25``); or, with the interval wholly on the
+    worse side of 0, the first condition of the regression rule that fails — ``Δ above
+    −margin``, ``bound ≥ 0`` (the :func:`deciding_bound` shown beside it; ``≥ −margin`` under
+    the interval rule), ``sign test p 0.144`` (Holm-adjusted, not below α). None for other
+    decisions, and when the interval reaches 0 (it says why itself)."""
+    if c.decision != "inconclusive" or c.too_small:
+        return None
+    if c.n < policy.min_queries or c.n == 0:
+        return f"n < {policy.min_queries}"
+    lower = c.lower_is_better
+    if not (c.ci_low > 0 if lower else c.ci_high < 0):
+        return None
+    if (-c.mean_diff if lower else c.mean_diff) > -c.margin:
+        return "Δ below +margin" if lower else "Δ above −margin"
+    interval = policy.regression_rule == "interval"
+    if c.ci_high_adjusted >= (-c.margin if interval else 0.0):
+        target = ("+margin" if lower else "−margin") if interval else "0"
+        return f"bound {'≤' if lower else '≥'} {target}"
+    if c.sign_p_holm >= policy.alpha:
+        return f"sign test p {p_value(c.sign_p_holm)}"
+    return None
+
+
+def _table(comparisons: tuple[Comparison, ...], lab: Labels, policy: GatePolicy) -> list[str]:
+    header = ["measure", "slice", "n", "baseline", "candidate", "Δ", lab.ci, lab.bound,
+              "queries", "margin", "decision"]
     rows = [[c.measure, c.slice, str(c.n), mean_cell(c.baseline_mean), mean_cell(c.candidate_mean),
-             signed(c.mean_diff), f"[{signed(c.ci_low)}, {signed(c.ci_high)}]", in_words(c),
-             f"{c.margin:g}", decision_cell(c)] for c in comparisons]
+             signed(c.mean_diff), f"[{signed(c.ci_low)}, {signed(c.ci_high)}]",
+             deciding_bound(c), in_words(c), f"{c.margin:g}", decision_cell(c, policy)]
+            for c in comparisons]
     return _aligned([header, *rows], {2, 3, 4, 5})
 
 
@@ -172,6 +217,11 @@ def _visible(report: Report) -> Report:
 
 
 def report_text(report: Report) -> str:
+    """The report, diagnosis first: the verdict, the runs, the table; then what regressed and
+    where — a cost gate's regression, the evidence funnel, the newly failing queries, the
+    largest per-query drops, what was retrieved instead; then the unanswerable queries, the
+    costs (when no cost gate found a regression), warnings, the statistics behind the
+    decisions and the definitions."""
     report = _visible(report)
     word, why = headline(report)
     snap, policy = report.snapshot, report.policy
@@ -179,8 +229,10 @@ def report_text(report: Report) -> str:
     queries = f", {n_all} answerable queries" if n_all is not None else ""
     method = "BCa" if policy.bootstrap == "bca" else "percentile"
     lab = labels(policy, report.family)
+    costs = _costs(report)
     lines = [
         f"{word}: {why} (exit {report.exit_code})",
+        f"Next: {visible(next_step(report))}",
         (f"candidate {_system(report.candidate, report.baseline)} vs baseline "
          f"{_system(report.baseline, report.candidate)}"),
         f"snapshot {snap.name} ({snap.fingerprint}){queries}",
@@ -193,33 +245,15 @@ def report_text(report: Report) -> str:
          f"{policy.seed}), {lab.intervals}, sign test with Holm across "
          f"{report.family} comparisons"),
         "",
-        *_table(report.comparisons, lab.ci),
+        *_table(report.comparisons, lab, policy),
         "",
-        *([] if report.unchanged else [f"Detectable drop ({lab.power}): " + ", ".join(
-            f"{c.measure} ({c.slice}) {'undefined (n < 2)' if c.mde is None else f'{c.mde:.4f}'}"
-            for c in report.comparisons)]),
+        *(costs if cost_first(report) else []),
     ]
-    lines.append("Sign test, one-sided toward a regression, p (Holm-adjusted): " + ", ".join(
-        f"{c.measure} ({c.slice}) {p_value(c.sign_p)} ({p_value(c.sign_p_holm)})"
-        for c in report.comparisons))
     if report.funnel is not None:
         lines.append(f"Evidence funnel ({report.funnel.units} relevant units of the answerable "
                      "queries; where each was lost first):")
         lines.extend(f"  {line}" for line in _aligned(
             [[visible(cell) for cell in row] for row in funnel_table(report.funnel)], {1, 2, 3}))
-    costs = cost_table(report)
-    if costs:
-        base, cand = timed_on(report)
-        where = (f"both on {visible(base)}" if cand is None else
-                 f"baseline on {visible(base)}, candidate on {visible(cand)}")
-        lines.append(f"Cost (paired over the queries both runs record; latency timed {where}):")
-        lines.extend(f"  {line}" for line in _aligned(costs, {1, 2, 3, 4}))
-    unanswered = unanswerable_rows(report)
-    if unanswered:
-        note = abstention_note(report)
-        lines.append("Unanswerable queries" + (f" ({note})" if note else "") + ":")
-        lines.extend(f"  {line}" for line in _aligned(
-            [[visible(c) for c in row] for row in unanswered], set()))
     lines.append(f"Newly failing queries ({report.hit_measure} = 1 in the baseline, 0 in the "
                  f"candidate): {len(report.newly_failing)}")
     lines.extend(_queries(report.newly_failing, with_values=False))
@@ -232,9 +266,35 @@ def report_text(report: Report) -> str:
         for query, evidence, top in instead_lines(report):
             lines.append(f"  {visible(query)}  relevant: {visible(evidence)}")
             lines.append(f"  {' ' * len(visible(query))}  candidate's top: {visible(top)}")
+    unanswered = unanswerable_rows(report)
+    if unanswered:
+        note = abstention_note(report)
+        lines.append("Unanswerable queries" + (f" ({note})" if note else "") + ":")
+        lines.extend(f"  {line}" for line in _aligned(
+            [[visible(c) for c in row] for row in unanswered], set()))
+    if not cost_first(report):
+        lines.extend(costs)
     if report.warnings:
         lines.append("Warnings:")
         lines.extend(f"  - {w}" for w in report.warnings)
+    if not report.unchanged:
+        lines.append(f"Detectable drop ({lab.power}): " + ", ".join(
+            f"{c.measure} ({c.slice}) {'undefined (n < 2)' if c.mde is None else f'{c.mde:.4f}'}"
+            for c in report.comparisons))
+    lines.append("Sign test, one-sided toward a regression, p (Holm-adjusted): " + ", ".join(
+        f"{c.measure} ({c.slice}) {p_value(c.sign_p)} ({p_value(c.sign_p_holm)})"
+        for c in report.comparisons))
     lines.append("Definitions:")
     lines.extend(f"  {m.describe(snap.policy.threshold)}" for m in snap.measures)
     return "".join(f"{command_safe(line)}\n" for line in lines)
+
+
+def _costs(report: Report) -> list[str]:
+    """The cost section: its header, with where the latencies were timed, and its table (no
+    line without costs)."""
+    costs = cost_table(report)
+    if not costs:
+        return []
+    where = timed_on(report, visible)
+    return [("Cost (paired over the queries both runs record" + (f"; {where}" if where else "")
+             + "):"), *(f"  {line}" for line in _aligned(costs, {1, 2, 3, 4}))]
