@@ -352,7 +352,7 @@ def test_a_missing_ranking_says_how_to_write_an_empty_one(testset):
     assert freeze(testset)[0] == 0
     (testset / "short.trec").write_text("q1 Q0 d1 1 3 b\n")
     code, _, err = gate("run-manifest", "--snapshot", testset / "snapshot.json", "--run",
-                        testset / "short.trec", "--commit", "none")
+                        testset / "short.trec", "--chunking-version", "whole", "--commit", "none")
     assert code == 2
     assert ('add its ranking (an empty one is a result: in a JSON Lines run, '
             '{"query_id": "q2", "items": []}; a TREC run cannot hold one)') in err
@@ -360,17 +360,19 @@ def test_a_missing_ranking_says_how_to_write_an_empty_one(testset):
         '{"query_id": "q1", "items": [{"id": "d1", "score": 3}]}\n'
         '{"query_id": "q2", "items": []}\n{"query_id": "q3", "items": []}\n')
     code, _, err = gate("run-manifest", "--snapshot", testset / "snapshot.json", "--run",
-                        testset / "short.jsonl", "--commit", "none")
+                        testset / "short.jsonl", "--chunking-version", "whole", "--commit", "none")
     assert code == 0, err
 
 
 def test_run_manifest_option_and_bad_key_value(testset):
     assert freeze(testset)[0] == 0
     code, _, err = gate("run-manifest", "--snapshot", testset / "snapshot.json", "--run",
-                        testset / "base.trec", "--chunking-version", "whole", "--system", "novalue")
+                        testset / "base.trec", "--chunking-version", "whole", "--system",
+                        "novalue")
     assert code == 2 and "'novalue' is not KEY=VALUE" in err
     code, _, err = gate("run-manifest", "--snapshot", testset / "snapshot.json", "--run",
-                        testset / "base.trec", "--chunking-version", "whole", "--created", "yesterday")
+                        testset / "base.trec", "--chunking-version", "whole", "--created",
+                        "yesterday")
     assert code == 2 and err.startswith("error: --created: 'yesterday' is not a UTC time")
     assert not (testset / "base.trec.manifest.json").exists()
     code, _, err = gate("run-manifest", "--snapshot", testset / "snapshot.json", "--run",
