@@ -113,7 +113,8 @@ def check(snapshot: str | os.PathLike[str], baseline: str | os.PathLike[str],
         newly_failing = _newly_failing(base.scores, cand.scores, hit, texts)
         unchanged = all(c.wins == c.losses == 0 for c in comparisons) and np.array_equal(
             base.scores.values, cand.scores.values) and base.abstained == cand.abstained
-        warnings = _warnings(base, cand, comparisons, newly_failing, judged, cutoff, gated,
+        pool_bias = _pool_bias(base.scores, cand.scores, judged, cutoff)
+        warnings = _warnings(base, cand, comparisons, newly_failing, pool_bias, cutoff, gated,
                              unchanged)
         leaks = _leak_report(base, cand, policy) if test_set.access is not None else None
         funnel = (None if base.funnel is None or cand.funnel is None
@@ -148,7 +149,7 @@ def check(snapshot: str | os.PathLike[str], baseline: str | os.PathLike[str],
                   _summary(manifests[1].run, manifests[1], cand.scores, snap, judged), policy,
                   config, comparisons, str(hit), newly_failing, drops, tuple(warnings),
                   funnel, costs, leaks, unanswerable, tuple(reasons), queries, unchanged,
-                  instead)
+                  instead, pool_bias is not None)
 
 
 INSTEAD = 15  # queries shown with what was retrieved instead
@@ -421,14 +422,13 @@ def _summary(path: str | os.PathLike[str], manifest: RunManifest, scores: Scores
 
 
 def _warnings(base_run: RunScores, cand_run: RunScores, comparisons: tuple[Comparison, ...],
-              newly_failing: tuple[QueryChange, ...], judged: Measure, cutoff: int | None,
+              newly_failing: tuple[QueryChange, ...], pool_bias: str | None, cutoff: int | None,
               gated: tuple[Measure, ...], unchanged: bool = False) -> list[str]:
     base, cand = base_run.scores, cand_run.scores
     warnings = [f"{role}: {w}" for role, s in (("baseline", base), ("candidate", cand))
                 for w in s.warnings]
-    pool = _pool_bias(base, cand, judged, cutoff)
-    if pool:
-        warnings.append(pool)
+    if pool_bias:
+        warnings.append(pool_bias)
     nothing = [str(m) for m in gated if not m.lower_is_better
                and not base.values[:, base.measures.index(m)].any()
                and not cand.values[:, cand.measures.index(m)].any()]

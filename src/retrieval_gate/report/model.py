@@ -164,8 +164,9 @@ class Report:
     both runs record (gated or shown); with access data, the leaks; what each run did with
     the unanswerable queries; the reasons of a regression (``leak``, ``measures``,
     ``cost``); every query's values; whether nothing changed (every measure of every
-    query, and every abstention decision, equal in both runs); and, for the queries that got
-    worst, what was retrieved instead."""
+    query, and every abstention decision, equal in both runs); for the queries that got
+    worst, what was retrieved instead; and whether the candidate surfaces clearly more
+    unjudged items than the baseline (a pool bias: one of the warnings says so)."""
 
     verdict: str
     exit_code: int
@@ -187,6 +188,7 @@ class Report:
     queries: tuple[QueryRow, ...] = ()
     unchanged: bool = False
     instead: tuple[Instead, ...] = ()
+    pool_bias: bool = False
 
     @property
     def family(self) -> int:

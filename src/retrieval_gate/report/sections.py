@@ -230,7 +230,6 @@ def queries_needed(c: Comparison) -> int | None:
     return math.ceil(c.n * (c.mde / c.margin) ** 2)
 
 
-POOL_BIAS = "(pool bias)"  # in the warning of a candidate that surfaces clearly more unjudged items
 
 
 def next_step(report: Report) -> str:
@@ -247,7 +246,7 @@ def next_step(report: Report) -> str:
     if regressed and worst is not None and worst.diff > 0:
         return (f"look at stage {worst.kind.split(':')[0]}: it lost {worst.diff} more "
                 f"{'unit' if worst.diff == 1 else 'units'}")
-    if any(w.startswith("the candidate surfaces ") and POOL_BIAS in w for w in report.warnings):
+    if report.pool_bias:
         return "judge the candidate's unjudged items first: " + _pool_export(report)
     if regressed:
         if report.top_regressions:
