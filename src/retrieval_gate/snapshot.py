@@ -402,9 +402,10 @@ def freeze(output: str | os.PathLike[str], *, queries: str | os.PathLike[str],
     SHA-256, and return it loaded back. Every file must lie in ``output``'s folder or below it.
     A version left out defaults to ``sha256:`` + the first 12 hex digits of the file's hash; the
     name defaults to the name of the manifest's folder; measures default to the default set at
-    10. The unit defaults to ``span`` for span judgments, else to ``chunk`` when a chunking
-    version is given and ``document`` when not; chunk judgments need the chunking's version
-    (and may pin its chunk table). ``stages`` is the pipeline's contract, in order; a measure
+    10. Without ``unit``, :func:`~retrieval_gate.units.choose_unit` chooses it from the
+    judgments, the corpus and the chunk table, or refuses to guess (the returned snapshot's
+    ``unit_choice`` says which and why); chunk judgments need the chunking's version (and may
+    pin its chunk table). ``stages`` is the pipeline's contract, in order; a measure
     without ``[stage]`` then reads the last stage. The manifest is
     validated (schema, measures, queries against qrels, spans against the corpus) before it is
     written."""
