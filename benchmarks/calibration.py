@@ -57,6 +57,40 @@ is Bonferroni at one-sided α/m, half the margin of safety the gate keeps). A fa
 Resamples: the gate uses 10,000; here ``--resamples`` (default 1,000) keeps a run to minutes. B
 only sets the Monte-Carlo noise of the interval's ends, not their expected position.
 
+Costs (``--costs``, instead of the tables above). The relative cost gate (``max-increase`` 0.2:
+at most +20 %) on per-query latencies, through the library's own ``cost.compare_costs()``,
+for p50, p95 and the mean. Populations of paired latencies (baseline, candidate) per query:
+
+* **pydoc, resampled** — the real per-query latencies of the pydoc pipeline example
+  (``examples/pydoc/pipeline/*/``: each query's ``latency_ms`` summed over its three stages,
+  99 queries, three systems), drawn with replacement as (baseline, candidate) pairs of the
+  same query, for each of the three pairs of systems;
+* **log-normal** — log latency = σ·(√ρ·u + √(1 − ρ)·e) per run, u shared by the query's two
+  runs, e each run's own: σ = 0.27, the spread of the pydoc baseline's log latencies (the
+  widest of the three), and ρ = 0.6, the correlation of its log latencies with the
+  packing-bug run's (the highest of the three pairs); and a heavier tail, σ = 1 (p95 five
+  times the median), same ρ.
+
+No change (**null**): each query's two latencies are swapped with probability ½
+(interchangeable runs: every statistic's true ratio is 1). **Boundary**: the candidate's
+latencies of the null times 1.19, a true ratio just under the margin; **power**: times 1.3 and
+1.5 (on the first pydoc pair); **margin**: times 1.2, where a ``pass`` is false (p50 and p95,
+n = 10 … 50). Both rules from one bootstrap: ``estimate`` is compare_costs()'s own decision, ``interval``
+is its ``ratio_low_adjusted`` > 1.2 (the first test set of every cell checks that
+compare_costs() under that rule agrees). Each cost gate is a family of one here (its own
+``min-queries`` 1, so every n decides). Small test sets (n = 10 … 50): the estimator's bias
+(the mean estimate over the test sets against the population's statistic — the log-normal's
+exact one, or the resampled population's: numpy's ``inverted_cdf`` percentile of the pair's
+198 latencies),
+the bias the report states (:func:`retrieval_gate.cost.expected_bias`, mean over test sets),
+the null ratio's spread, and the false-alarm and false-pass rates. **Combined family**: the
+default quality gate (nDCG@10 and Recall@10, the centred null of each pair of systems) with a
+latency mean and p95 gate (+20 %, log-normal σ = 1 null; quality and cost test sets drawn
+independently): the share of test sets where anything says ``regression``, with the
+quality comparisons and the cost gates as two families (the rule before: Bonferroni within
+each, every cost gate deciding from the policy's 25 queries) and as one family (the gate's
+rule: one α/m over every member, p95 a member from its own minimum on).
+
 Output: Markdown tables; a rate is the share of ``--sims`` test sets, with ± 2 standard errors
 where it is a false-alarm rate (or "< 3/sims", the 95% upper bound, when none occurred); † marks
 a rate more than 2 standard errors above α. Seeded: every cell has its own
@@ -69,6 +103,7 @@ from __future__ import annotations
 
 import argparse
 import dataclasses
+import json
 import math
 import sys
 import tempfile
@@ -76,14 +111,18 @@ import time
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from pathlib import Path
+from statistics import NormalDist
+from typing import Any
 
 import numpy as np
 
+from retrieval_gate.cost import PERCENTILE_MIN_QUERIES, compare_costs, min_queries
 from retrieval_gate.formats import read_qrels, read_run
 from retrieval_gate.measures import parse_measures
 from retrieval_gate.policy import (
     DEFAULT_MARGIN,
     REGRESSION_RULES,
+    CostGate,
     GatedMeasure,
     GatePolicy,
     compare,
@@ -337,6 +376,330 @@ def describe(pair: Pair) -> str:
 # Main
 
 
+# --------------------------------------------------------------------------------------------
+# Costs
+
+
+PIPELINE = ROOT / "examples" / "pydoc" / "pipeline"
+SYSTEMS = ("baseline", "packing-bug", "more-candidates")
+STAGES = ("candidates", "reranked", "context")
+COST_STATS = ("p95", "p50", "mean")
+INCREASE = 0.2
+LIMIT = 1 + INCREASE
+COST_SCENARIOS = {"null": 1.0, "boundary": 1.19, "power 1.3×": 1.3, "power 1.5×": 1.5,
+                  "margin": 1.2}
+SMALL_SIZES = (10, 15, 20, 25, 50)
+RHO = 0.6
+COST_RULES = ("estimate", "interval")
+
+
+def load_latencies() -> dict[str, np.ndarray]:
+    """Each pydoc pipeline system's per-query latency: ``latency_ms`` summed over its stages,
+    queries in file order (the same in every file)."""
+    latencies = {}
+    for system in SYSTEMS:
+        total: dict[str, float] = {}
+        for stage in STAGES:
+            with open(PIPELINE / system / f"{stage}.jsonl", encoding="utf-8") as handle:
+                for line in handle:
+                    row = json.loads(line)
+                    total[row["query_id"]] = total.get(row["query_id"], 0.0) + row["latency_ms"]
+        latencies[system] = np.array(list(total.values()))
+    return latencies
+
+
+@dataclass(frozen=True)
+class Population:
+    """Paired latencies to draw test sets from: ``draw(n, sims, rng)`` gives (baseline,
+    candidate) of shape (sims, n), interchangeable (every true ratio 1); ``truth`` the
+    population's statistic (for the estimator's bias)."""
+
+    name: str
+    draw: Callable[[int, int, np.random.Generator], tuple[np.ndarray, np.ndarray]]
+    truth: Callable[[str], float]
+
+
+def resampled(name: str, b: np.ndarray, c: np.ndarray) -> Population:
+    """Real pairs drawn with replacement, each swapped with probability ½."""
+    def draw(n: int, sims: int, rng: np.random.Generator) -> tuple[np.ndarray, np.ndarray]:
+        picks = rng.integers(0, len(b), (sims, n))
+        swap = rng.random((sims, n)) < 0.5
+        return np.where(swap, c[picks], b[picks]), np.where(swap, b[picks], c[picks])
+
+    both = np.concatenate([b, c])  # the population of either run, after the swap
+
+    def truth(stat: str) -> float:
+        if stat == "mean":
+            return float(both.mean())
+        return float(np.percentile(both, 50 if stat == "p50" else 95, method="inverted_cdf"))
+
+    return Population(name, draw, truth)
+
+
+def log_normal(sigma: float) -> Population:
+    """Log latency σ·(√ρ·u + √(1 − ρ)·e), median 1."""
+    def draw(n: int, sims: int, rng: np.random.Generator) -> tuple[np.ndarray, np.ndarray]:
+        shared = math.sqrt(RHO) * rng.standard_normal((sims, n))
+        own = math.sqrt(1 - RHO)
+        return (np.exp(sigma * (shared + own * rng.standard_normal((sims, n)))),
+                np.exp(sigma * (shared + own * rng.standard_normal((sims, n)))))
+
+    def truth(stat: str) -> float:
+        if stat == "mean":
+            return math.exp(sigma * sigma / 2)
+        return math.exp(sigma * NORMAL.inv_cdf(0.5 if stat == "p50" else 0.95))
+
+    return Population(f"log-normal σ = {sigma:g}", draw, truth)
+
+
+NORMAL = NormalDist()
+
+
+def cost_populations() -> list[Population]:
+    runs = load_latencies()
+    pairs = [(a, b) for i, a in enumerate(SYSTEMS) for b in SYSTEMS[i + 1:]]
+    return [*(resampled(f"pydoc {a} / {b}", runs[a], runs[b]) for a, b in pairs),
+            log_normal(round(float(np.std(np.log(runs["baseline"]), ddof=1)), 2)),
+            log_normal(1.0)]
+
+
+@dataclass
+class CostCell:
+    """Over the test sets of one (population, stat, scenario, n): how many each rule called
+    `regression`, how many passed, and per test set the baseline's estimate, the report's
+    expected bias (baseline) and the ratio."""
+
+    sims: int
+    regression: dict[str, int]
+    passed: int
+    estimates: np.ndarray
+    stated_bias: np.ndarray
+    ratios: np.ndarray
+
+    def rate(self, rule: str) -> float:
+        return self.regression[rule] / self.sims
+
+
+def cost_policy(stat: str, resamples: int, rule: str = "estimate",
+                least: int | None = 1) -> GatePolicy:
+    return GatePolicy(costs=(CostGate("latency_ms", stat, INCREASE, min_queries=least),),
+                      resamples=resamples, min_queries=1, regression_rule=rule)  # type: ignore[arg-type]
+
+
+def gated_row(baseline: np.ndarray, candidate: np.ndarray, policy: GatePolicy,
+              family: int | None = None) -> Any:
+    (gate,) = policy.costs
+    rows = compare_costs({"latency_ms": baseline}, {"latency_ms": candidate}, policy.costs,
+                         policy, family)
+    return next(r for r in rows if r.gate == gate)
+
+
+def interval_rule(row: Any) -> bool:
+    """The rule ``interval`` on a row decided under ``estimate``: the same bootstrap."""
+    return row.ratio_low_adjusted is not None and row.ratio_low_adjusted > LIMIT
+
+
+def run_cost_cell(baseline: np.ndarray, candidate: np.ndarray, stat: str,
+                  resamples: int) -> CostCell:
+    sims = baseline.shape[0]
+    policy = cost_policy(stat, resamples)
+    cell = CostCell(sims, dict.fromkeys(COST_RULES, 0), 0, np.empty(sims), np.empty(sims),
+                    np.empty(sims))
+    for i in range(sims):
+        row = gated_row(baseline[i], candidate[i], policy)
+        strict = interval_rule(row)
+        if i == 0:
+            again = gated_row(baseline[i], candidate[i], cost_policy(stat, resamples, "interval"))
+            assert (again.decision == "regression") == strict
+        cell.regression["estimate"] += row.decision == "regression"
+        cell.regression["interval"] += strict
+        cell.passed += row.decision == "pass"
+        cell.estimates[i] = row.baseline
+        cell.stated_bias[i] = np.nan if row.baseline_bias is None else row.baseline_bias
+        cell.ratios[i] = np.nan if row.ratio is None else row.ratio
+    return cell
+
+
+CostResults = dict[tuple[str, str, str, int], CostCell]  # (population, stat, scenario, n)
+
+
+def run_costs(populations: Sequence[Population], sizes: Sequence[int], sims: int,
+              resamples: int, seed: int) -> CostResults:
+    """Every population × stat × n under the null and the boundary; power on the first real
+    pair; the small sizes (p50 and p95) under the null and at the margin (×1.2, for the false
+    pass)."""
+    results: CostResults = {}
+    for p_id, population in enumerate(populations):
+        for s_id, (scenario, ratio) in enumerate(COST_SCENARIOS.items()):
+            if scenario.startswith("power") and p_id > 0:
+                continue
+            wanted = {"null": set(sizes) | set(SMALL_SIZES),
+                      "margin": set(SMALL_SIZES)}.get(scenario, set(sizes))
+            for n in sorted(wanted):
+                rng = np.random.default_rng([seed, 100 + p_id, s_id, n])
+                b, c = population.draw(n, sims, rng)
+                for stat in COST_STATS:
+                    small = n not in sizes or scenario == "margin"
+                    if small and stat == "mean":
+                        continue
+                    results[population.name, stat, scenario, n] = run_cost_cell(
+                        b, c * ratio, stat, resamples)
+        print(f"costs: {population.name} done", file=sys.stderr, flush=True)
+    return results
+
+
+def cost_rate_table(results: CostResults, populations: Sequence[Population], scenario: str,
+                    sizes: Sequence[int], what: Callable[[CostCell], str]) -> str:
+    head = ("| stat | population | " + " | ".join(f"n = {n}" for n in sizes) + " |\n|---|---|"
+            + "---:|" * len(sizes))
+    rows = []
+    for stat in COST_STATS:
+        for population in populations:
+            cells = [results.get((population.name, stat, scenario, n)) for n in sizes]
+            if all(cell is None for cell in cells):
+                continue
+            rows.append(f"| {stat} | {population.name} | "
+                        + " | ".join("-" if cell is None else what(cell) for cell in cells)
+                        + " |")
+    return "\n".join([head, *rows])
+
+
+def alarm(cell: CostCell) -> str:
+    """`estimate` / `interval` rates (± 2 SE at most 2·√(0.25/sims)), † above α by 2 SE."""
+    return " / ".join(f"{cell.rate(rule):.3f}".replace("0.000", "0")
+                      + (" †" if _above(cell.regression[rule], cell.sims) else "")
+                      for rule in COST_RULES)
+
+
+def _above(count: int, sims: int) -> bool:
+    p = count / sims
+    return p - 2 * math.sqrt(p * (1 - p) / sims) > ALPHA
+
+
+def small_table(results: CostResults, populations: Sequence[Population]) -> str:
+    """n = 10 … 50, p95 and p50, per population: the estimator's bias (and the report's
+    stated bias), the null ratio's central 95 % and its share ≥ 1.2, the false alarm under
+    both rules, and the false pass at a true ratio of 1.2 (the margin)."""
+    head = ("| stat | population | n | bias (stated) | null ratio, 95 % range | null ratio ≥ 1.2 "
+            "| false alarm, estimate / interval | false pass at ×1.2 |\n|---|---|---:|---:|---|"
+            "---:|---:|---:|")
+    rows = []
+    for stat in ("p95", "p50"):
+        for population in populations:
+            for n in SMALL_SIZES:
+                null = results.get((population.name, stat, "null", n))
+                edge = results.get((population.name, stat, "margin", n))
+                if null is None or edge is None:
+                    continue
+                bias = null.estimates.mean() / population.truth(stat) - 1
+                stated = np.nanmean(null.stated_bias)
+                low, high = np.nanquantile(null.ratios, [0.025, 0.975])
+                over = np.mean(null.ratios >= LIMIT)
+                rows.append(f"| {stat} | {population.name} | {n} | {_percent(bias)} "
+                            f"({_percent(stated)}) | ×{low:.2f} – ×{high:.2f} | "
+                            f"{over:.2f} | {alarm(null)} | {edge.passed / edge.sims:.3f} |")
+    return "\n".join([head, *rows])
+
+
+def _percent(share: float) -> str:
+    return f"{100 * share:+.1f} %".replace("-", "−")
+
+
+def combined(pairs: Sequence[Pair], sizes: Sequence[int], sims: int, resamples: int,
+             seed: int) -> dict[tuple[str, int], dict[str, int]]:
+    """The default quality gate (2 measures, centred null) with a latency mean and p95 gate
+    (+20 %, log-normal σ = 1 null): test sets where anything says `regression`, per rule, as
+    two families (quality; costs with every gate deciding from the policy's 25 queries) and
+    as one family (the gate's rule)."""
+    heavy = log_normal(1.0)
+    counts: dict[tuple[str, int], dict[str, int]] = {}
+    stats = ("mean", "p95")
+    for pair_id, pair in enumerate(pairs):
+        if pair.near_equal:
+            continue
+        for n in sizes:
+            rng = np.random.default_rng([seed, 200 + pair_id, n])
+            quality = centred(pair.d, n, sims, rng)
+            b, c = heavy.draw(n, sims, rng)
+            tally = dict.fromkeys([f"{way} {rule}" for way in ("two", "one")
+                                   for rule in COST_RULES], 0)
+            q_policy = policy_for(2, resamples, GatePolicy().min_queries)
+            old_costs = GatePolicy(costs=tuple(CostGate("latency_ms", s, INCREASE,
+                                                        min_queries=25) for s in stats),
+                                   resamples=resamples)
+            new_costs = GatePolicy(costs=tuple(CostGate("latency_ms", s, INCREASE)
+                                               for s in stats), resamples=resamples)
+            members = sum(n >= min_queries(g, new_costs) for g in new_costs.costs)
+            for i in range(sims):
+                for way, costs, family in (("two", old_costs, None),
+                                           ("one", new_costs, 2 + members)):
+                    comparisons = compare(np.zeros((n, 2)), quality[i][:, :2], MEASURES[:2],
+                                          {"all": np.arange(n)}, q_policy, family=family)
+                    rows = [r for r in compare_costs({"latency_ms": b[i]}, {"latency_ms": c[i]},
+                                                     costs.costs, costs, family)
+                            if r.gate is not None]
+                    strict = [decide(q.n, q.mean_diff, q.ci_low, q.ci_high, q.sign_p_holm,
+                                     q.margin, ALPHA, ci_high_adjusted=q.ci_high_adjusted,
+                                     rule="interval", min_queries=q_policy.min_queries)
+                              for q in comparisons]
+                    tally[f"{way} estimate"] += (
+                        any(q.decision == "regression" for q in comparisons)
+                        or any(r.decision == "regression" for r in rows))
+                    tally[f"{way} interval"] += (
+                        "regression" in strict
+                        or any(interval_rule(r) and r.in_family for r in rows))
+            counts[pair.name, n] = tally
+    return counts
+
+
+def combined_table(counts: dict[tuple[str, int], dict[str, int]], sizes: Sequence[int],
+                   sims: int) -> str:
+    head = ("| n | pair (centred null) | two families, estimate | one family, estimate | "
+            "two families, interval | one family, interval |\n|---:|---|---:|---:|---:|---:|")
+    rows = []
+    for n in sizes:
+        for (name, size), tally in counts.items():
+            if size != n:
+                continue
+            rows.append(f"| {n} | {name} | " + " | ".join(
+                rate_se(tally[key], sims) for key in ("two estimate", "one estimate",
+                                                      "two interval", "one interval")) + " |")
+    return "\n".join([head, *rows])
+
+
+def main_costs(args: argparse.Namespace) -> int:
+    start = time.perf_counter()
+    populations = cost_populations()
+    results = run_costs(populations, args.sizes, args.sims, args.resamples, args.seed)
+    counts = combined(load_pairs(), args.sizes, args.sims, args.resamples, args.seed)
+    elapsed = time.perf_counter() - start
+    print(f"# Calibration of the relative cost gate on per-query latencies\n\n"
+          f"max-increase {INCREASE} (+20 %), α = {ALPHA}, {args.resamples:,} paired percentile "
+          f"bootstrap resamples (gate seed {GatePolicy().seed}), {args.sims} simulated test sets "
+          f"per cell (largest ± 2·SE of a rate: {2 * math.sqrt(0.25 / args.sims):.3f}), seed "
+          f"{args.seed}; each cost gate a family of one, deciding from 1 query. Percentile "
+          f"minimums in force: {PERCENTILE_MIN_QUERIES}.\n")
+    print("Populations: " + "; ".join(p.name for p in populations) + ".\n")
+    sizes = args.sizes
+    print(f"## Null (interchangeable runs): share called `regression`, rule estimate / "
+          f"interval\n\n{cost_rate_table(results, populations, 'null', sizes, alarm)}")
+    print(f"\n## Boundary (true ratio ×1.19, just under the margin): share called `regression`, "
+          f"rule estimate / interval\n\n"
+          f"{cost_rate_table(results, populations, 'boundary', sizes, alarm)}")
+    for scenario in ("power 1.3×", "power 1.5×"):
+        print(f"\n## {scenario.capitalize()}: share called `regression`, rule estimate / "
+              f"interval\n\n" + cost_rate_table(
+                  results, populations, scenario, sizes,
+                  lambda cell: " / ".join(f"{cell.rate(rule):.2f}" for rule in COST_RULES)))
+    print(f"\n## Small test sets (null; false pass at ×1.2)\n\n"
+          f"{small_table(results, populations)}")
+    print(f"\n## One family: quality and cost (share where anything says `regression`)\n\n"
+          f"{combined_table(counts, sizes, args.sims)}")
+    shown = " ".join(["python", "benchmarks/calibration.py", *sys.argv[1:]])
+    print(f"\n_Simulation time {elapsed:.0f} s; `{shown}`._")
+    return 0
+
+
 def parse_args(argv: Sequence[str] | None) -> argparse.Namespace:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("--sims", type=int, default=1000,
@@ -352,6 +715,10 @@ def parse_args(argv: Sequence[str] | None) -> argparse.Namespace:
                         "to simulate smaller test sets")
     parser.add_argument("--quick", action="store_true",
                         help="smoke run: 100 sims, 500 resamples, n = 25 and 100")
+    parser.add_argument("--costs", action="store_true",
+                        help="the relative cost gate's tables (latency p50, p95, mean; small "
+                        "test sets; quality and cost as one family) instead of the quality "
+                        "rule's")
     args = parser.parse_args(argv)
     if args.quick:
         args.sims, args.resamples, args.sizes = 100, 500, [25, 100]
@@ -369,6 +736,8 @@ SCENARIOS: dict[str, tuple[Scenario, bool, Sequence[int]]] = {
 
 def main(argv: Sequence[str] | None = None) -> int:
     args = parse_args(argv)
+    if args.costs:
+        return main_costs(args)
     start = time.perf_counter()
     pairs = load_pairs()
     results: dict[str, dict[int, dict[str, Cell]]] = {}

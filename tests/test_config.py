@@ -27,6 +27,10 @@ GATE_TOML = {
     'candidate = {path = "x"}': '$["candidate"]: {"path": "x"} is not a string',
     f"slices = {DEEP}": '$["slices"]: nests arrays or inline tables deeper than can be read',
     f"[x]\nb.c = {DEEP_TABLES}": '$["x"]["b"]["c"]: nests arrays or inline tables deeper',
+    '[[cost]]\nmetric = "latency_ms"\nstat = "p95"\nmax-increase = 0.2\nmin-queries = 0':
+        '$["cost"][0]["min-queries"]: 0 is out of range',
+    '[[cost]]\nmetric = "latency_ms"\nstat = "p95"\nmax-increase = 0.2\nmin-queries = 2.5':
+        '$["cost"][0]["min-queries"]: 2.5 is not an integer',
 }
 
 PYPROJECT = {

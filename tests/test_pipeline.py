@@ -204,7 +204,7 @@ def _latency_set(folder: Path, n: int, ratio: float,
 
 @pytest.mark.parametrize(("increase", "decision"), [(0.2, "regression"), (0.6, "pass")])
 def test_latency_gate_on_a_known_ratio(tmp_path: Path, increase: float, decision: str) -> None:
-    baseline, candidate = _latency_set(tmp_path, 30, 1.5)
+    baseline, candidate = _latency_set(tmp_path, 60, 1.5)
     policy = GatePolicy(gates=(GatedMeasure("Recall@1"),),
                         costs=(CostGate("latency_ms", "p95", max_increase=increase),))
     report = check(tmp_path / "snapshot.json", baseline, candidate, policy)
@@ -213,7 +213,7 @@ def test_latency_gate_on_a_known_ratio(tmp_path: Path, increase: float, decision
     assert row.ratio == pytest.approx(1.5) and row.ratio_low == pytest.approx(1.5)
     assert row.ratio_high == pytest.approx(1.5)
     assert row.decision == decision and report.verdict == decision
-    assert row.baseline == pytest.approx(10 + 0.95 * 29)  # numpy's linear p95 of 10..39
+    assert row.baseline == pytest.approx(10 + 0.95 * 59)  # numpy's linear p95 of 10..69
     junit = report_junit(report)
     assert 'name="latency_ms p95"' in junit
     assert f'failures="{int(decision == "regression")}"' in junit
@@ -249,6 +249,31 @@ def test_the_cost_section_says_where_latencies_were_timed(tmp_path: Path, case: 
     assert f"**Cost** (paired over the queries both runs record; {escaped}):\n" in markdown
     page = (tmp_path / "report.html").read_text()
     assert f"<p>Paired over the queries both runs record; {words}.</p>" in page
+
+
+def test_a_p95_of_too_few_queries_certifies_nothing_and_the_report_says_why(
+        tmp_path: Path) -> None:
+    baseline, candidate = _latency_set(tmp_path, 30, 1.5)
+    policy = GatePolicy(gates=(GatedMeasure("Recall@1"),),
+                        costs=(CostGate("latency_ms", "p95", max_increase=0.2),))
+    report = check(tmp_path / "snapshot.json", baseline, candidate, policy)
+    row = next(r for r in report.costs if r.stat == "p95" and r.gate is not None)
+    assert row.ratio == pytest.approx(1.5) and row.decision == "inconclusive"
+    assert report.verdict == "inconclusive" and report.family == 1  # Recall@1 alone
+    text = report_text(report)
+    assert text.splitlines()[0] == (
+        "INCONCLUSIVE: can't tell whether latency_ms p95 grew by more than the gate allows — "
+        "30 queries, and at least 50 are needed to certify it (exit 0)")
+    # numpy's p95 of 30 values lies between the 28th and 29th smallest: two lie above it
+    assert ("  note: latency_ms p95: p95 of 30 queries rests on the slowest 2: at least 50 "
+            "queries are needed to certify it; expected bias of the p95 of 30 queries "
+            "(log-normal model): baseline −") in text
+    document = json.loads(report_json(report))
+    cost = next(r for r in document["costs"] if r["gate"] is not None)
+    assert (cost["min_queries"], cost["in_family"]) == (50, False)
+    assert cost["baseline_bias"] < 0 and cost["candidate_bias"] < 0
+    assert "rests on the slowest 2" in report_markdown(report)
+    assert "rests on the slowest 2" in report_junit(report)
 
 
 def test_context_budget_gate_is_absolute(tmp_path: Path) -> None:

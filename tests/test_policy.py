@@ -205,8 +205,12 @@ def test_decisions_keep_their_guarantees(d, margin, slices, min_queries):
             assert e.decision == "regression"  # the strict rule flags a subset
         if e.decision == "pass":
             assert e.ci_low > -margin and e.n >= min_queries
+        # Holm over the family's members; below min-queries a comparison is none of them
+        # and keeps its own p-value
+        members = slices if e.n >= min_queries else 1
+        assert e.in_family == (e.n >= min_queries)
         assert e.sign_p_holm == pytest.approx(
-            float(holm([sign_test(d).p_regression] * slices)[0]), rel=1e-12)
+            float(holm([sign_test(d).p_regression] * members)[0]), rel=1e-12)
 
 
 @settings(max_examples=40, deadline=None)

@@ -4,7 +4,8 @@ of ``gate.toml``, validated against ``schemas/config.schema.json``.
 Keys (all optional): ``snapshot``, ``baseline``, ``candidate`` (paths, relative to the file that
 holds the configuration), ``gate`` (a list of ``{measure, margin}``), ``slices``, ``alpha``,
 ``resamples``, ``seed``, ``tie-band``, ``bootstrap``, ``regression-rule``, ``min-queries``,
-``fail-on``, ``cost`` (a list of ``{metric, stat, max-increase | max}``), ``leaks``. Without a file, a bare
+``fail-on``, ``cost`` (a list of ``{metric, stat, max-increase | max, min-queries}``),
+``leaks``. Without a file, a bare
 ``gate check`` looks for ``gate.toml``, then for a ``pyproject.toml`` with a
 ``[tool.retrieval-gate]`` table, in the current folder.
 
@@ -128,7 +129,8 @@ def config_from_mapping(document: Any, source: str, base: Path,
                                bool(g.get("report-only", False)), g.get("min-queries"))
                   for g in document["gate"]) if "gate" in document else defaults.gates
     costs = tuple(CostGate(c["metric"], c["stat"], _number(c.get("max-increase")),
-                           _number(c.get("max"))) for c in document.get("cost", ()))
+                           _number(c.get("max")), c.get("min-queries"))
+                  for c in document.get("cost", ()))
     twice = {g.name for g in costs if [c.name for c in costs].count(g.name) > 1}
     if twice:
         raise InputError(source, f"cost {min(twice)} is gated twice", "gate each cost "

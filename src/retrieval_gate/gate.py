@@ -21,6 +21,7 @@ import numpy as np
 
 from retrieval_gate.chunkcut import cut_warning
 from retrieval_gate.cost import CostRow, compare_costs, missing_costs
+from retrieval_gate.cost import family_members as cost_members
 from retrieval_gate.errors import InputError
 from retrieval_gate.instead import retrieved_instead
 from retrieval_gate.measures import Measure, parse_measure
@@ -33,6 +34,7 @@ from retrieval_gate.policy import (
     PairPolicy,
     compare,
     exit_code,
+    family_members,
     verdict,
 )
 from retrieval_gate.report.model import (
@@ -103,12 +105,19 @@ def check(snapshot: str | os.PathLike[str], baseline: str | os.PathLike[str],
                                  "false for every query of a JSON Lines run, or remove the gate",
                                  '$["gate"]')
 
+    # One family: the comparisons and the relative cost gates that can decide (known from the
+    # number of queries alone, before any resampling)
+    pairs = _pairs(policy, named, slices)
+    sizes = {**{name: len(rows) for name, rows in slices.items()},
+             UNANSWERABLE: len(test_set.unanswerable)}
+    family = (family_members(sizes, pairs, policy)
+              + cost_members(base.costs(), cand.costs(), policy.costs, policy))
     # the costs' bootstrap is numpy work that releases the GIL: it runs beside the rest
     with ThreadPoolExecutor(max_workers=1, thread_name_prefix="cost-bootstrap") as pool:
         pending_costs = pool.submit(compare_costs, base.costs(), cand.costs(), policy.costs,
-                                    policy)
-        comparisons = _compare(test_set, base, cand, gated, decisions, slices, policy,
-                               _pairs(policy, named, slices))
+                                    policy, family)
+        comparisons = _compare(test_set, base, cand, gated, decisions, slices, policy, pairs,
+                               family)
         texts = {q.id: q.text for q in test_set.queries}
         newly_failing = _newly_failing(base.scores, cand.scores, hit, texts)
         unchanged = all(c.wins == c.losses == 0 for c in comparisons) and np.array_equal(
@@ -149,7 +158,7 @@ def check(snapshot: str | os.PathLike[str], baseline: str | os.PathLike[str],
                   _summary(manifests[1].run, manifests[1], cand.scores, snap, judged), policy,
                   config, comparisons, str(hit), newly_failing, drops, tuple(warnings),
                   funnel, costs, leaks, unanswerable, tuple(reasons), queries, unchanged,
-                  instead, pool_bias is not None)
+                  instead, pool_bias=pool_bias is not None, family=family)
 
 
 INSTEAD = 15  # queries shown with what was retrieved instead
@@ -186,10 +195,11 @@ def _query_rows(test_set: TestSet, base: Scores, cand: Scores, slices: dict[str,
 
 def _compare(test_set: TestSet, base: RunScores, cand: RunScores, gated: tuple[Measure, ...],
              decisions: tuple[str, ...], slices: dict[str, np.ndarray], policy: GatePolicy,
-             pairs: dict[tuple[str, str], PairPolicy]) -> tuple[Comparison, ...]:
-    """Every gated comparison as one family: each measure on each answerable slice, and the
-    abstention decisions — ``Abstain`` on the unanswerable queries, ``FalseAbstain`` on each
-    answerable slice. Rows are the answerable queries, then the unanswerable ones."""
+             pairs: dict[tuple[str, str], PairPolicy], family: int) -> tuple[Comparison, ...]:
+    """Every gated comparison, decided in the family of ``family`` members: each measure on
+    each answerable slice, and the abstention decisions — ``Abstain`` on the unanswerable
+    queries, ``FalseAbstain`` on each answerable slice. Rows are the answerable queries, then
+    the unanswerable ones."""
     columns = [base.scores.measures.index(m) for m in gated]
     extra = len(test_set.unanswerable)
     values = []
@@ -204,7 +214,7 @@ def _compare(test_set: TestSet, base: RunScores, cand: RunScores, gated: tuple[M
     rows = dict(slices)
     rows[UNANSWERABLE] = np.arange(extra) + len(test_set.answerable)
     lower = [m.lower_is_better for m in gated] + [d == FALSE_ABSTAIN for d in decisions]
-    return compare(values[0], values[1], names, rows, policy, lower, pairs)
+    return compare(values[0], values[1], names, rows, policy, lower, pairs, family)
 
 
 def _pairs(policy: GatePolicy, named: tuple[tuple[str, GatedMeasure], ...],

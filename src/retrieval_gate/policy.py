@@ -1,14 +1,21 @@
 """The gate's policy, its decision rule, and the paired comparison of two runs' per-query values.
 
-Every gated (measure, slice) is one comparison; the m comparisons of a run of the gate form one
-family. For a comparison with margin δ (the largest mean drop that is not material), mean
-per-query difference d̄ = mean(candidate − baseline) and n queries:
+Every gated (measure, slice) is one comparison. The gate decides as one **family** of m
+members: the comparisons that can say ``regression`` — those that gate (not report-only), are
+not too small for their gate's own ``min-queries``, and have at least the policy's
+``min-queries`` — and the relative cost gates that can (see :mod:`retrieval_gate.cost`).
+Comparisons outside it can never say ``regression``, so they cannot raise a false alarm, and
+the family need not spend any of α on them. For a comparison with margin δ (the largest mean
+drop that is not material), mean per-query difference d̄ = mean(candidate − baseline) and n
+queries:
 
 - ``[ci_low, ci_high]`` — the two-sided 1 − α bootstrap interval of d̄ (the one reports show);
 - ``ci_high_adjusted`` — the upper end of the two-sided 1 − α/m interval: the family's m
-  intervals at that level hold together with probability ≥ 1 − α (Bonferroni);
+  bounds at that level (the cost gates' adjusted low ends among them) hold together with
+  probability ≥ 1 − α (Bonferroni);
 - ``sign_p_holm`` — the one-sided sign-test p-value toward regression, Holm-adjusted over the
-  family.
+  family's quality comparisons (a further condition: it only makes regression harder); a
+  comparison outside the family keeps its own p-value.
 
 Decision, with n ≥ ``min_queries`` (fewer queries certify nothing: ``inconclusive``, and
 ``decision_note`` says why):
@@ -23,20 +30,23 @@ Decision, with n ≥ ``min_queries`` (fewer queries certify nothing: ``inconclus
 What each verdict guarantees (up to the bootstrap's approximation; measured by
 ``benchmarks/calibration.py``):
 
-- ``regression``, rule ``estimate``: when no gated comparison is truly worse (every true mean
-  difference ≥ 0), the gate says ``regression`` with probability ≤ α/2 ≤ α — the chance that
-  one of the simultaneous intervals misses on its upper side. The sign test must agree as
-  well; the second factor of 2 absorbs the percentile/BCa intervals' small-sample optimism.
+- ``regression``, rule ``estimate``: when no member of the family is truly worse (every true
+  mean difference ≥ 0, no gated cost truly higher), the gate says ``regression`` with
+  probability ≤ α/2 ≤ α — the chance that one of the m simultaneous bounds misses on its
+  side. The sign test must agree as well; the second factor of 2 absorbs the bootstrap's
+  small-sample optimism.
 - ``regression``, rule ``interval``: the same bound when every true drop is smaller than its
-  margin — a drop that is not material is flagged at most α of the time.
+  margin (and every true cost ratio below 1 + max-increase) — a change that is not material
+  is flagged at most α of the time.
 - ``pass`` of the whole gate: every comparison must pass, so if any comparison truly drops by δ
   or more, the gate says ``pass`` with probability ≤ α/2 (one-sided lower end of the
   unadjusted 1 − α interval). Requiring all comparisons to pass is an intersection-union test:
   no multiplicity adjustment is needed, and one would only make ``pass`` harder to reach.
 
 ``improvement`` is a separate flag (``ci_low`` > 0, with n ≥ ``min_queries``). The overall
-verdict is ``regression`` if any comparison is, else ``inconclusive`` if any is, else ``pass``;
-the exit code follows ``fail_on``.
+verdict is ``regression`` if any comparison is, else ``inconclusive`` if any is, else ``pass``
+— and ``inconclusive`` when nothing was decided at all (every gate report-only or too small to
+decide): no evidence is not a pass. The exit code follows ``fail_on``.
 """
 
 from __future__ import annotations
@@ -77,12 +87,15 @@ class GatedMeasure:
 @dataclass(frozen=True)
 class CostGate:
     """A gated cost (see :mod:`retrieval_gate.cost`): ``metric`` and ``stat``, and either ``max_increase`` (relative to the
-    baseline's) or ``max`` (an absolute budget)."""
+    baseline's) or ``max`` (an absolute budget); ``min_queries``, the fewest queries on which a
+    relative gate decides (None: the statistic's default, see
+    :func:`retrieval_gate.cost.min_queries`)."""
 
     metric: str
     stat: str
     max_increase: float | None = None
     max: float | None = None
+    min_queries: int | None = None
 
     @property
     def name(self) -> str:
@@ -174,10 +187,25 @@ def decision_note(n: int, min_queries: int) -> str | None:
 
 
 def verdict(decisions: list[Decision]) -> Decision:
-    """``regression`` if any, else ``inconclusive`` if any, else ``pass``."""
+    """``regression`` if any, else ``inconclusive`` if any, else ``pass``; ``inconclusive`` for
+    no decision at all: nothing was gated, and nothing certifies a pass."""
     if "regression" in decisions:
         return "regression"
-    return "inconclusive" if "inconclusive" in decisions else "pass"
+    return "inconclusive" if "inconclusive" in decisions or not decisions else "pass"
+
+
+def nothing_gated(comparisons: Sequence[Comparison]) -> str:
+    """Why no comparison counts in the verdict, in words: ``every gated comparison has fewer
+    queries than its min-queries (Recall@10 on 'paraphrase': 13 < 15)``, ``every gate is
+    report-only``, or both."""
+    small = [c for c in comparisons if c.too_small and not c.report_only]
+    listed = ", ".join(f"{c.measure} on '{c.slice}': {c.n} < {c.min_queries}" for c in small)
+    if not small:
+        return "every gate is report-only"
+    why = ("every gated comparison has fewer queries than its min-queries"
+           if len(small) == len(comparisons) else
+           "every gate is report-only or has fewer queries than its min-queries")
+    return f"{why} ({listed})"
 
 
 def exit_code(overall: Decision, fail_on: FailOn) -> int:
@@ -207,7 +235,7 @@ class Labels:
 
     - ``ci``: the shown interval, e.g. ``95% CI`` (two-sided 1 − α);
     - ``intervals``: both levels in one phrase, e.g. ``95% intervals (97.5% for regression:
-      Bonferroni over 2 comparisons)``;
+      Bonferroni over 2 comparisons)``, or ``… over 3 comparisons, 1 of them a cost``;
     - ``power``: the minimum detectable drop's power, e.g. ``80% power``;
     - ``rule``: the decision rule in one sentence;
     - ``bound``: the regression bound ``ci_high_adjusted``, e.g. ``97.5% bound`` (two-sided
@@ -221,24 +249,27 @@ class Labels:
     bound: str
 
 
-def labels(policy: GatePolicy, comparisons: int) -> Labels:
-    """The :class:`Labels` of ``policy`` for a family of ``comparisons`` (m ≥ 1)."""
-    m = max(comparisons, 1)
+def labels(policy: GatePolicy, family: int, costs: int = 0) -> Labels:
+    """The :class:`Labels` of ``policy`` for the family the decision used: ``family`` members
+    (the report's :attr:`~retrieval_gate.report.model.Report.family`; 0 and 1 both give the
+    unadjusted level), ``costs`` of them relative cost gates."""
+    m = max(family, 1)
     shown = percent(1 - policy.alpha)
-    family = percent(1 - policy.alpha / m)
+    level = percent(1 - policy.alpha / m)
+    of_them = (f", {costs} of them {'a cost' if costs == 1 else 'costs'}" if costs else "")
     intervals = (f"{shown}% intervals" if m == 1 else
-                 f"{shown}% intervals ({family}% for regression: Bonferroni over {m} "
-                 "comparisons)")
+                 f"{shown}% intervals ({level}% for regression: Bonferroni over {m} "
+                 f"comparisons{of_them})")
     if policy.regression_rule == "interval":
-        regression = (f"regression when the whole {family}% interval lies below −margin and "
+        regression = (f"regression when the whole {level}% interval lies below −margin and "
                       f"the Holm-adjusted sign test p < {policy.alpha:g}")
     else:
-        regression = (f"regression when Δ ≤ −margin, the {family}% interval lies below 0 and "
+        regression = (f"regression when Δ ≤ −margin, the {level}% interval lies below 0 and "
                       f"the Holm-adjusted sign test p < {policy.alpha:g}")
     rule = (f"{regression}; pass when the {shown}% interval's low end > −margin; neither with "
             f"fewer than {policy.min_queries} queries; else inconclusive")
     return Labels(f"{shown}% CI", intervals, f"{percent(policy.power)}% power", rule,
-                  f"{family}% bound")
+                  f"{level}% bound")
 
 
 # --------------------------------------------------------------------------------------------
@@ -249,7 +280,9 @@ def labels(policy: GatePolicy, comparisons: int) -> Labels:
 class Comparison:
     """One gated (measure, slice): the paired statistics and the decision. ``ci_note`` says why
     the interval is not a plain bootstrap interval (no query, no spread, BCa undefined);
-    ``decision_note`` why nothing is certified (too few queries), else None."""
+    ``decision_note`` why nothing is certified (too few queries), else None; ``min_queries``
+    its gate's own minimum (None: only the policy's); ``in_family`` whether it is one of the
+    family's members (it can say ``regression``)."""
 
     measure: str
     slice: str
@@ -276,6 +309,8 @@ class Comparison:
     lower_is_better: bool = False
     report_only: bool = False
     too_small: bool = False
+    min_queries: int | None = None
+    in_family: bool = False
 
     @property
     def gating(self) -> bool:
@@ -292,12 +327,31 @@ class PairPolicy:
     min_queries: int | None = None
     report_only: bool = False
 
+    def too_small(self, n: int) -> bool:
+        """Whether ``n`` queries are fewer than this comparison's own minimum."""
+        return self.min_queries is not None and n < self.min_queries
+
+
+def in_family(n: int, pair: PairPolicy, policy: GatePolicy) -> bool:
+    """Whether a comparison of ``n`` queries is a member of the family: it gates (not
+    report-only), is not too small for its own minimum, and has at least the policy's
+    ``min_queries`` — the comparisons that can say ``regression``."""
+    return not pair.report_only and not pair.too_small(n) and n >= policy.min_queries
+
+
+def family_members(slices: Mapping[str, int], pairs: Mapping[tuple[str, str], PairPolicy],
+                   policy: GatePolicy) -> int:
+    """How many of the (measure, slice) comparisons ``pairs`` are members of the family, with
+    ``slices`` mapping a slice name to its number of queries."""
+    return sum(in_family(slices.get(name, 0), pair, policy)
+               for (_, name), pair in pairs.items())
+
 
 def compare(baseline: np.ndarray, candidate: np.ndarray, measures: Sequence[str],
             slices: Mapping[str, np.ndarray], policy: GatePolicy,
             lower_is_better: Sequence[bool] = (),
-            pairs: Mapping[tuple[str, str], PairPolicy] | None = None
-            ) -> tuple[Comparison, ...]:
+            pairs: Mapping[tuple[str, str], PairPolicy] | None = None,
+            family: int | None = None) -> tuple[Comparison, ...]:
     """Every gated (measure, slice) comparison, decided: a pure function of per-query values.
 
     ``baseline`` and ``candidate`` have shape (queries, measures): column j holds the values of
@@ -305,12 +359,16 @@ def compare(baseline: np.ndarray, candidate: np.ndarray, measures: Sequence[str]
     both. ``slices`` maps a slice name to the row positions of its queries; ``pairs``, when
     given, are the (measure, slice) comparisons to make, each with its margin, its own minimum
     number of queries and whether it is only reported (default: every measure on every slice,
-    with the policy's). The family is every comparison that gates (report-only ones are left
-    out of the Bonferroni level and of Holm; their p-values are their own). Per slice, one bootstrap with
+    with the policy's). ``family`` is the size m of the family the gate decides as one (see the
+    module docstring: these comparisons' members, :func:`in_family`, and the relative cost
+    gates that can decide); None: these comparisons' members alone. Comparisons outside the
+    family (report-only, too small, below the policy's ``min_queries``) get the same bound,
+    and their sign-test p-values are their own. Per slice, one bootstrap with
     ``numpy.random.default_rng(policy.seed)`` resamples the slice's queries for all measures at
     once (so a slice's interval does not depend on which other slices are gated) and gives both
-    the 1 − α interval and the 1 − α/m bound; the sign tests of the family are Holm-adjusted
-    together. The minimum detectable drop is at the bound's level (two-sided α/m).
+    the 1 − α interval and the 1 − α/m bound; the sign tests of the family's members are
+    Holm-adjusted together. The minimum detectable drop is at the bound's level (two-sided
+    α/m).
 
     A measure marked ``lower_is_better`` (Stale, FalseAbstain) is decided on its differences
     turned round, so that its rise is the regression: its margin is the largest rise that is
@@ -320,8 +378,13 @@ def compare(baseline: np.ndarray, candidate: np.ndarray, measures: Sequence[str]
     wanted = dict(pairs) if pairs is not None else {
         (m, s): PairPolicy(policy.gates[j].margin) for j, m in enumerate(measures)
         for s in slices}
-    family = sum(not p.report_only for p in wanted.values()) or 1
-    family_alpha = policy.alpha / family
+    counted = family_members({name: len(at) for name, at in slices.items()}, wanted, policy)
+    if family is None:
+        family = counted
+    elif family < counted:
+        raise ValueError(f"family must count at least the {counted} comparisons in it, got "
+                         f"{family}")
+    family_alpha = policy.alpha / max(family, 1)
     sign = np.array([-1.0 if low else 1.0 for low in
                      (lower_is_better or [False] * len(measures))])
     rows: list[dict[str, Any]] = []
@@ -354,11 +417,11 @@ def compare(baseline: np.ndarray, candidate: np.ndarray, measures: Sequence[str]
                 "sign_p": signs.p_regression, "sign_p_two_sided": signs.p_two_sided,
                 "mde": minimum_detectable_drop(d[j], family_alpha, policy.power),
                 "margin": own.margin, "lower_is_better": bool(turned),
-                "report_only": own.report_only,
-                "too_small": own.min_queries is not None and n < own.min_queries,
+                "report_only": own.report_only, "too_small": own.too_small(n),
+                "min_queries": own.min_queries, "in_family": in_family(n, own, policy),
                 "_turned": (_mean(d[j]) or 0.0, interval.low),
             })
-    gating = [i for i, r in enumerate(rows) if not r["report_only"]]
+    gating = [i for i, r in enumerate(rows) if r["in_family"]]
     adjusted = [r["sign_p"] for r in rows]
     for i, p in zip(gating, holm([rows[i]["sign_p"] for i in gating]).tolist()):
         adjusted[i] = p
@@ -369,8 +432,9 @@ def compare(baseline: np.ndarray, candidate: np.ndarray, measures: Sequence[str]
             row["n"], mean_turned, low_turned, row["ci_high_adjusted"], p_holm, row["margin"],
             policy.alpha, ci_high_adjusted=row["ci_high_adjusted"],
             rule=policy.regression_rule, min_queries=policy.min_queries)
-        note = (f"too small to decide: {row['n']} queries, fewer than this gate's min-queries"
-                if row["too_small"] else decision_note(row["n"], policy.min_queries))
+        note = (f"too small to decide: {row['n']} queries, fewer than this gate's min-queries "
+                f"= {row['min_queries']}" if row["too_small"]
+                else decision_note(row["n"], policy.min_queries))
         comparisons.append(Comparison(**row, sign_p_holm=p_holm, decision=decision,
                                       decision_note=note,
                                       improvement=note is None and low_turned > 0))

@@ -32,6 +32,7 @@ from retrieval_gate.policy import GatePolicy, Labels, labels
 from retrieval_gate.report.model import Comparison, FunnelReport, QueryRow, Report, RunSummary
 from retrieval_gate.report.sections import (
     abstention_note,
+    cost_notes,
     cost_rule,
     cost_table,
     funnel_table,
@@ -294,7 +295,7 @@ def _verdict(report: Report, lab: Labels) -> str:
         ("evidence", escape(chunkings(report, lambda name: capped(name, NAME)), LINE)),
         ("statistics", escape(f"paired per query; {policy.resamples} {method} bootstrap "
                               f"resamples (seed {policy.seed}), {lab.intervals}, sign test with "
-                              f"Holm across {report.family} comparisons", LINE)),
+                              f"Holm across {report.holm_family} comparisons", LINE)),
         *([("config", f"<code>{escape(report.config, PATH)}</code>")] if report.config else []),
     ]
     rows = "\n".join(f"<dt>{name}</dt><dd>{value}</dd>" for name, value in facts)
@@ -578,6 +579,8 @@ def _costs(report: Report) -> str:
                       ("<p>Paired over the queries both runs record"
                        + (f"; {where}" if where else "") + ".</p>"),
                       _table(rows, numeric=(1, 2, 3, 4)),
+                      *(f'<p class="note">{escape(note, 2 * LINE)}.</p>'
+                        for note in cost_notes(report)),
                       f'<p class="note">Rule: {escape(cost_rule(report), LINE)}.</p>',
                       "</section>"])
 
@@ -687,7 +690,7 @@ def _nav(report: Report) -> str:
 
 def report_html(report: Report) -> str:
     """The report as one self-contained HTML5 page (see the module docstring)."""
-    lab = labels(report.policy, report.family)
+    lab = labels(report.policy, report.family, report.family_costs)
     word, _ = headline(report)
     body = [_verdict(report, lab), _leaks(report), _nav(report), _forests(report, lab),
             _per_query(report, lab), _funnel(report), _costs(report), _unanswerable(report),

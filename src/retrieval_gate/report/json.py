@@ -32,6 +32,7 @@ def report_document(report: Report) -> dict[str, Any]:
         "candidate": _run(report.candidate),
         "settings": {
             **report.policy.as_dict(),
+            "family": report.family,
             "config": report.config,
             "scoring": {**snap.policy.as_dict(), "gain": snap.gain,
                         "measures": [str(m) for m in snap.measures],

@@ -38,7 +38,7 @@ def report_junit(report: Report) -> str:
                                   + int(leaks is not None and leaks.fails)),
                   "errors": "0", "skipped": "0"}
     suites = ElementTree.Element("testsuites", attributes)
-    ci = labels(report.policy, len(cases)).ci
+    ci = labels(report.policy, report.family).ci
     suite = ElementTree.SubElement(suites, "testsuite",
                                    {**attributes, "name": f"retrieval-gate {report.snapshot.name}"})
     if leaks is not None:  # first: a leak fails whatever the statistics say

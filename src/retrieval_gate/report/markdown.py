@@ -32,6 +32,7 @@ from retrieval_gate.report.model import Report, RunSummary
 from retrieval_gate.report.sections import (
     abstention_note,
     cost_first,
+    cost_notes,
     cost_rule,
     cost_table,
     funnel_table,
@@ -154,14 +155,16 @@ def _costs(report: Report) -> list[str]:
     return ["", ("**Cost** (paired over the queries both runs record"
                  + (f"; {where}" if where else "") + "):"), "",
             _markdown_row(costs[0]), "|---|--:|--:|--:|--:|---|---|---|",
-            *(_markdown_row([escape(row[0], NAME), *row[1:]]) for row in costs[1:])]
+            *(_markdown_row([escape(row[0], NAME), *row[1:]]) for row in costs[1:]),
+            *(["", *(f"- {escape(note, 2 * LINE)}" for note in cost_notes(report))]
+              if cost_notes(report) else [])]
 
 
 def report_markdown(report: Report) -> str:
     word, why = headline(report)
     snap = report.snapshot
     n_all = max((c.n for c in report.comparisons if c.slice == "all"), default=0)
-    lab = labels(report.policy, report.family)
+    lab = labels(report.policy, report.family, report.family_costs)
     lines = [
         MARKER,
         f"### {word} {_ICON[word]} retrieval-gate",
@@ -242,7 +245,7 @@ def report_markdown(report: Report) -> str:
             (f"- α = {policy.alpha:g}; {policy.resamples} "
             f"{'BCa' if policy.bootstrap == 'bca' else 'percentile'} bootstrap resamples of the "
             f"queries, seed {policy.seed}; tie band {policy.tie_band:g}; Holm across "
-            f"{report.family} comparisons; fail on {policy.fail_on}"),
+            f"{report.holm_family} comparisons; fail on {policy.fail_on}"),
             *([] if report.unchanged else [f"- detectable drop at {lab.power}: " + ", ".join(
                 f"{escape(c.measure, NAME)} ({escape(c.slice, NAME)}) "
                 f"{'undefined' if c.mde is None else f'{c.mde:.4f}'}"

@@ -165,8 +165,10 @@ class Report:
     the unanswerable queries; the reasons of a regression (``leak``, ``measures``,
     ``cost``); every query's values; whether nothing changed (every measure of every
     query, and every abstention decision, equal in both runs); for the queries that got
-    worst, what was retrieved instead; and whether the candidate surfaces clearly more
-    unjudged items than the baseline (a pool bias: one of the warnings says so)."""
+    worst, what was retrieved instead; whether the candidate surfaces clearly more unjudged
+    items than the baseline (a pool bias: one of the warnings says so); and ``family``, the
+    size m of the family the decision used (its Bonferroni level is α/m): the comparisons and
+    relative cost gates marked ``in_family``."""
 
     verdict: str
     exit_code: int
@@ -189,8 +191,15 @@ class Report:
     unchanged: bool = False
     instead: tuple[Instead, ...] = ()
     pool_bias: bool = False
+    family: int = 0
 
     @property
-    def family(self) -> int:
-        """The comparisons the family correction spans: every one not only reported."""
-        return sum(not c.report_only for c in self.comparisons)
+    def family_costs(self) -> int:
+        """The relative cost gates among the family's members."""
+        return sum(row.in_family for row in self.costs)
+
+    @property
+    def holm_family(self) -> int:
+        """The comparisons whose sign tests Holm adjusts together: the family's quality
+        comparisons."""
+        return sum(c.in_family for c in self.comparisons)

@@ -15,7 +15,7 @@ from retrieval_gate.measures import parse_measure
 from retrieval_gate.policy import percent
 from retrieval_gate.report.model import Comparison, FunnelReport, Report, UnanswerableSide
 
-__all__ = ["abstention_note", "cost_detail", "cost_first", "cost_rule", "cost_table",
+__all__ = ["abstention_note", "cost_detail", "cost_first", "cost_notes", "cost_rule", "cost_table",
            "failure_step", "funnel_table", "instead_lines", "leak_rows", "leak_summary",
            "leaks_not_shown", "lost_at", "next_step", "queries_needed", "timed_on",
            "unanswerable_rows"]
@@ -74,7 +74,14 @@ def cost_detail(row: CostRow) -> str:
     interval = f", interval {_interval(row)}" if _interval(row) else ""
     gate = "" if row.gate is None else f", gate {row.gate.describe()}"
     return (f"{row.metric} {row.stat}: {_value(row, row.baseline)} → "
-            f"{_value(row, row.candidate)} ({ratio}{interval}){gate}, n = {row.n}")
+            f"{_value(row, row.candidate)} ({ratio}{interval}){gate}, n = {row.n}"
+            + (f" — {row.note}" if row.note else ""))
+
+
+def cost_notes(report: Report) -> list[str]:
+    """One line per cost row with a note: ``latency_ms p95: p95 of 25 queries rests on the
+    slowest 2: at least 50 queries are needed to certify it; …``."""
+    return [f"{row.metric} {row.stat}: {row.note}" for row in report.costs if row.note]
 
 
 def _interval(row: CostRow) -> str | None:
@@ -111,14 +118,17 @@ def timed_on(report: Report, shown: Callable[[str], str]) -> str | None:
 
 
 def cost_rule(report: Report) -> str:
-    """The cost gates' rule in one sentence."""
-    m = sum(1 for g in report.policy.costs if g.max_increase is not None)
+    """The cost gates' rule in one sentence, at the level of the family the decision used."""
     shown = percent(1 - report.policy.alpha)
-    family = percent(1 - report.policy.alpha / max(m, 1))
-    return (f"a relative cost gate: regression when the ratio ≥ 1 + max-increase and the low end "
-            f"of its {family}% paired bootstrap interval is above 1; pass when the high end of "
-            f"the {shown}% interval is below 1 + max-increase; an absolute one: pass when the "
-            "candidate's statistic is at most max")
+    family = percent(1 - report.policy.alpha / max(report.family, 1))
+    regression = (f"the low end of its {family}% paired bootstrap interval is above 1 + "
+                  "max-increase" if report.policy.regression_rule == "interval" else
+                  f"the ratio ≥ 1 + max-increase and the low end of its {family}% paired "
+                  "bootstrap interval is above 1")
+    return (f"a relative cost gate: regression when {regression}; pass when the high end of "
+            f"the {shown}% interval is below 1 + max-increase; neither with fewer queries than "
+            "its min-queries; an absolute one: pass when the candidate's statistic is at most "
+            "max")
 
 
 LEAKS_SHOWN = 10  # leaks listed in a report; the JSON report lists up to 1,000

@@ -14,11 +14,12 @@ from __future__ import annotations
 from collections.abc import Callable
 from dataclasses import replace
 
-from retrieval_gate.policy import GatePolicy, Labels, labels
+from retrieval_gate.policy import GatePolicy, Labels, labels, nothing_gated
 from retrieval_gate.report.model import Comparison, QueryChange, Report, RunSummary
 from retrieval_gate.report.sections import (
     abstention_note,
     cost_first,
+    cost_notes,
     cost_table,
     funnel_table,
     instead_lines,
@@ -54,7 +55,12 @@ def headline(report: Report) -> tuple[str, str]:
             return "REGRESSION", leaks + (f"; and {found}" if where else "")
         return "REGRESSION", found
     if report.verdict == "inconclusive":
+        if not any(c.gating for c in report.comparisons) and all(
+                r.decision is None for r in report.costs):
+            return "INCONCLUSIVE", f"nothing was gated — {nothing_gated(report.comparisons)}"
         costs = [f"can't tell whether {r.metric} {r.stat} grew by more than the gate allows"
+                 + (f" — {r.n} queries, and at least {r.min_queries} are needed to certify it"
+                    if r.min_queries is not None and r.n < r.min_queries else "")
                  for r in report.costs if r.decision == "inconclusive"]
         return "INCONCLUSIVE", "; ".join([*(undecided(c) for c in report.comparisons
                                             if c.decision == "inconclusive" and c.gating),
@@ -228,7 +234,7 @@ def report_text(report: Report) -> str:
     n_all = max((c.n for c in report.comparisons if c.slice == "all"), default=None)
     queries = f", {n_all} answerable queries" if n_all is not None else ""
     method = "BCa" if policy.bootstrap == "bca" else "percentile"
-    lab = labels(policy, report.family)
+    lab = labels(policy, report.family, report.family_costs)
     costs = _costs(report)
     lines = [
         f"{word}: {why} (exit {report.exit_code})",
@@ -243,7 +249,7 @@ def report_text(report: Report) -> str:
         *([f"  {more}"] if (more := leaks_not_shown(report)) else []),
         (f"paired per query; {policy.resamples} {method} bootstrap resamples (seed "
          f"{policy.seed}), {lab.intervals}, sign test with Holm across "
-         f"{report.family} comparisons"),
+         f"{report.holm_family} comparisons"),
         "",
         *_table(report.comparisons, lab, policy),
         "",
@@ -297,4 +303,5 @@ def _costs(report: Report) -> list[str]:
         return []
     where = timed_on(report, visible)
     return [("Cost (paired over the queries both runs record" + (f"; {where}" if where else "")
-             + "):"), *(f"  {line}" for line in _aligned(costs, {1, 2, 3, 4}))]
+             + "):"), *(f"  {line}" for line in _aligned(costs, {1, 2, 3, 4})),
+            *(f"  note: {visible(note)}" for note in cost_notes(report))]
