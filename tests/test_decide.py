@@ -85,6 +85,10 @@ def test_nothing_gated_is_inconclusive_not_a_pass(tmp_path: Path) -> None:
     code, headline, document = _checked(config, tmp_path, "--fail-on", "inconclusive")
     assert code == 4 and headline.endswith("(exit 4)")
     assert (document["verdict"], document["exit_code"]) == ("inconclusive", 4)
+    out = gate("check", "--config", config)[1]
+    assert out.splitlines()[1] == ("Next: add queries to slice paraphrase: its gate of Recall@10 "
+                                   "needs at least 15 (it has 13), or lower that gate's "
+                                   "min-queries")
 
 
 def test_every_gate_report_only_is_inconclusive(tmp_path: Path) -> None:
@@ -94,6 +98,8 @@ def test_every_gate_report_only_is_inconclusive(tmp_path: Path) -> None:
     assert code == 4
     assert headline == "INCONCLUSIVE: nothing was gated — every gate is report-only (exit 4)"
     assert document["verdict"] == "inconclusive" and document["settings"]["family"] == 0
+    assert gate("check", "--config", config)[1].splitlines()[1] == (
+        "Next: gate a measure: every gate is report-only (drop report-only from one)")
 
 
 def test_leaks_fail_when_nothing_is_gated(tmp_path: Path) -> None:

@@ -194,6 +194,13 @@ class Report:
     family: int = 0
 
     @property
+    def gated_nothing(self) -> bool:
+        """Whether nothing decided: no comparison counts in the verdict (each report-only or
+        too small to decide) and no cost gate decided."""
+        return not any(c.gating for c in self.comparisons) and all(
+            row.decision is None for row in self.costs)
+
+    @property
     def family_costs(self) -> int:
         """The relative cost gates among the family's members."""
         return sum(row.in_family for row in self.costs)

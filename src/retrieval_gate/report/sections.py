@@ -269,8 +269,20 @@ def next_step(report: Report) -> str:
     if costly:
         return "look at " + "; ".join(map(cost_detail, costly))
     if report.verdict == "inconclusive":
-        return _more_queries(report)
+        return _ungated(report) if report.gated_nothing else _more_queries(report)
     return "nothing to do"
+
+
+def _ungated(report: Report) -> str:
+    """When nothing was gated: the queries the gate most short of its own min-queries needs,
+    else (every gate report-only) a gate that decides."""
+    small = [c for c in report.comparisons if c.too_small and not c.report_only]
+    if not small:
+        return "gate a measure: every gate is report-only (drop report-only from one)"
+    c = max(small, key=lambda c: (c.min_queries or 0) - c.n)
+    where = "" if c.slice == "all" else f" to slice {c.slice}"
+    return (f"add queries{where}: its gate of {c.measure} needs at least {c.min_queries:,} "
+            f"(it has {c.n:,}), or lower that gate's min-queries")
 
 
 def _pool_export(report: Report) -> str:

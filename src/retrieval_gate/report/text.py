@@ -55,8 +55,7 @@ def headline(report: Report) -> tuple[str, str]:
             return "REGRESSION", leaks + (f"; and {found}" if where else "")
         return "REGRESSION", found
     if report.verdict == "inconclusive":
-        if not any(c.gating for c in report.comparisons) and all(
-                r.decision is None for r in report.costs):
+        if report.gated_nothing:
             return "INCONCLUSIVE", f"nothing was gated — {nothing_gated(report.comparisons)}"
         costs = [f"can't tell whether {r.metric} {r.stat} grew by more than the gate allows"
                  + (f" — {r.n} queries, and at least {r.min_queries} are needed to certify it"
