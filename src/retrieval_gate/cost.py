@@ -53,7 +53,7 @@ from statistics import NormalDist
 
 import numpy as np
 
-from retrieval_gate.policy import CostGate, Decision, GatePolicy
+from retrieval_gate.policy import CostGate, Decision, GatePolicy, family_level
 
 METRICS = ("latency_ms", "context_tokens")
 STATS = ("p50", "p95", "mean")
@@ -139,13 +139,8 @@ def compare_costs(baseline: dict[str, np.ndarray | None], candidate: dict[str, n
     as one (the quality comparisons and the relative cost gates that can decide); None: these
     gates' members alone (:func:`family_members`). A gated cost a run does not record is the
     caller's error to raise (see :func:`missing_costs`)."""
-    members = family_members(baseline, candidate, gates, policy)
-    if family is None:
-        family = members
-    elif family < members:
-        raise ValueError(f"family must count at least the {members} cost gates in it, got "
-                         f"{family}")
-    family_alpha = policy.alpha / max(family, 1)
+    family_alpha = family_level(policy.alpha, family,
+                                family_members(baseline, candidate, gates, policy), "cost gates")
     rows = []
     for metric in METRICS:
         b, c = baseline.get(metric), candidate.get(metric)

@@ -272,6 +272,14 @@ def labels(policy: GatePolicy, family: int, costs: int = 0) -> Labels:
                   f"{level}% bound")
 
 
+def family_level(alpha: float, family: int | None, members: int, what: str) -> float:
+    """α/m, the Bonferroni level of a family of m = ``family`` members (None: the ``members``
+    counted by the caller alone); ValueError when ``family`` counts fewer than those."""
+    if family is not None and family < members:
+        raise ValueError(f"family must count at least the {members} {what} in it, got {family}")
+    return alpha / max(members if family is None else family, 1)
+
+
 # --------------------------------------------------------------------------------------------
 # The comparison
 
@@ -379,12 +387,7 @@ def compare(baseline: np.ndarray, candidate: np.ndarray, measures: Sequence[str]
         (m, s): PairPolicy(policy.gates[j].margin) for j, m in enumerate(measures)
         for s in slices}
     counted = family_members({name: len(at) for name, at in slices.items()}, wanted, policy)
-    if family is None:
-        family = counted
-    elif family < counted:
-        raise ValueError(f"family must count at least the {counted} comparisons in it, got "
-                         f"{family}")
-    family_alpha = policy.alpha / max(family, 1)
+    family_alpha = family_level(policy.alpha, family, counted, "comparisons")
     sign = np.array([-1.0 if low else 1.0 for low in
                      (lower_is_better or [False] * len(measures))])
     rows: list[dict[str, Any]] = []
