@@ -356,9 +356,10 @@ def test_check_counts_the_places_of_json_lines_items_without_a_chunk_table(tmp_p
                         "--permissions-version", "p", "-m", "Recall@2", "-o",
                         tmp_path / "snapshot.json")
     assert code == 0, err
-    for name in ("base", "cand"):
+    for name in ("base", "cand"):  # a chunking named by its version alone: still the places
         assert gate("run-manifest", "--snapshot", tmp_path / "snapshot.json", "--run",
-                    tmp_path / f"{name}.jsonl", "--commit", "none")[0] == 0
+                    tmp_path / f"{name}.jsonl", "--commit", "none", "--chunking-version",
+                    f"{name}-v1")[0] == 0
     code, out, err = gate("check", "--no-config", "--snapshot", tmp_path / "snapshot.json",
                           "--baseline", tmp_path / "base.jsonl", "--candidate",
                           tmp_path / "cand.jsonl", "--gate", "Recall@2=0.1", "--output-format",

@@ -45,11 +45,13 @@ _ODD = np.uint64(0xD6E8FEB86659FD93)  # mixes a key before a second value is fol
 @dataclass(frozen=True)
 class Cut:
     """Of ``spans`` spans, how many are ``cut`` by a chunking (both ends on its chunk
-    boundaries), and how many of those are ``exact``\\ ly one of its chunks."""
+    boundaries), and how many of those are ``exact``\\ ly one of its chunks; ``from_items``
+    when the chunking was seen through the places of a run's items, not its chunk table."""
 
     spans: int
     cut: int
     exact: int
+    from_items: bool = False
 
     @property
     def noticeable(self) -> bool:
@@ -104,7 +106,7 @@ def cut_spans(doc: np.ndarray, start: np.ndarray, end: np.ndarray, chunks: Bound
     ``chunks``, and how many are exactly one of its chunks (see the module docstring)."""
     n = len(doc)
     if not n or not len(chunks.doc):
-        return Cut(n, 0, 0)
+        return Cut(n, 0, 0, chunks.from_items)
     span_hash, chunk_hash = hash_ids(doc), hash_ids(chunks.doc)
     families, family = np.unique(chunk_hash, return_inverse=True)  # a document, by its hash
     family = family.ravel()
@@ -127,7 +129,7 @@ def cut_spans(doc: np.ndarray, start: np.ndarray, end: np.ndarray, chunks: Bound
         _triple(span_hash[rows], start[rows], end[rows]))
     exact = _confirmed(at, (doc[rows], start[rows], end[rows]),
                        (chunks.doc, chunks.start, chunks.end))
-    return Cut(n, len(rows), int(exact.sum()))
+    return Cut(n, len(rows), int(exact.sum()), chunks.from_items)
 
 
 def _triple(doc_hash: np.ndarray, start: np.ndarray, end: np.ndarray) -> np.ndarray:
@@ -163,12 +165,12 @@ def _confirmed(at: np.ndarray, wanted: tuple[np.ndarray, ...],
 
 
 def cut_warning(role: str, chunking: Mapping[str, Any] | None, cut: Cut | None) -> str | None:
-    """``gate check``'s warning about the run in ``role`` whose chunking (its manifest's
-    ``chunking`` record, None for item places) cut a noticeable share of the relevant spans;
-    None when it did not."""
+    """``gate check``'s warning about the run in ``role`` whose chunking (named by its
+    manifest's ``chunking`` record, when the cut was counted on its chunk table) cut a
+    noticeable share of the relevant spans; None when it did not."""
     if cut is None or not cut.noticeable:
         return None
-    if chunking is None:
+    if cut.from_items or chunking is None or "file" not in chunking:
         whose = f"the places of the {role}'s retrieved items"
     else:
         name = PurePosixPath(chunking["file"]).name
