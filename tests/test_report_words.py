@@ -18,7 +18,8 @@ from retrieval_gate.validate import record_run
 ROOT = Path(__file__).resolve().parent.parent
 
 
-def _set(tmp_path: Path, runs: dict[str, dict[str, list[str]]], n_extra: int = 0) -> dict:
+def _set(tmp_path: Path, runs: dict[str, dict[str, list[str]]], n_extra: int = 0,
+         measures: tuple[str, ...] = ("Recall@3",)) -> dict:
     """Two queries judged by hand (q1: d1 grade 2, d2 grade 1; q2: d3), a corpus with text,
     and runs of document ids in rank order."""
     docs = [{"id": f"d{i}", "text": f"text of document {i} " * 5} for i in range(1, 10)]
@@ -31,7 +32,7 @@ def _set(tmp_path: Path, runs: dict[str, dict[str, list[str]]], n_extra: int = 0
     (tmp_path / "qrels.jsonl").write_text("".join(json.dumps(q) + "\n" for q in qrels))
     freeze(tmp_path / "snapshot.json", queries=tmp_path / "queries.jsonl",
            qrels=tmp_path / "qrels.jsonl", corpus_version="c", corpus_file=tmp_path /
-           "corpus.jsonl", permissions_version="p", unit="document", measures=["Recall@3"])
+           "corpus.jsonl", permissions_version="p", unit="document", measures=list(measures))
     paths = {}
     for name, rankings in runs.items():
         path = tmp_path / f"{name}.jsonl"
@@ -94,6 +95,30 @@ def test_pool_bias_is_warned_only_when_the_candidate_surfaces_clearly_more(
     # unjudged or empty, the candidate's slots would be 4 of 6 against the baseline's 3
     short = check(tmp_path / "snapshot.json", runs["base"], runs["short"], POLICY)
     assert not any("pool bias" in w for w in short.warnings)
+
+
+def test_pool_bias_without_a_cutoff_counts_items_not_empty_rankings(tmp_path: Path,
+                                                                     monkeypatch) -> None:
+    """A gated measure without @k reads whole rankings: an empty ranking is no unjudged item,
+    and a candidate that returns less (a packing bug) is no pool bias."""
+    import retrieval_gate.gate as gate_check
+
+    monkeypatch.setattr(gate_check, "POOL_ITEMS", 1)
+    runs = _set(tmp_path, {"base": {"q1": ["d1", "d9"], "q2": ["d3", "d8"]},
+                           "empty": {"q1": ["d1", "d9"], "q2": []},
+                           "more": {"q1": ["d1", "d9", "d7"], "q2": ["d3", "d8", "d6"]}},
+                measures=("Recall",))
+    policy = GatePolicy(gates=(GatedMeasure("Recall"),), min_queries=1)
+    # the baseline's 2 unjudged of 4 items; q2 empty: 1 unjudged of 2 — a higher share of
+    # what it returned was never the question, and an empty list is no unjudged item
+    empty = check(tmp_path / "snapshot.json", runs["base"], runs["empty"], policy)
+    assert not empty.pool_bias and not any("pool bias" in w for w in empty.warnings)
+    more = check(tmp_path / "snapshot.json", runs["base"], runs["more"], policy)
+    assert more.pool_bias
+    (warning,) = [w for w in more.warnings if "pool bias" in w]
+    assert warning.startswith("the candidate surfaces 2 more unjudged items in its rankings "
+                              "than the baseline (baseline 50.0%, candidate 66.7% of the "
+                              "items)")
 
 
 def test_inconclusive_says_how_many_queries_would_decide() -> None:

@@ -485,21 +485,20 @@ POOL_ITEMS = 10  # …and by this many items, for the pool-bias warning
 
 
 def _unjudged(scores: Scores, judged: Measure, cutoff: int | None
-              ) -> tuple[float, int | None] | None:
-    """A run's unjudged items in its top ``cutoff``: their share of the slots and their count
-    (without a cutoff, their share of the items returned, and no count); None without a
-    query. Empty slots of a short ranking are not items: judging cannot fill them. Items
-    their asker may not see or that are not in force count as judged (Judged@k): no
-    judgment could make them count."""
-    n = len(scores.query_ids)
-    share = scores.means()[str(judged)]
-    if share is None or not n:
+              ) -> tuple[float, int] | None:
+    """A run's unjudged items in its top ``cutoff`` (without a cutoff, in its rankings): their
+    share of the slots (k per query; without a cutoff, of the items returned) and their count;
+    None without a query. Empty slots of a short or empty ranking are not items: judging
+    cannot fill them. Items their asker may not see or that are not in force count as judged
+    (Judged@k): no judgment could make them count."""
+    if scores.retrieved is None or not len(scores.query_ids):
         return None
-    if cutoff is None or scores.retrieved is None:
-        return 1.0 - share, None
-    items = int(np.minimum(scores.retrieved, cutoff).sum())
-    unjudged = items - round(share * n * cutoff)
-    return unjudged / (n * cutoff), unjudged
+    per_query = scores.values[:, scores.measures.index(judged)]  # judged items / slots
+    returned = scores.retrieved if cutoff is None else np.minimum(scores.retrieved, cutoff)
+    slots = returned if cutoff is None else np.full(len(returned), cutoff)
+    unjudged = int(returned.sum()) - round(float((per_query * slots).sum()))
+    total = int(slots.sum())
+    return (unjudged / total if total else 0.0), unjudged
 
 
 def _pool_bias(base: Scores, cand: Scores, judged: Measure, cutoff: int | None) -> str | None:
@@ -511,12 +510,11 @@ def _pool_bias(base: Scores, cand: Scores, judged: Measure, cutoff: int | None) 
     if base_side is None or cand_side is None:
         return None
     (base_share, base_count), (cand_share, cand_count) = base_side, cand_side
-    extra = None if base_count is None or cand_count is None else cand_count - base_count
-    if cand_share - base_share < POOL_SHARE or (extra is not None and extra < POOL_ITEMS):
+    extra = cand_count - base_count
+    if cand_share - base_share < POOL_SHARE or extra < POOL_ITEMS:
         return None
     where = f"top {cutoff}" if cutoff else "rankings"
-    count = (f"{extra} more unjudged {'item' if extra == 1 else 'items'}"
-             if extra is not None else "more unjudged items")
+    count = f"{extra} more unjudged {'item' if extra == 1 else 'items'}"
     of = "of the slots" if cutoff else "of the items"
     return (f"the candidate surfaces {count} in its {where} than the baseline (baseline "
             f"{100 * base_share:.1f}%, candidate {100 * cand_share:.1f}% {of}): they "
