@@ -208,9 +208,10 @@ def test_judgments_outside_the_corpus_are_invalid_everywhere(tmp_path: Path,
     assert judgments > judged  # many judgments, each id named once
 
 
-def test_both_runs_scoring_zero_everywhere_is_said(tmp_path: Path) -> None:
+def test_both_runs_scoring_zero_everywhere_certifies_nothing(tmp_path: Path) -> None:
     """Document judgments, no corpus, and runs of chunk ids (the unit chosen by hand, wrongly):
-    nothing either run returns is judged — the report says no verdict means anything."""
+    nothing either run returns is judged. An interval of [0, 0] would pass the change; the
+    gate says nothing is certified, and why."""
     queries = [{"id": f"q{i}", "text": f"question {i}"} for i in range(30)]
     (tmp_path / "queries.jsonl").write_text("".join(json.dumps(q) + "\n" for q in queries))
     (tmp_path / "qrels.tsv").write_text("".join(f"q{i} 0 doc{i} 1\n" for i in range(30)))
@@ -223,8 +224,19 @@ def test_both_runs_scoring_zero_everywhere_is_said(tmp_path: Path) -> None:
     for name in ("a.trec", "b.trec"):
         assert gate("run-manifest", "--snapshot", tmp_path / "snapshot.json", "--run",
                     tmp_path / name)[0] == 0
-    code, out, _ = gate("check", "--no-config", "--snapshot", tmp_path / "snapshot.json",
-                        "--baseline", tmp_path / "a.trec", "--candidate", tmp_path / "b.trec")
+    args = ("check", "--no-config", "--snapshot", tmp_path / "snapshot.json", "--baseline",
+            tmp_path / "a.trec", "--candidate", tmp_path / "b.trec")
+    code, out, _ = gate(*args)
     assert code == 0
-    assert ("Recall@10, nDCG@10: both runs score 0 on every query — neither retrieved anything "
-            "the judgments count, so no verdict on them means anything") in out
+    lines = out.splitlines()
+    assert lines[0] == ("INCONCLUSIVE: both runs score 0 on every query of Recall@10, nDCG@10: "
+                        "neither retrieved anything the judgments count, so nothing is "
+                        "certified (exit 0)")
+    assert lines[1] == ("Next: check that the runs' item ids are the ids the judgments name "
+                        "(documents of the corpus, or chunks of the judged chunking): both "
+                        "runs score 0 on every query of Recall@10, nDCG@10")
+    assert sum("inconclusive (both 0 everywhere)" in line for line in lines) == 2
+    assert gate(*args, "--fail-on", "inconclusive")[0] == 4
+    document = json.loads(gate(*args, "--output-format", "json")[1])
+    assert [c["decision"] for c in document["comparisons"]] == ["inconclusive"] * 2
+    assert not any(c["improvement"] for c in document["comparisons"])

@@ -15,6 +15,7 @@ from __future__ import annotations
 
 import os
 from concurrent.futures import Future, ThreadPoolExecutor
+from dataclasses import replace
 from pathlib import Path
 
 import numpy as np
@@ -118,13 +119,16 @@ def check(snapshot: str | os.PathLike[str], baseline: str | os.PathLike[str],
                                     policy, family)
         comparisons = _compare(test_set, base, cand, gated, decisions, slices, policy, pairs,
                                family)
+        nothing = _scored_nothing(base.scores, cand.scores, gated)
+        comparisons = tuple(_certifies_nothing(c) if c.measure in nothing else c
+                            for c in comparisons)
         texts = {q.id: q.text for q in test_set.queries}
         newly_failing = _newly_failing(base.scores, cand.scores, hit, texts)
         unchanged = all(c.wins == c.losses == 0 for c in comparisons) and np.array_equal(
             base.scores.values, cand.scores.values) and base.abstained == cand.abstained
         pool_bias = _pool_bias(base.scores, cand.scores, judged, cutoff)
         warnings = _warnings(base, cand, comparisons, newly_failing, pool_bias, cutoff, gated,
-                             unchanged)
+                             nothing, unchanged)
         leaks = _leak_report(base, cand, policy) if test_set.access is not None else None
         funnel = (None if base.funnel is None or cand.funnel is None
                   else _funnel_report(snap, base.funnel, cand.funnel, base.scores.query_ids))
@@ -158,7 +162,8 @@ def check(snapshot: str | os.PathLike[str], baseline: str | os.PathLike[str],
                   _summary(manifests[1].run, manifests[1], cand.scores, snap, judged), policy,
                   config, comparisons, str(hit), newly_failing, drops, tuple(warnings),
                   funnel, costs, leaks, unanswerable, tuple(reasons), queries, unchanged,
-                  instead, pool_bias=pool_bias is not None, family=family)
+                  instead, pool_bias=pool_bias is not None, family=family,
+                  scored_nothing=nothing)
 
 
 INSTEAD = 15  # queries shown with what was retrieved instead
@@ -231,6 +236,29 @@ def _pairs(policy: GatePolicy, named: tuple[tuple[str, GatedMeasure], ...],
             pairs[(name, slice_name)] = PairPolicy(gate.margin, gate.min_queries,
                                                    gate.report_only)
     return pairs
+
+
+NOTHING_SCORED = ("both runs score 0 on every query: neither retrieved anything the judgments "
+                  "count, so nothing is certified")
+CHECK_IDS = ("check that the runs' item ids are the ids the judgments name (documents of the "
+             "corpus, or chunks of the judged chunking)")
+
+
+def _scored_nothing(base: Scores, cand: Scores, gated: tuple[Measure, ...]) -> tuple[str, ...]:
+    """The gated measures (higher is better) on which both runs score 0 on every answerable
+    query: nothing either run retrieved is counted by the judgments — usually run ids that
+    are not the judged ids — so an interval of [0, 0] would certify a pass from nothing."""
+    if not len(base.query_ids):
+        return ()
+    return tuple(str(m) for m in gated if not m.lower_is_better
+                 and not base.values[:, base.measures.index(m)].any()
+                 and not cand.values[:, cand.measures.index(m)].any())
+
+
+def _certifies_nothing(c: Comparison) -> Comparison:
+    """``c`` made inconclusive: both runs scored 0 on every query of its measure."""
+    return replace(c, decision="inconclusive", improvement=False,
+                   decision_note=f"{NOTHING_SCORED} — {CHECK_IDS}")
 
 
 def _leak_report(base: RunScores, cand: RunScores, policy: GatePolicy) -> LeakReport:
@@ -433,21 +461,15 @@ def _summary(path: str | os.PathLike[str], manifest: RunManifest, scores: Scores
 
 def _warnings(base_run: RunScores, cand_run: RunScores, comparisons: tuple[Comparison, ...],
               newly_failing: tuple[QueryChange, ...], pool_bias: str | None, cutoff: int | None,
-              gated: tuple[Measure, ...], unchanged: bool = False) -> list[str]:
+              gated: tuple[Measure, ...], nothing: tuple[str, ...] = (),
+              unchanged: bool = False) -> list[str]:
     base, cand = base_run.scores, cand_run.scores
     warnings = [f"{role}: {w}" for role, s in (("baseline", base), ("candidate", cand))
                 for w in s.warnings]
     if pool_bias:
         warnings.append(pool_bias)
-    nothing = [str(m) for m in gated if not m.lower_is_better
-               and not base.values[:, base.measures.index(m)].any()
-               and not cand.values[:, cand.measures.index(m)].any()]
-    if nothing and len(base.query_ids):
-        warnings.append(f"{', '.join(nothing)}: both runs score 0 on every query — neither "
-                        "retrieved anything the judgments count, so no verdict on "
-                        f"{'it' if len(nothing) == 1 else 'them'} means anything: check that "
-                        "the runs' item ids are the ids the judgments name (documents of the "
-                        "corpus, or chunks of the judged chunking)")
+    if nothing:
+        warnings.append(f"{', '.join(nothing)}: {NOTHING_SCORED} — {CHECK_IDS}")
     grouped: dict[tuple[tuple[str, ...], ...], list[Measure]] = {}
     for measure in gated:
         short = tuple(run.short_lists.get(str(measure), ()) for run in (base_run, cand_run))
@@ -461,7 +483,7 @@ def _warnings(base_run: RunScores, cand_run: RunScores, comparisons: tuple[Compa
                         "as a non-relevant, unjudged item"
                         + (f": {_listed(list(cand_short))}" if cand_short else ""))
     for c in comparisons:
-        if unchanged:
+        if unchanged or c.measure in nothing:  # the line above says it once
             continue
         if c.decision_note:
             warnings.append(f"{c.measure} on slice '{c.slice}': {c.decision_note}")

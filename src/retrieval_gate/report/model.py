@@ -166,7 +166,9 @@ class Report:
     ``cost``); every query's values; whether nothing changed (every measure of every
     query, and every abstention decision, equal in both runs); for the queries that got
     worst, what was retrieved instead; whether the candidate surfaces clearly more unjudged
-    items than the baseline (a pool bias: one of the warnings says so); and ``family``, the
+    items than the baseline (a pool bias: one of the warnings says so); the gated measures on
+    which both runs score 0 on every query (``scored_nothing``: their comparisons certify
+    nothing); and ``family``, the
     size m of the family the decision used (its Bonferroni level is α/m): the comparisons and
     relative cost gates marked ``in_family``."""
 
@@ -191,6 +193,7 @@ class Report:
     unchanged: bool = False
     instead: tuple[Instead, ...] = ()
     pool_bias: bool = False
+    scored_nothing: tuple[str, ...] = ()
     family: int = 0
 
     @property

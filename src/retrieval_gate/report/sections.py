@@ -251,6 +251,10 @@ def next_step(report: Report) -> str:
     if leaks is not None and (leaks.fails or leaks.candidate.count):
         who = "candidate" if leaks.candidate.count else "baseline"
         return f"fix the permission filter: the {who} returns items its askers may not see"
+    if report.scored_nothing:
+        return (f"check that the runs' item ids are the ids the judgments name (documents of "
+                f"the corpus, or chunks of the judged chunking): both runs score 0 on every "
+                f"query of {', '.join(report.scored_nothing)}")
     regressed = [c for c in report.comparisons if c.gating and c.decision == "regression"]
     worst = None if report.funnel is None else report.funnel.worst
     if regressed and worst is not None and worst.diff > 0:

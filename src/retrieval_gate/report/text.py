@@ -57,12 +57,17 @@ def headline(report: Report) -> tuple[str, str]:
     if report.verdict == "inconclusive":
         if report.gated_nothing:
             return "INCONCLUSIVE", f"nothing was gated — {nothing_gated(report.comparisons)}"
+        zero = (f"both runs score 0 on every query of {', '.join(report.scored_nothing)}: "
+                "neither retrieved anything the judgments count, so nothing is certified"
+                if report.scored_nothing else None)
         costs = [f"can't tell whether {r.metric} {r.stat} grew by more than the gate allows"
                  + (f" — {r.n} queries, and at least {r.min_queries} are needed to certify it"
                     if r.min_queries is not None and r.n < r.min_queries else "")
                  for r in report.costs if r.decision == "inconclusive"]
-        return "INCONCLUSIVE", "; ".join([*(undecided(c) for c in report.comparisons
-                                            if c.decision == "inconclusive" and c.gating),
+        return "INCONCLUSIVE", "; ".join([*([zero] if zero else []),
+                                          *(undecided(c) for c in report.comparisons
+                                            if c.decision == "inconclusive" and c.gating
+                                            and c.measure not in report.scored_nothing),
                                           *costs])
     if report.unchanged and report.verdict == "pass":
         return "PASS", ("nothing changed: the candidate scores exactly as the baseline on "
@@ -127,11 +132,15 @@ def deciding_bound(c: Comparison) -> str:
     regression needs it below 0 (below −margin under the interval rule). For a measure where
     lower is better it bounds the turned difference, so it is shown as the bound on the rise:
     ``≥ +0.0050``, and a regression needs it above 0. A bound far outside any difference of
-    two scores (the studentized bound of a few discordant queries can be) is shown in
-    scientific notation: ``≥ −1.22e+159``."""
+    two scores — the studentized bound of a few discordant queries, whose resamples mostly
+    have no spread — is ``unbounded``: it bounds nothing."""
     value = -c.ci_high_adjusted + 0.0 if c.lower_is_better else c.ci_high_adjusted
-    shown = signed(value) if abs(value) < 1000 else f"{value:+.3g}".replace("-", "−")
-    return ("≥ " if c.lower_is_better else "≤ ") + shown
+    if abs(value) >= UNBOUNDED:
+        return "unbounded"
+    return ("≥ " if c.lower_is_better else "≤ ") + signed(value)
+
+
+UNBOUNDED = 1e3  # a bound this far from 0 bounds no difference of two scores in [0, 1]
 
 
 def decision_reason(c: Comparison, policy: GatePolicy) -> str | None:
@@ -145,6 +154,8 @@ def decision_reason(c: Comparison, policy: GatePolicy) -> str | None:
         return None
     if c.n < policy.min_queries or c.n == 0:
         return f"n < {policy.min_queries}"
+    if c.wins == c.losses == 0 and c.baseline_mean == c.candidate_mean == 0:
+        return "both 0 everywhere"
     lower = c.lower_is_better
     if not (c.ci_low > 0 if lower else c.ci_high < 0):
         return None
