@@ -395,7 +395,7 @@ def test_chunk_judgments_refuse_a_run_of_another_chunking(tmp_path):
 
 
 @pytest.mark.parametrize("args, message", [
-    (("--unit", "document"), "the unit is document, but the judgments"),
+    (("--unit", "document"), "error: --unit: is document, and the judgments"),
     (("--chunking-version", "v1", "--unit", "span"), "span judgments compare runs of any"),
 ])
 def test_freeze_explains_a_unit_mismatch(spans, args, message):

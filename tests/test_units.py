@@ -240,3 +240,31 @@ def test_both_runs_scoring_zero_everywhere_certifies_nothing(tmp_path: Path) -> 
     document = json.loads(gate(*args, "--output-format", "json")[1])
     assert [c["decision"] for c in document["comparisons"]] == ["inconclusive"] * 2
     assert not any(c["improvement"] for c in document["comparisons"])
+
+
+def test_the_advice_to_declare_a_chunking_can_be_followed(chunked: Path) -> None:
+    """Every fix the rules print works when followed: init asks for the chunk table a pinned
+    corpus needs, and run-manifest asks for a version where a chunk table cannot be compared."""
+    code, _, err = gate("init", "--queries", "queries.jsonl", "--qrels", "qrels.jsonl",
+                        "--corpus-file", "corpus.jsonl", "--unit", "chunk",
+                        "--chunking-version", V300)
+    assert code == 2 and err.startswith("error: --chunks: is needed: chunk judgments with a "
+                                        "pinned corpus place each run's chunk ids")
+    assert not Path("snapshot.json").exists() and not Path("gate.toml").exists()
+    code, _, err = gate("init", "--queries", "queries.jsonl", "--qrels", "qrels.jsonl",
+                        "--unit", "chunk", "--chunking-version", "tokens 300 (v2)")
+    assert code == 2 and "is not a plain name" in err and "path" not in err
+    # a chunk snapshot that pins no table: a run's table alone cannot be compared with it
+    assert gate("snapshot", "freeze", "--queries", "queries.jsonl", "--qrels", "qrels.jsonl",
+                "--corpus-version", "c", "--chunking-version", V300, "--permissions-version",
+                "p", "-o", "snapshot.json")[0] == 0
+    base = chunked / "runs" / "bm25-300.trec"
+    code, _, err = gate("run-manifest", "--snapshot", "snapshot.json", "--run", base,
+                        "--chunks", "chunks-300.jsonl")
+    assert code == 2 and err == (
+        f"error: --chunking-version: is needed: the snapshot judges chunks of chunking '{V300}'"
+        ", and it pins no chunk table to compare the run's with — pass --chunking-version "
+        "(the run's chunking)\n")
+    assert gate("run-manifest", "--snapshot", "snapshot.json", "--run", base, "--chunks",
+                "chunks-300.jsonl", "--chunking-version", V300)[0] == 0
+    assert gate("validate", "snapshot.json", base)[0] == 0

@@ -49,9 +49,15 @@ def initialise(queries: str | os.PathLike[str], qrels: str | os.PathLike[str], *
                           *([("--chunking-version", chunking_version)] if chunking_version
                             else [])):
         if not _SAFE.fullmatch(value):
-            raise InputError(option, f"'{value[:60]}' is not a plain relative path (letters, "
-                             "digits, . _ - /)", "use a plain path: it goes into gate.toml and "
-                             "into the workflow's shell lines")
+            what = "name" if option == "--chunking-version" else "relative path"
+            raise InputError(option, f"'{value[:60]}' is not a plain {what} (letters, digits, "
+                             ". _ - /)", f"use a plain {what}: it goes into the workflow's "
+                             "shell lines" + (" and into gate.toml" if what != "name" else ""))
+    if (unit == "chunk" or (unit is None and chunking_version)) and corpus_file and not chunks_file:
+        raise InputError("--chunks", "is needed: chunk judgments with a pinned corpus place "
+                         "each run's chunk ids in its documents by the judged chunking's chunk "
+                         "table", "give the chunk table with --chunks FILE (or leave out "
+                         "--corpus-file)")
     config, workflow = base / "gate.toml", base / WORKFLOW
     existing = [p for p in (target, config, workflow) if p.exists()]
     if existing:

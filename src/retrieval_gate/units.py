@@ -31,6 +31,7 @@ from retrieval_gate.untrusted import visible
 
 SEPARATORS = ("#", "::", "|", "/", ":", "_", "-", ".")
 _SHOWN = 3
+_NOT_DOCUMENTS = ("is not a document", "are not documents")
 
 RECHUNKING = ("under --unit chunk (with --chunking-version V, and --chunks FILE to pin the "
               "table) only runs of this chunking are comparable: a re-chunked run is refused "
@@ -60,8 +61,14 @@ def judged_ids(qrels: Qrels) -> np.ndarray:
 def choose_unit(qrels: Qrels, *, given: str | None, chunking_version: str | None,
                 corpus: Corpus | None, chunks: ChunkTable | None) -> UnitChoice:
     """The unit of ``qrels`` (see the module docstring); InputError (exit 2) when the
-    judgments look like chunk ids and no unit is given, or name documents the corpus lacks."""
+    judgments look like chunk ids and no unit is given, name documents the corpus lacks, or
+    contradict the unit given (spans for ``span``, ids for the others)."""
     if given is not None:
+        spans = qrels.spans is not None
+        if (given == "span") != spans:
+            raise InputError("--unit", f"is {given}, and the judgments {qrels.source} judge "
+                             f"{'spans' if spans else 'ids'}", "give --unit span for judgments "
+                             "with start and end, --unit document or chunk for judgments by id")
         return UnitChoice(given, "given with --unit")
     if qrels.spans is not None:
         return UnitChoice("span", "the judgments give start and end: spans of the corpus text")
@@ -72,8 +79,9 @@ def choose_unit(qrels: Qrels, *, given: str | None, chunking_version: str | None
     if chunks is not None:
         found = IdIndex(chunks.ids).find(ids) >= 0
         if found.any():
-            _refuse(qrels, f"{_of(int(found.sum()), len(ids), 'is a chunk id', 'are chunk ids')} of the chunk table "
-                    f"{chunks.source} (e.g. {_named(ids[found])})")
+            chunk_ids = _of(int(found.sum()), len(ids), "is a chunk id", "are chunk ids")
+            _refuse(qrels, f"{chunk_ids} of the chunk table {chunks.source} (e.g. "
+                    f"{_named(ids[found])})")
     if corpus is not None:
         outside = ids[IdIndex(corpus.ids, keys=corpus.keys).find(ids) < 0]
         if not len(outside):
@@ -81,8 +89,11 @@ def choose_unit(qrels: Qrels, *, given: str | None, chunking_version: str | None
                               f"the corpus {corpus.source}")
         chunk_like = _chunk_like(outside, corpus)
         if chunk_like:
-            _refuse(qrels, f"{_of(len(outside), len(ids), 'is not a document', 'are not documents')} of the corpus "
-                    f"{corpus.source}, and they look like chunk ids: {chunk_like}")
+            many, example = chunk_like
+            who = ("it looks" if len(outside) == 1 else "they look" if many == len(outside)
+                   else f"{many} of them look")
+            _refuse(qrels, f"{_of(len(outside), len(ids), *_NOT_DOCUMENTS)} of the corpus "
+                    f"{corpus.source}, and {who} like chunk ids: {example}")
         raise judged_outside(qrels.source, outside, len(ids), corpus.source)
     hashed = np.char.find(ids, b"#") >= 0 if len(ids) else np.zeros(0, dtype=bool)
     if len(ids) and 2 * int(hashed.sum()) >= len(ids):
@@ -101,9 +112,10 @@ def judged_outside(source: str, outside: np.ndarray, judged: int, corpus: str) -
                       "were made on")
 
 
-def _chunk_like(outside: np.ndarray, corpus: Corpus) -> str | None:
-    """An example of ids outside the corpus whose part before a separator is a corpus
-    document (``'assert#3'`` is document ``'assert'`` + ``'#3'``), or None."""
+def _chunk_like(outside: np.ndarray, corpus: Corpus) -> tuple[int, str] | None:
+    """How many ids outside the corpus have a corpus document as their part before a
+    separator (the first separator that gives any), and an example (``'assert#3'`` is
+    document ``'assert'`` + ``'#3'``); None when none does."""
     index = IdIndex(corpus.ids, keys=corpus.keys)
     for separator in SEPARATORS:
         sep = separator.encode()
@@ -117,9 +129,8 @@ def _chunk_like(outside: np.ndarray, corpus: Corpus) -> str | None:
             i = int(np.flatnonzero(known)[0])
             name, head = outside[held][i].decode(errors="replace"), heads[i].decode(
                 errors="replace")
-            return (f"'{visible(name)}' is document '{visible(head)}' + "
-                    f"'{visible(name[len(head):])}'"
-                    + (f" ({int(known.sum())} such ids)" if known.sum() > 1 else ""))
+            return int(known.sum()), (f"'{visible(name)}' is document '{visible(head)}' + "
+                                      f"'{visible(name[len(head):])}'")
     return None
 
 

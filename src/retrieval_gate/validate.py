@@ -104,11 +104,14 @@ def record_run(snapshot: str | os.PathLike[str], run: str | os.PathLike[str] | N
     loaded = load_snapshot(snapshot)
     test_set = load_test_set(loaded)
     judged = loaded.document["chunking"]
-    if judged.get("unit") == "chunk" and chunks is None and chunking_version is None:
+    if judged.get("unit") == "chunk" and chunking_version is None and (
+            chunks is None or "sha256" not in judged):
+        said = ("a run's manifest must say which chunking the run was made with" if chunks is None
+                else "it pins no chunk table to compare the run's with")
         raise InputError("--chunking-version", "is needed: the snapshot judges chunks of "
-                         f"chunking '{judged.get('version')}', and a run's manifest must say "
-                         "which chunking the run was made with", "pass --chunking-version "
-                         "(the run's chunking) or --chunks FILE (its chunk table)")
+                         f"chunking '{judged.get('version')}', and {said}", "pass "
+                         "--chunking-version (the run's chunking)" + (
+                             " or --chunks FILE (its chunk table)" if chunks is None else ""))
     blobs = {name: read_run_file(file) for name, file in stages}
     blob = blobs[stages[-1][0]] if stages else read_run_file(run)
     table_blob = None if chunks is None else read_blob(chunks)
