@@ -167,7 +167,8 @@ def test_a_percentile_has_its_own_minimum_number_of_queries() -> None:
     assert min_queries(p95, policy) == PERCENTILE_MIN_QUERIES["p95"] == 50
     assert min_queries(p50, policy) == max(policy.min_queries, PERCENTILE_MIN_QUERIES["p50"])
     assert min_queries(mean, policy) == policy.min_queries == 25
-    assert min_queries(CostGate("latency_ms", "p95", 0.2, min_queries=10), policy) == 10
+    # a gate's own min-queries does not lower the estimator's floor: it marks a gate too small
+    assert min_queries(CostGate("latency_ms", "p95", 0.2, min_queries=10), policy) == 50
     assert min_queries(p95, GatePolicy(min_queries=200)) == 200
 
 
@@ -178,7 +179,24 @@ def test_a_cost_gate_takes_its_own_min_queries_from_the_config(tmp_path: Path) -
                                             "max-increase": 0.2, "min-queries": 30}]},
                                  "gate.toml", tmp_path)
     assert config.policy.costs == (CostGate("latency_ms", "p95", 0.2, None, 30),)
-    assert min_queries(config.policy.costs[0], config.policy) == 30
+
+
+@pytest.mark.parametrize("n", [29, 40])
+def test_a_cost_gate_below_its_own_min_queries_is_too_small_as_a_quality_gate_is(n: int) -> None:
+    """A gate's own min-queries means one thing for every gate: fewer queries are too small to
+    decide — shown, not counted in the verdict, outside the family. Above it, the statistic's
+    own floor (50 for a p95) still makes the gate inconclusive."""
+    baseline = np.arange(10.0, 10.0 + n)
+    row = _gated(baseline, 2 * baseline, CostGate("latency_ms", "p95", 0.2, None, 30),
+                 GatePolicy())
+    assert not row.in_family and not row.improvement
+    if n < 30:
+        assert row.too_small and row.decision is None
+        assert row.note is not None and row.note.startswith(
+            "too small to decide: 29 queries, fewer than this gate's min-queries (30)")
+    else:
+        assert not row.too_small and row.decision == "inconclusive"
+        assert row.note is not None and row.note.startswith("p95 of 40 queries lies between")
 
 
 @pytest.mark.parametrize("n", [49, 50])
@@ -192,8 +210,8 @@ def test_below_its_minimum_a_p95_gate_certifies_nothing(n: int) -> None:
         # 0.95·48 = 45.6): three queries lie above it
         assert row.decision == "inconclusive" and not row.in_family and not row.improvement
         assert row.note is not None and row.note.startswith(
-            "p95 of 49 queries rests on the slowest 3: at least 50 queries are needed to "
-            "certify it; expected bias of the p95 of 49 queries (log-normal model): baseline −")
+            "p95 of 49 queries lies between its 4th-slowest and its 3rd-slowest: at least 50 "
+            "queries are needed to certify it; expected bias of the p95 of 49 queries (log-normal model): baseline −")
     else:
         assert row.decision == "regression" and row.in_family
         assert row.note is not None and row.note.startswith("expected bias of the p95 of 50 ")
@@ -203,8 +221,9 @@ def test_an_absolute_budget_on_few_queries_decides_and_says_so() -> None:
     tokens = np.full(20, 500.0)
     row = _gated(tokens, tokens, CostGate("context_tokens", "p95", max=1000), GatePolicy())
     assert row.decision == "pass" and not row.in_family and row.min_queries is None
-    assert row.note == ("p95 of 20 queries rests on the largest one: the budget holds for these "
-                        "queries; an estimate of the p95 needs at least 50")
+    assert row.note == ("p95 of 20 queries lies between its 2nd-largest and its largest: the "
+                        "budget holds for these queries; an estimate of the p95 needs at least "
+                        "50")
 
 
 def test_expected_bias_of_a_percentile_by_hand() -> None:

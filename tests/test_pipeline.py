@@ -265,15 +265,16 @@ def test_a_p95_of_too_few_queries_certifies_nothing_and_the_report_says_why(
         "INCONCLUSIVE: can't tell whether latency_ms p95 grew by more than the gate allows — "
         "30 queries, and at least 50 are needed to certify it (exit 0)")
     # numpy's p95 of 30 values lies between the 28th and 29th smallest: two lie above it
-    assert ("  note: latency_ms p95: p95 of 30 queries rests on the slowest 2: at least 50 "
+    assert ("  note: latency_ms p95: p95 of 30 queries lies between its 3rd-slowest and its "
+            "2nd-slowest: at least 50 "
             "queries are needed to certify it; expected bias of the p95 of 30 queries "
             "(log-normal model): baseline −") in text
     document = json.loads(report_json(report))
     cost = next(r for r in document["costs"] if r["gate"] is not None)
     assert (cost["min_queries"], cost["in_family"]) == (50, False)
     assert cost["baseline_bias"] < 0 and cost["candidate_bias"] < 0
-    assert "rests on the slowest 2" in report_markdown(report)
-    assert "rests on the slowest 2" in report_junit(report)
+    assert "lies between its 3rd\\-slowest" in report_markdown(report)
+    assert "lies between its 3rd-slowest" in report_junit(report)
 
 
 def test_context_budget_gate_is_absolute(tmp_path: Path) -> None:

@@ -22,19 +22,23 @@ gates that can: see :mod:`retrieval_gate.policy`):
   the margin; rule ``interval``: that low end is above 1 + δ — the increase exceeds the margin
   with confidence;
 - ``pass`` — the high end of the 1 − α interval is below 1 + δ;
-- ``inconclusive`` — otherwise, and with fewer queries than the gate's minimum
+- ``inconclusive`` — otherwise, and with fewer queries than the statistic's minimum
   (:func:`min_queries`), which is then outside the family;
+
+a gate with fewer queries than its own ``min_queries`` is *too small to decide*, as a quality
+gate is: shown, its decision None (it does not count in the verdict), outside the family.
 
 ``improved`` when the whole 1 − α interval is below 1. An absolute gate (``max``: e.g. mean
 context tokens ≤ 1,800) is a budget, not an estimate: ``pass`` when the candidate's statistic
 is at most the budget, else ``regression``; it is never in the family.
 
-**Percentiles on few queries.** A p95 of 25 queries is read from its slowest two: it is biased
-low (the sample p95 of a skewed distribution underestimates the true one) and its ratio
-between two runs that are truly the same varies widely. A relative percentile gate therefore
-decides only from :data:`PERCENTILE_MIN_QUERIES` queries on (measured by
-``benchmarks/calibration.py --costs``; a gate's own ``min_queries`` overrides it); below, it is
-``inconclusive`` and its note says why. Every row reports each run's expected bias at its n
+**Percentiles on few queries.** A p95 of 25 queries lies between its 3rd- and 2nd-slowest
+values: it is biased low (the sample p95 of a skewed distribution underestimates the true one)
+and its ratio between two runs that are truly the same varies widely. A relative percentile
+gate therefore decides only from :data:`PERCENTILE_MIN_QUERIES` queries on (measured by
+``benchmarks/calibration.py --costs``: the estimator's floor, like the policy's
+``min_queries`` for the quality comparisons); below, it is ``inconclusive`` and its note says
+why. Every row reports each run's expected bias at its n
 as a share of the statistic (:func:`expected_bias`: under a log-normal with the run's spread;
 0 for the mean), and a relatively gated percentile's note states it. An absolute budget on a
 percentile of fewer queries than that minimum decides as before, and its note says how few.
@@ -74,7 +78,8 @@ class CostRow:
     (``baseline_bias``, ``candidate_bias``: :func:`expected_bias`, None when no log-normal
     fits). ``min_queries``: the fewest queries on which the gate
     decides (None when not gated relatively); ``in_family``: whether the gate is a member of
-    the family (it can say ``regression``)."""
+    the family (it can say ``regression``); ``too_small``: fewer queries than the gate's own
+    ``min_queries`` — shown, not decided, not counted."""
 
     metric: str
     stat: str
@@ -93,22 +98,27 @@ class CostRow:
     candidate_bias: float | None = None
     min_queries: int | None = None
     in_family: bool = False
+    too_small: bool = False
 
 
 def min_queries(gate: CostGate, policy: GatePolicy) -> int:
-    """The fewest queries on which ``gate`` decides (relative) or is trusted (a budget): its
-    own ``min_queries``; else, for a percentile, the larger of the policy's and
-    :data:`PERCENTILE_MIN_QUERIES`; for the mean, the policy's."""
-    if gate.min_queries is not None:
-        return gate.min_queries
+    """The fewest queries on which ``gate`` decides (relative) or is trusted (a budget): for a
+    percentile, the larger of the policy's and :data:`PERCENTILE_MIN_QUERIES`; for the mean,
+    the policy's."""
     return max(policy.min_queries, PERCENTILE_MIN_QUERIES.get(gate.stat, 0))
+
+
+def too_small(gate: CostGate, n: int) -> bool:
+    """Whether ``gate`` on ``n`` paired queries has fewer than its own ``min_queries``."""
+    return gate.min_queries is not None and n < gate.min_queries
 
 
 def in_family(gate: CostGate, n: int, policy: GatePolicy) -> bool:
     """Whether ``gate`` on ``n`` paired queries is a member of the family: a relative gate
-    with at least its :func:`min_queries` (only those can say ``regression`` from an
-    interval)."""
-    return gate.max_increase is not None and n >= min_queries(gate, policy)
+    that is not too small, with at least its :func:`min_queries` (only those can say
+    ``regression`` from an interval)."""
+    return (gate.max_increase is not None and not too_small(gate, n)
+            and n >= min_queries(gate, policy))
 
 
 def family_members(baseline: dict[str, np.ndarray | None],
@@ -178,18 +188,23 @@ def _row(metric: str, stat: str, b: np.ndarray, c: np.ndarray, gate: CostGate | 
         low, high, low_adjusted = (finite_or_none(v) for v in
                                    _ratio_interval(b, c, stat, policy, family_alpha))
     bias_b, bias_c = expected_bias(b, stat), expected_bias(c, stat)
+    small = gate is not None and too_small(gate, n)
     decision, note = _decide(gate, n, base, cand, ratio, high, low_adjusted, policy)
-    if gate is not None and least is not None and n < least and stat != "mean":
+    if small:
+        assert gate is not None and gate.min_queries is not None
+        decision, note = None, (f"too small to decide: {n} {'query' if n == 1 else 'queries'}, "
+                                f"fewer than this gate's min-queries ({gate.min_queries})")
+    elif gate is not None and least is not None and n < least and stat != "mean":
         note = _joined(note, _few(metric, stat, n, least, relative))
     if relative and bias_b is not None and bias_c is not None and stat != "mean":
         note = _joined(note, f"expected bias of the {stat} of {n} queries (log-normal model): "
                              f"baseline {_signed_share(bias_b)}, candidate "
                              f"{_signed_share(bias_c)}")
-    improvement = (relative and least is not None and n >= least and high is not None
-                   and high < 1)
+    improvement = (relative and not small and least is not None and n >= least
+                   and high is not None and high < 1)
     return CostRow(metric, stat, n, base, cand, ratio, low, high, low_adjusted, gate, decision,
                    improvement, note, bias_b, bias_c, least if relative else None,
-                   relative and gate is not None and in_family(gate, n, policy))
+                   relative and gate is not None and in_family(gate, n, policy), small)
 
 
 def _signed_share(share: float) -> str:
@@ -201,17 +216,29 @@ def _joined(first: str | None, second: str) -> str:
 
 
 def _few(metric: str, stat: str, n: int, least: int, relative: bool) -> str:
-    """Why a percentile of ``n`` queries is not trusted: ``p95 of 25 queries rests on the
-    slowest 2: at least 50 queries are needed to certify it``."""
-    above = n - 1 - int((0.5 if stat == "p50" else 0.95) * (n - 1))  # values above it
+    """Why a percentile of ``n`` queries is not trusted: ``p95 of 25 queries lies between its
+    3rd-slowest and its 2nd-slowest: at least 50 queries are needed to certify it`` (numpy's
+    linear percentile of n values, read from the top)."""
+    at = 0.95 * (n - 1)
+    low = int(at)
     which = "slowest" if metric == "latency_ms" else "largest"
-    rests = (f"{stat} of {n} {'query' if n == 1 else 'queries'}"
-             + (f" rests on the {which} {'one' if above == 1 else above}"
-                if stat == "p95" and above else ""))
+    rests = f"{stat} of {n} {'query' if n == 1 else 'queries'}"
+    if stat == "p95" and n > 1:
+        rests += (f" is its {_ordinal(n - low)}{which}" if at == low else
+                  f" lies between its {_ordinal(n - low)}{which} and its "
+                  f"{_ordinal(n - low - 1)}{which}")
     if relative:
         return f"{rests}: at least {least} queries are needed to certify it"
     return (f"{rests}: the budget holds for these queries; an estimate of the {stat} needs at "
             f"least {least}")
+
+
+def _ordinal(k: int) -> str:
+    """``2nd-``, ``3rd-``, ``11th-`` … before ``slowest``; nothing for the first."""
+    if k == 1:
+        return ""
+    suffix = "th" if 10 <= k % 100 <= 20 else {1: "st", 2: "nd", 3: "rd"}.get(k % 10, "th")
+    return f"{k}{suffix}-"
 
 
 def _ratio_interval(b: np.ndarray, c: np.ndarray, stat: str, policy: GatePolicy,

@@ -86,10 +86,10 @@ class GatedMeasure:
 
 @dataclass(frozen=True)
 class CostGate:
-    """A gated cost (see :mod:`retrieval_gate.cost`): ``metric`` and ``stat``, and either ``max_increase`` (relative to the
-    baseline's) or ``max`` (an absolute budget); ``min_queries``, the fewest queries on which a
-    relative gate decides (None: the statistic's default, see
-    :func:`retrieval_gate.cost.min_queries`)."""
+    """A gated cost (see :mod:`retrieval_gate.cost`): ``metric`` and ``stat``, and either
+    ``max_increase`` (relative to the baseline's) or ``max`` (an absolute budget);
+    ``min_queries``, as for a :class:`GatedMeasure`: below it the gate is too small to decide
+    (it does not lower the statistic's own floor, :func:`retrieval_gate.cost.min_queries`)."""
 
     metric: str
     stat: str

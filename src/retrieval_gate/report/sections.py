@@ -52,8 +52,8 @@ def cost_table(report: Report) -> list[list[str]]:
     rows = [["cost", "n", "baseline", "candidate", "ratio", ci, "gate", "decision"]]
     for row in report.costs:
         interval = _interval(row) or "-"
-        decision = "-" if row.decision is None else row.decision + (
-            ", improved" if row.improvement else "")
+        decision = ("too small to decide" if row.too_small else "-" if row.decision is None
+                    else row.decision + (", improved" if row.improvement else ""))
         rows.append([f"{row.metric} {row.stat}", str(row.n), _value(row, row.baseline),
                      _value(row, row.candidate),
                      "-" if row.ratio is None else f"×{row.ratio:.3f}", interval,
@@ -79,8 +79,8 @@ def cost_detail(row: CostRow) -> str:
 
 
 def cost_notes(report: Report) -> list[str]:
-    """One line per cost row with a note: ``latency_ms p95: p95 of 25 queries rests on the
-    slowest 2: at least 50 queries are needed to certify it; …``."""
+    """One line per cost row with a note: ``latency_ms p95: p95 of 25 queries lies between
+    its 3rd-slowest and its 2nd-slowest: at least 50 queries are needed to certify it; …``."""
     return [f"{row.metric} {row.stat}: {row.note}" for row in report.costs if row.note]
 
 
