@@ -102,6 +102,27 @@ def test_every_gate_report_only_is_inconclusive(tmp_path: Path) -> None:
         "Next: gate a measure: every gate is report-only (drop report-only from one)")
 
 
+def test_a_pass_of_the_cost_gates_alone_says_no_measure_was_gated(tmp_path: Path) -> None:
+    """The pipeline example's packing bug loses 0.205 of Recall [context]; a gate too small to
+    decide leaves only the context budget, which it keeps: a pass, and it says of what."""
+    pydoc = ROOT / "examples" / "pydoc"
+    config = tmp_path / "gate.toml"
+    config.write_text(f'snapshot = "{pydoc / "pipeline-snapshot.json"}"\n'
+                      f'baseline = "{ROOT / "baselines" / "pydoc-pipeline"}"\n'
+                      f'candidate = "{pydoc / "pipeline" / "packing-bug" / "context.jsonl"}"\n'
+                      '[[gate]]\nmeasure = "Recall [context]"\nmargin = 0.08\n'
+                      'min-queries = 500\n[[cost]]\nmetric = "context_tokens"\nstat = "mean"\n'
+                      'max = 1000\n')
+    code, out, err = gate("check", "--config", config)
+    assert code == 0, err
+    assert out.splitlines()[:2] == [
+        ("PASS: the cost gates pass (context_tokens mean); no measure was gated — every gated "
+        "comparison has fewer queries than its min-queries (Recall [context] on 'all': 89 < "
+        "500) (exit 0)"),
+        ("Next: add queries: its gate of Recall [context] needs at least 500 (it has 89), or "
+        "lower that gate's min-queries")]
+
+
 def test_leaks_fail_when_nothing_is_gated(tmp_path: Path) -> None:
     config = _config(tmp_path, '[[gate]]\nmeasure = "Recall@10"\nmargin = 0.05\n'
                      'report-only = true\n', snapshot=POLICIES / "snapshot.json",

@@ -338,6 +338,13 @@ def test_the_migration_round_trip_on_the_chunked_pydoc_example(tmp_path, evidenc
                         "their evidence (gate qrels to-spans --evidence)")]
     else:
         assert cut == []
+    code, out, _ = gate("check", "--no-config", "--snapshot", work / "from-chunks.json",
+                        "--baseline", work / "runs" / "bm25-300.trec", "--candidate",
+                        work / "runs" / "bm25-200.trec", "--gate", "Recall@10=0.08")
+    step = out.splitlines()[1]
+    assert (step == "Next: narrow the span judgments to their evidence before trusting this "
+            "comparison (gate qrels to-spans --evidence): the baseline's chunking cut them, so "
+            "the comparison favours it") == warned, step
 
 
 def test_check_counts_the_places_of_json_lines_items_without_a_chunk_table(tmp_path):

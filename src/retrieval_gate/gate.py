@@ -145,8 +145,9 @@ def check(snapshot: str | os.PathLike[str], baseline: str | os.PathLike[str],
                         f"'{snap.document['chunking'].get('version')}' and each run for a run "
                         "of that chunking, unchecked — freeze it again with --unit so that "
                         "runs are checked against it")
-    warnings += [w for role, m, run in zip(("baseline", "candidate"), manifests, (base, cand))
-                 if (w := cut_warning(role, m.chunking, run.cut)) is not None]
+    cuts = {role: w for role, m, run in zip(("baseline", "candidate"), manifests, (base, cand))
+            if (w := cut_warning(role, m.chunking, run.cut)) is not None}
+    warnings += cuts.values()
     warnings += [f"{role}: stage {name} is not in the snapshot's pipeline and is not scored"
                  for role, m in zip(("baseline", "candidate"), manifests)
                  for name in ignored_stages(snap, m)]
@@ -163,7 +164,7 @@ def check(snapshot: str | os.PathLike[str], baseline: str | os.PathLike[str],
                   config, comparisons, str(hit), newly_failing, drops, tuple(warnings),
                   funnel, costs, leaks, unanswerable, tuple(reasons), queries, unchanged,
                   instead, pool_bias=pool_bias is not None, family=family,
-                  scored_nothing=nothing)
+                  scored_nothing=nothing, spans_cut=tuple(cuts))
 
 
 INSTEAD = 15  # queries shown with what was retrieved instead

@@ -200,6 +200,8 @@ def nothing_gated(comparisons: Sequence[Comparison]) -> str:
     report-only``, or both."""
     small = [c for c in comparisons if c.too_small and not c.report_only]
     listed = ", ".join(f"{c.measure} on '{c.slice}': {c.n} < {c.min_queries}" for c in small)
+    if not comparisons:
+        return "no measure is gated"
     if not small:
         return "every gate is report-only"
     why = ("every gated comparison has fewer queries than its min-queries"

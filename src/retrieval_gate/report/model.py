@@ -168,7 +168,8 @@ class Report:
     worst, what was retrieved instead; whether the candidate surfaces clearly more unjudged
     items than the baseline (a pool bias: one of the warnings says so); the gated measures on
     which both runs score 0 on every query (``scored_nothing``: their comparisons certify
-    nothing); and ``family``, the
+    nothing); the runs (``baseline``, ``candidate``) whose chunking cut the span judgments
+    (``spans_cut``: a warning says how many); and ``family``, the
     size m of the family the decision used (its Bonferroni level is α/m): the comparisons and
     relative cost gates marked ``in_family``."""
 
@@ -194,6 +195,7 @@ class Report:
     instead: tuple[Instead, ...] = ()
     pool_bias: bool = False
     scored_nothing: tuple[str, ...] = ()
+    spans_cut: tuple[str, ...] = ()
     family: int = 0
 
     @property

@@ -243,10 +243,11 @@ def queries_needed(c: Comparison) -> int | None:
 
 
 def next_step(report: Report) -> str:
-    """What to do next, in one line fitted to the verdict: the leaks first; for a regression,
-    the stage that lost the evidence, else the diagnosis below; with a pool-bias warning,
-    judging the candidate's unjudged items; for an inconclusive verdict, how many queries
-    would decide it; for a pass, nothing."""
+    """What to do next, in one line fitted to the verdict: the leaks first; then runs whose
+    ids the judgments never count, and span judgments cut by one run's chunking; for a
+    regression, the stage that lost the evidence, else the diagnosis below; with a pool-bias
+    warning, judging the candidate's unjudged items; for an inconclusive verdict, how many
+    queries would decide it; for a pass, nothing."""
     leaks = report.leaks
     if leaks is not None and (leaks.fails or leaks.candidate.count):
         who = "candidate" if leaks.candidate.count else "baseline"
@@ -255,6 +256,10 @@ def next_step(report: Report) -> str:
         return (f"check that the runs' item ids are the ids the judgments name (documents of "
                 f"the corpus, or chunks of the judged chunking): both runs score 0 on every "
                 f"query of {', '.join(report.scored_nothing)}")
+    if len(report.spans_cut) == 1:  # cut by both runs' chunking, it favours neither
+        return (f"narrow the span judgments to their evidence before trusting this comparison "
+                f"(gate qrels to-spans --evidence): the {report.spans_cut[0]}'s chunking cut "
+                "them, so the comparison favours it")
     regressed = [c for c in report.comparisons if c.gating and c.decision == "regression"]
     worst = None if report.funnel is None else report.funnel.worst
     if regressed and worst is not None and worst.diff > 0:
@@ -274,6 +279,8 @@ def next_step(report: Report) -> str:
         return "look at " + "; ".join(map(cost_detail, costly))
     if report.verdict == "inconclusive":
         return _ungated(report) if report.gated_nothing else _more_queries(report)
+    if not any(c.gating for c in report.comparisons):  # a pass of the cost gates alone
+        return _ungated(report)
     return "nothing to do"
 
 
