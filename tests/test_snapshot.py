@@ -12,6 +12,7 @@ import pytest
 from conftest import CRANFIELD, ROOT, gate
 from jsonschema import Draft202012Validator
 
+from retrieval_gate.formats.jsonfmt import loads
 from retrieval_gate.runmanifest import comparability, load_run_manifest
 from retrieval_gate.schema import SCHEMA_NAMES, schema, schema_text
 from retrieval_gate.snapshot import fingerprint, load_snapshot
@@ -63,6 +64,7 @@ def edit(path: Path, change) -> None:
 @pytest.mark.parametrize("name", SCHEMA_NAMES)
 def test_schemas_are_valid_2020_12_with_id_and_descriptions(name):
     document = schema(name)
+    loads(schema_text(name), f"{name}.schema.json")  # strict: no key given twice
     Draft202012Validator.check_schema(document)
     assert document["$schema"] == "https://json-schema.org/draft/2020-12/schema"
     assert document["$id"].startswith("urn:retrieval-gate:schema:")
