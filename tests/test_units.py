@@ -268,3 +268,28 @@ def test_the_advice_to_declare_a_chunking_can_be_followed(chunked: Path) -> None
     assert gate("run-manifest", "--snapshot", "snapshot.json", "--run", base, "--chunks",
                 "chunks-300.jsonl", "--chunking-version", V300)[0] == 0
     assert gate("validate", "snapshot.json", base)[0] == 0
+
+
+def test_a_baseline_of_the_judged_chunking_is_told_to_rewrite_its_manifest(chunked: Path) -> None:
+    """The snapshot now pins the judged chunking's table; a baseline made before, of that very
+    chunking, needs a new manifest, not spans."""
+    freeze = ("snapshot", "freeze", "--queries", "queries.jsonl", "--qrels", "qrels.jsonl",
+              "--corpus-version", "c", "--chunking-version", V300, "--permissions-version", "p",
+              "-o", "snapshot.json")
+    assert gate(*freeze)[0] == 0
+    base, cand = chunked / "runs" / "bm25-300.trec", chunked / "runs" / "bm25-200.trec"
+    assert gate("run-manifest", "--snapshot", "snapshot.json", "--run", base,
+                "--chunking-version", V300)[0] == 0
+    assert gate("run-manifest", "--snapshot", "snapshot.json", "--run", cand,
+                "--chunking-version", V200)[0] == 0
+    assert gate(*freeze, "--chunks", "chunks-300.jsonl")[0] == 0  # the table pinned now
+    code, _, err = gate("check", "--no-config", "--snapshot", "snapshot.json", "--baseline", base,
+                        "--candidate", cand)
+    assert code == 3
+    advice = [line for line in err.splitlines() if "what to do" in line]
+    assert advice == [
+        ("error: what to do — baseline: its chunking is the judged one, and the snapshot's "
+         "record of it changed: rewrite its manifest with gate run-manifest and approve it"),
+        ("error: what to do — candidate: chunk judgments compare runs of the judged chunking "
+         "only: to compare chunkings, turn them into spans (gate qrels to-spans) or judge "
+         "documents")]

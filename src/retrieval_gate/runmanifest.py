@@ -355,7 +355,7 @@ def _require_declared_chunking(snapshot: Snapshot, manifest: RunManifest, role: 
     if snapshot.document["chunking"].get("unit") != "chunk":
         return
     judged, own = snapshot.document["chunking"], manifest.chunking or {}
-    if "version" in own or ("sha256" in own and "sha256" in judged):
+    if _declares_chunking(snapshot, manifest):
         return
     said = ("records no chunking" if not own else "records a chunk table but no chunking "
             "version, and the snapshot pins no chunk table to compare it with")
@@ -364,6 +364,18 @@ def _require_declared_chunking(snapshot: Snapshot, manifest: RunManifest, role: 
                      "chunking are comparable", "rewrite it with gate run-manifest "
                      "--chunking-version V (the chunking the run was made with) or --chunks "
                      "FILE (its chunk table)", json_path("chunking"))
+
+
+def _declares_chunking(snapshot: Snapshot, manifest: RunManifest) -> bool:
+    """Whether the run's manifest says which chunking it was made with in a way that can be
+    told from the snapshot's: a version, or a chunk table when the snapshot pins one."""
+    judged, own = snapshot.document["chunking"], manifest.chunking or {}
+    return "version" in own or ("sha256" in own and "sha256" in judged)
+
+
+def _of_judged_chunking(snapshot: Snapshot, manifest: RunManifest) -> bool:
+    """Whether the run says it was made with the chunking the snapshot judges now."""
+    return _declares_chunking(snapshot, manifest) and not _other_chunking(snapshot, manifest)
 
 
 def _other_chunking(snapshot: Snapshot, manifest: RunManifest
@@ -448,9 +460,13 @@ def _advice(snapshot: Snapshot, manifest: RunManifest, role: str) -> str:
     """One line for one run, fitted to what changed: new judgments or queries → run it again
     on the new snapshot (and approve the baseline); only the scoring policy → rewrite the
     manifest; another chunking on chunk judgments → judge spans or documents."""
-    if manifest.fingerprint == snapshot.fingerprint or (
-            snapshot.unit == "chunk" and _only_changed(snapshot, manifest, {"chunking"})):
+    if manifest.fingerprint == snapshot.fingerprint:
         return _ONE_CHUNKING
+    if snapshot.unit == "chunk" and _only_changed(snapshot, manifest, {"chunking"}):
+        return (_ONE_CHUNKING if not _of_judged_chunking(snapshot, manifest) else
+                "its chunking is the judged one, and the snapshot's record of it changed: "
+                "rewrite its manifest with gate run-manifest"
+                + (" and approve it" if role == "baseline" else ""))
     if _only_changed(snapshot, manifest, {"scoring"}):
         return ("only the scoring policy changed: rewrite its manifest with gate run-manifest"
                 + (" and approve it" if role == "baseline" else ""))
