@@ -318,8 +318,10 @@ def differences(snapshot: Snapshot, manifest: RunManifest, role: str) -> list[st
     found = []
     for component, key in _changed_fields(snapshot, manifest):
         before, after = then.get(component, {}), now.get(component, {})
-        advice = (rescore if component == "scoring" else _ONE_CHUNKING
-                  if component == "chunking" and snapshot.unit == "chunk" else rerun)
+        advice = (rescore if component == "scoring" or (
+                      component == "chunking" and _of_judged_chunking(snapshot, manifest))
+                  else _ONE_CHUNKING if component == "chunking" and snapshot.unit == "chunk"
+                  else rerun)
         found.append(f"{role} {manifest.run}: {component}: {_change(key, before, after)}"
                      f" — {advice}")
     if not found:
