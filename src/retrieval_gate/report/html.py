@@ -36,6 +36,7 @@ from retrieval_gate.report.sections import (
     cost_rule,
     cost_table,
     funnel_table,
+    holm_phrase,
     leak_rows,
     leak_summary,
     leaks_not_shown,
@@ -294,8 +295,8 @@ def _verdict(report: Report, lab: Labels) -> str:
                      f"{n_all} answerable queries")),
         ("evidence", escape(chunkings(report, lambda name: capped(name, NAME)), LINE)),
         ("statistics", escape(f"paired per query; {policy.resamples} {method} bootstrap "
-                              f"resamples (seed {policy.seed}), {lab.intervals}, sign test with "
-                              f"Holm across {report.holm_family} comparisons", LINE)),
+                              f"resamples (seed {policy.seed}), {lab.intervals}, "
+                              f"{holm_phrase(report)}", LINE)),
         *([("config", f"<code>{escape(report.config, PATH)}</code>")] if report.config else []),
     ]
     rows = "\n".join(f"<dt>{name}</dt><dd>{value}</dd>" for name, value in facts)

@@ -36,6 +36,7 @@ from retrieval_gate.report.sections import (
     cost_rule,
     cost_table,
     funnel_table,
+    holm_phrase,
     instead_lines,
     leak_rows,
     leak_summary,
@@ -244,8 +245,8 @@ def report_markdown(report: Report) -> str:
                                       for g in policy.gates),
             (f"- α = {policy.alpha:g}; {policy.resamples} "
             f"{'BCa' if policy.bootstrap == 'bca' else 'percentile'} bootstrap resamples of the "
-            f"queries, seed {policy.seed}; tie band {policy.tie_band:g}; Holm across "
-            f"{report.holm_family} comparisons; fail on {policy.fail_on}"),
+            f"queries, seed {policy.seed}; tie band {policy.tie_band:g}; {holm_phrase(report)}; "
+            f"fail on {policy.fail_on}"),
             *([] if report.unchanged else [f"- detectable drop at {lab.power}: " + ", ".join(
                 f"{escape(c.measure, NAME)} ({escape(c.slice, NAME)}) "
                 f"{'undefined' if c.mde is None else f'{c.mde:.4f}'}"

@@ -15,10 +15,10 @@ from retrieval_gate.measures import parse_measure
 from retrieval_gate.policy import percent
 from retrieval_gate.report.model import Comparison, FunnelReport, Report, UnanswerableSide
 
-__all__ = ["abstention_note", "cost_detail", "cost_first", "cost_notes", "cost_rule", "cost_table",
-           "failure_step", "funnel_table", "instead_lines", "leak_rows", "leak_summary",
-           "leaks_not_shown", "lost_at", "next_step", "queries_needed", "timed_on",
-           "unanswerable_rows"]
+__all__ = ["abstention_note", "cost_detail", "cost_first", "cost_notes", "cost_rule",
+           "cost_table", "failure_step", "funnel_table", "holm_phrase", "instead_lines",
+           "leak_rows", "leak_summary", "leaks_not_shown", "lost_at", "next_step",
+           "queries_needed", "timed_on", "unanswerable_rows"]
 
 
 def funnel_table(funnel: FunnelReport) -> list[list[str]]:
@@ -59,6 +59,15 @@ def cost_table(report: Report) -> list[list[str]]:
                      "-" if row.ratio is None else f"×{row.ratio:.3f}", interval,
                      "-" if row.gate is None else row.gate.describe(), decision])
     return rows
+
+
+def holm_phrase(report: Report) -> str:
+    """The sign test's multiplicity in words: ``sign test with Holm across 3 comparisons``,
+    or what there is to adjust when the family holds one comparison or none."""
+    n = report.holm_family
+    if n > 1:
+        return f"sign test with Holm across {n} comparisons"
+    return f"sign test, {'one comparison' if n else 'no comparison'} in the family (no Holm)"
 
 
 def cost_first(report: Report) -> bool:

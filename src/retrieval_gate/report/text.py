@@ -22,6 +22,7 @@ from retrieval_gate.report.sections import (
     cost_notes,
     cost_table,
     funnel_table,
+    holm_phrase,
     instead_lines,
     leak_rows,
     leak_summary,
@@ -262,8 +263,7 @@ def report_text(report: Report) -> str:
                                              for row in leak_rows(report)], {2})),
         *([f"  {more}"] if (more := leaks_not_shown(report)) else []),
         (f"paired per query; {policy.resamples} {method} bootstrap resamples (seed "
-         f"{policy.seed}), {lab.intervals}, sign test with Holm across "
-         f"{report.holm_family} comparisons"),
+         f"{policy.seed}), {lab.intervals}, {holm_phrase(report)}"),
         "",
         *_table(report.comparisons, lab, policy),
         "",
