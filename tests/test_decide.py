@@ -86,7 +86,7 @@ def test_nothing_gated_is_inconclusive_not_a_pass(tmp_path: Path) -> None:
     assert code == 4 and headline.endswith("(exit 4)")
     assert (document["verdict"], document["exit_code"]) == ("inconclusive", 4)
     out = gate("check", "--config", config)[1]
-    assert "), sign test, no comparison in the family (no Holm)\n" in out
+    assert "95% intervals, sign test, no comparison in the family (no Holm)\n" in out
     assert out.splitlines()[1] == ("Next: add queries to slice paraphrase: its gate of Recall@10 "
                                    "needs at least 15 (it has 13), or lower that gate's "
                                    "min-queries")
