@@ -241,14 +241,12 @@ def instead_lines(report: Report) -> list[tuple[str, str, str]]:
 
 def queries_needed(c: Comparison) -> int | None:
     """About how many queries would decide comparison ``c``: the detectable drop shrinks as
-    1/√n, so n × (detectable drop / margin)² — at most n when the difference lies too close to
-    the margin for more queries of this kind to tell; None without a detectable drop (n < 2)
-    or a margin."""
+    1/√n, so n × (detectable drop / margin)². A count of at most n means the difference lies
+    too close to the margin for more queries of this kind to tell (the callers say so); None
+    without a detectable drop (n < 2) or a margin."""
     if c.mde is None or c.margin <= 0 or c.n == 0:
         return None
     return math.ceil(c.n * (c.mde / c.margin) ** 2)
-
-
 
 
 def next_step(report: Report) -> str:
