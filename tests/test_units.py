@@ -188,7 +188,7 @@ def test_judgments_outside_the_corpus_are_invalid_everywhere(tmp_path: Path,
                     ("init", *args, "--corpus-file", other, "--unit", "document")):
         code, out, err = gate(*command)
         assert code == 2 and out == "" and err.startswith(
-            f"error: {tmp_path / 'qrels.tsv'}: {judged} of the {judged} judged ids are not in "
+            f"error: {tmp_path / 'qrels.tsv'}:1: {judged} of the {judged} judged ids are not in "
             f"{other}: '184', '29', '31' and {judged - 3} more — judge documents of the pinned "
             "corpus"), err
         assert not (tmp_path / "snapshot.json").exists()

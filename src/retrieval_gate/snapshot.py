@@ -384,7 +384,8 @@ def _judged_in_corpus(snapshot: Snapshot, qrels: Qrels, corpus: Corpus | None,
     keys = universe.keys if isinstance(universe, Corpus) else None
     outside = ids[IdIndex(universe.ids, keys=keys).find(ids) < 0]
     if len(outside):
-        raise judged_outside(qrels.source, outside, len(ids), universe.source)
+        raise judged_outside(qrels, snapshot._source("qrels"), outside, len(ids),
+                             universe.source)
 
 
 def freeze(output: str | os.PathLike[str], *, queries: str | os.PathLike[str],
@@ -427,7 +428,7 @@ def freeze(output: str | os.PathLike[str], *, queries: str | os.PathLike[str],
         _inside(chunks_file, folder, "--chunks")
         blobs["chunking"] = read_blob(chunks_file)
     choice = choose_unit(
-        read_qrels(blobs["qrels"]), given=unit, chunking_version=chunking_version,
+        read_qrels(blobs["qrels"]), blobs["qrels"], given=unit, chunking_version=chunking_version,
         corpus=read_corpus(blobs["corpus"]) if unit is None and "corpus" in blobs else None,
         chunks=read_chunk_table(blobs["chunking"]) if unit is None and chunks_file else None)
     unit = choice.unit

@@ -67,7 +67,6 @@ from __future__ import annotations
 
 import heapq
 import itertools
-import json
 import os
 import re
 from bisect import bisect_left, bisect_right
@@ -79,11 +78,10 @@ import numpy as np
 
 from retrieval_gate.chunkcut import Boundaries, Cut, cut_spans
 from retrieval_gate.errors import InputError
-from retrieval_gate.formats import Source, read_qrels, source_blob
+from retrieval_gate.formats import Source, judgment_place, read_qrels, source_blob
 from retrieval_gate.formats.atomic import write_text_atomic
 from retrieval_gate.formats.corpus import read_chunk_table, read_corpus
 from retrieval_gate.formats.jsonfmt import check_id, json_lines
-from retrieval_gate.formats.jsonfmt import path as json_path
 from retrieval_gate.formats.source import Blob, display_name
 from retrieval_gate.model import ChunkTable, Qrels, Span
 from retrieval_gate.pool import json_line
@@ -322,39 +320,10 @@ def _placed(qrels: Qrels, blob: Blob, table: ChunkTable) -> list[_Judged]:
                          + (f" ({len(missing)} judgments name such chunks)"
                             if len(missing) > 1 else ""),
                          "give the chunk table of the judged chunking (or fix the chunk id)",
-                         _judgment_place(blob, qid, unit))
+                         judgment_place(blob, qid, unit))
     docs, starts, ends = table.doc[at].tolist(), table.start[at].tolist(), table.end[at].tolist()
     return [_Judged(q, unit, grade, qrels.fact_of(q, unit), doc.decode(), start, end)
             for (q, unit, grade), doc, start, end in zip(pairs, docs, starts, ends)]
-
-
-def _judgment_place(blob: Blob, qid: str, unit: str) -> int | str | None:
-    """The line of the judgment of ``unit`` for ``qid`` in the qrels file (TREC or JSON
-    Lines), or its JSON path in a JSON document; for messages only."""
-    text = blob.text()
-    first = re.match(r"\s*(\S)", text)
-    if first is None or first[1] not in "{[":
-        for number, line in enumerate(text.split("\n"), 1):
-            fields = line.split()
-            if len(fields) >= 3 and fields[0] == qid and fields[2] == unit:
-                return number
-        return None
-    for number, line in enumerate(text.split("\n"), 1):
-        try:
-            value = json.loads(line)
-        except ValueError:
-            continue
-        if isinstance(value, dict) and value.get("query_id") == qid \
-                and value.get("doc_id") == unit:
-            return number
-    try:
-        document = json.loads(text)
-    except ValueError:
-        return None
-    labels = document.get(qid) if isinstance(document, dict) else None
-    if isinstance(labels, list) and unit in labels:
-        return json_path(qid, labels.index(unit))
-    return json_path(qid, unit)
 
 
 def _texts(corpus: Source, judged: list[_Judged], table: ChunkTable) -> dict[str, str]:

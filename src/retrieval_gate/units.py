@@ -25,6 +25,7 @@ from dataclasses import dataclass
 import numpy as np
 
 from retrieval_gate.errors import InputError
+from retrieval_gate.formats import Source, judgment_place, source_blob
 from retrieval_gate.model import ChunkTable, Corpus, Qrels
 from retrieval_gate.ranking import IdIndex
 from retrieval_gate.untrusted import visible
@@ -58,9 +59,11 @@ def judged_ids(qrels: Qrels) -> np.ndarray:
     return np.array([i.encode() for i in ids], dtype="S") if ids else np.array([], dtype="S1")
 
 
-def choose_unit(qrels: Qrels, *, given: str | None, chunking_version: str | None,
-                corpus: Corpus | None, chunks: ChunkTable | None) -> UnitChoice:
-    """The unit of ``qrels`` (see the module docstring); InputError (exit 2) when the
+def choose_unit(qrels: Qrels, source: Source, *, given: str | None,
+                chunking_version: str | None, corpus: Corpus | None, chunks: ChunkTable | None
+                ) -> UnitChoice:
+    """The unit of ``qrels`` (read from ``source``; see the module docstring); InputError
+    (exit 2) when the
     judgments look like chunk ids and no unit is given, name documents the corpus lacks, or
     contradict the unit given (spans for ``span``, ids for the others)."""
     if given is not None:
@@ -94,7 +97,7 @@ def choose_unit(qrels: Qrels, *, given: str | None, chunking_version: str | None
                    else f"{many} of them look")
             _refuse(qrels, f"{_of(len(outside), len(ids), *_NOT_DOCUMENTS)} of the corpus "
                     f"{corpus.source}, and {who} like chunk ids: {example}")
-        raise judged_outside(qrels.source, outside, len(ids), corpus.source)
+        raise judged_outside(qrels, source, outside, len(ids), corpus.source)
     hashed = np.char.find(ids, b"#") >= 0 if len(ids) else np.zeros(0, dtype=bool)
     if len(ids) and 2 * int(hashed.sum()) >= len(ids):
         _refuse(qrels, f"{_of(int(hashed.sum()), len(ids), 'holds', 'hold')} '#', as chunk ids do "
@@ -104,12 +107,16 @@ def choose_unit(qrels: Qrels, *, given: str | None, chunking_version: str | None
                       "taken for document ids (give --corpus-file to have them checked)")
 
 
-def judged_outside(source: str, outside: np.ndarray, judged: int, corpus: str) -> InputError:
-    """The error for judged ids that name no document (or chunk) of the pinned ``corpus``."""
-    return InputError(source, f"{_of(len(outside), judged, 'is not', 'are not')} in {corpus}: "
-                      f"{_named(outside)}", "judge documents of the pinned corpus "
+def judged_outside(qrels: Qrels, source: Source, outside: np.ndarray, judged: int,
+                   corpus: str) -> InputError:
+    """The error for judged ids that name no document (or chunk) of the pinned ``corpus``,
+    located at the first one's judgment in the qrels file ``source``."""
+    first = outside[0].decode(errors="replace")
+    query = next(q for q, labels in qrels.judgments.items() if first in labels)
+    return InputError(qrels.source, f"{_of(len(outside), judged, 'is not', 'are not')} in "
+                      f"{corpus}: {_named(outside)}", "judge documents of the pinned corpus "
                       "(or chunks of the pinned chunk table), or pin the corpus the judgments "
-                      "were made on")
+                      "were made on", judgment_place(source_blob(source), query, first))
 
 
 def _chunk_like(outside: np.ndarray, corpus: Corpus) -> tuple[int, str] | None:

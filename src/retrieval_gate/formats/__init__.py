@@ -156,3 +156,37 @@ def read_fixture(source: Source) -> Fixture:
         return Fixture(qrels, {k: _json().run_from_json(v, f"{name}#runs.{k}")
                                for k, v in runs.items()}, True)
     return Fixture(qrels, {"run": _json().run_from_json(runs, f"{name}#runs")}, False)
+
+
+def judgment_place(blob: Blob, qid: str, unit: str) -> int | str | None:
+    """Where the judgment of ``unit`` for ``qid`` stands in a qrels file: its line (TREC or
+    JSON Lines), or its JSON path in a JSON document; None when not found. For messages only:
+    the file was read already, and a malformed line is passed over."""
+    import json
+
+    from retrieval_gate.formats.jsonfmt import path as json_path
+
+    text = blob.text()
+    first = re.match(r"\s*(\S)", text)
+    if first is None or first[1] not in "{[":
+        for number, line in enumerate(text.split("\n"), 1):
+            fields = line.split()
+            if len(fields) >= 3 and fields[0] == qid and fields[2] == unit:
+                return number
+        return None
+    for number, line in enumerate(text.split("\n"), 1):
+        try:
+            value = json.loads(line)
+        except ValueError:
+            continue
+        if isinstance(value, dict) and value.get("query_id") == qid \
+                and value.get("doc_id") == unit:
+            return number
+    try:
+        document = json.loads(text)
+    except ValueError:
+        return None
+    labels = document.get(qid) if isinstance(document, dict) else None
+    if isinstance(labels, list) and unit in labels:
+        return json_path(qid, labels.index(unit))
+    return json_path(qid, unit)
