@@ -102,17 +102,19 @@ identical data.
 from __future__ import annotations
 
 import argparse
+import contextlib
 import dataclasses
 import json
 import math
 import sys
 import tempfile
 import time
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Iterator, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 from statistics import NormalDist
 from typing import Any
+from unittest import mock
 
 import numpy as np
 
@@ -480,9 +482,17 @@ class CostCell:
         return self.regression[rule] / self.sims
 
 
-def cost_policy(stat: str, resamples: int, rule: str = "estimate",
-                least: int | None = 1) -> GatePolicy:
-    return GatePolicy(costs=(CostGate("latency_ms", stat, INCREASE, min_queries=least),),
+@contextlib.contextmanager
+def floors_lifted() -> Iterator[None]:
+    """Relative percentile gates decide from the policy's min-queries alone, their measured
+    floors (PERCENTILE_MIN_QUERIES) lifted: how the calibration sees the rule below them."""
+    with mock.patch.dict(PERCENTILE_MIN_QUERIES, clear=True):
+        yield
+
+
+def cost_policy(stat: str, resamples: int, rule: str = "estimate") -> GatePolicy:
+    """One relative gate on ``stat``, deciding from one query (with :func:`floors_lifted`)."""
+    return GatePolicy(costs=(CostGate("latency_ms", stat, INCREASE),),
                       resamples=resamples, min_queries=1, regression_rule=rule)  # type: ignore[arg-type]
 
 
@@ -505,7 +515,14 @@ def run_cost_cell(baseline: np.ndarray, candidate: np.ndarray, stat: str,
     policy = cost_policy(stat, resamples)
     cell = CostCell(sims, dict.fromkeys(COST_RULES, 0), 0, np.empty(sims), np.empty(sims),
                     np.empty(sims))
-    for i in range(sims):
+    with floors_lifted():
+        _fill_cost_cell(cell, baseline, candidate, stat, resamples, policy)
+    return cell
+
+
+def _fill_cost_cell(cell: CostCell, baseline: np.ndarray, candidate: np.ndarray, stat: str,
+                    resamples: int, policy: GatePolicy) -> None:
+    for i in range(cell.sims):
         row = gated_row(baseline[i], candidate[i], policy)
         strict = interval_rule(row)
         if i == 0:
@@ -517,7 +534,6 @@ def run_cost_cell(baseline: np.ndarray, candidate: np.ndarray, stat: str,
         cell.estimates[i] = row.baseline
         cell.stated_bias[i] = np.nan if row.baseline_bias is None else row.baseline_bias
         cell.ratios[i] = np.nan if row.ratio is None else row.ratio
-    return cell
 
 
 CostResults = dict[tuple[str, str, str, int], CostCell]  # (population, stat, scenario, n)
@@ -624,9 +640,8 @@ def combined(pairs: Sequence[Pair], sizes: Sequence[int], sims: int, resamples: 
             tally = dict.fromkeys([f"{way} {rule}" for way in ("two", "one")
                                    for rule in COST_RULES], 0)
             q_policy = policy_for(2, resamples, GatePolicy().min_queries)
-            old_costs = GatePolicy(costs=tuple(CostGate("latency_ms", s, INCREASE,
-                                                        min_queries=25) for s in stats),
-                                   resamples=resamples)
+            old_costs = GatePolicy(costs=tuple(CostGate("latency_ms", s, INCREASE)
+                                               for s in stats), resamples=resamples)
             new_costs = GatePolicy(costs=tuple(CostGate("latency_ms", s, INCREASE)
                                                for s in stats), resamples=resamples)
             members = sum(n >= min_queries(g, new_costs) for g in new_costs.costs)
@@ -635,9 +650,11 @@ def combined(pairs: Sequence[Pair], sizes: Sequence[int], sims: int, resamples: 
                                            ("one", new_costs, 2 + members)):
                     comparisons = compare(np.zeros((n, 2)), quality[i][:, :2], MEASURES[:2],
                                           {"all": np.arange(n)}, q_policy, family=family)
-                    rows = [r for r in compare_costs({"latency_ms": b[i]}, {"latency_ms": c[i]},
-                                                     costs.costs, costs, family)
-                            if r.gate is not None]
+                    with floors_lifted() if way == "two" else contextlib.nullcontext():
+                        rows = [r for r in compare_costs({"latency_ms": b[i]},
+                                                         {"latency_ms": c[i]}, costs.costs,
+                                                         costs, family)
+                                if r.gate is not None]
                     strict = [decide(q.n, q.mean_diff, q.ci_low, q.ci_high, q.sign_p_holm,
                                      q.margin, ALPHA, ci_high_adjusted=q.ci_high_adjusted,
                                      rule="interval", min_queries=q_policy.min_queries)
