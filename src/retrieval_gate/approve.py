@@ -3,8 +3,8 @@
 Approval checks the candidate against the snapshot (its manifest names the snapshot's
 fingerprint, its run file has the pinned hash, it scores under the snapshot's policy), records
 an ``approved`` object in the manifest (``at``, ``by``, ``commit``, ``scores``: the mean of each
-snapshot measure; ``gated``: the measures the configuration gates), and refuses to replace a baseline made on another snapshot without
-``force``.
+snapshot measure; ``gated``: the measures the configuration gates), and refuses to replace a
+baseline made on another snapshot without ``force``.
 
 It writes the baseline folder as :mod:`retrieval_gate.baselinefolder` describes: the run and
 its manifest go whole into a hidden staging folder (each file and the folder flushed to the
