@@ -172,3 +172,14 @@ def test_output_through_a_link_loop_is_invalid_input(tmp_path):
     code, _, err = score(tmp_path, tmp_path / "loop")
     assert code == 2 and err.startswith(f"error: {tmp_path}/loop: cannot write here (Too many "
                                         "levels of symbolic links) — fix the symbolic link")
+
+
+def test_a_path_the_system_refuses_as_input_still_gets_its_error_report(small, tmp_path):
+    """A candidate whose name is too long for the file system is invalid input (exit 2), and
+    the reports hold its error as for any other."""
+    long = small / ("c" * 300 + ".trec")
+    code, out, err = gate("check", "--snapshot", small / "snapshot.json", "--baseline",
+                          small / "old.trec", "--candidate", long, "--json", tmp_path / "r.json")
+    assert code == 2 and out == "" and "cannot be used (File name too long)" in err
+    report = json.loads((tmp_path / "r.json").read_text())
+    assert report["exit_code"] == 2 and report["verdict"] == "invalid"

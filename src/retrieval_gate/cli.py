@@ -458,7 +458,9 @@ def check(ctx, snapshot_file, baseline, candidate, config, fail_on, gates, no_co
                            inputs.config)
         out = write_reports(report, output_format, json_out, markdown_out, junit_out, github,
                             html_out)
-    except Exception as exc:
+    except Exception as caught:
+        # an operating system's refusal that names the input (a path too long) is input too
+        exc = environment_fault(caught) if isinstance(caught, OSError) else caught
         code = exc.exit_code if isinstance(exc, GateError) else EXIT_INTERNAL
         if github:
             from retrieval_gate.report.github import publish_failure
@@ -473,7 +475,9 @@ def check(ctx, snapshot_file, baseline, candidate, config, fail_on, gates, no_co
                                       html_out)
             except GateError:
                 pass
-        raise
+        if exc is caught:
+            raise
+        raise exc from None
     if github:  # made workflow-safe by write_reports, followed by the gate's own annotations
         click.echo(out, nl=False)
     else:
