@@ -144,8 +144,9 @@ def prepare(case: Case, data: Path, seed: int, regenerate: bool) -> Snapshot:
         for argv in (["snapshot", "freeze", "--queries", "queries.jsonl", "--qrels", "qrels.tsv",
                       "--corpus-version", "synthetic", "--chunking-version", "passage",
                       "--permissions-version", "public", "-o", "snapshot.json"],
-                     ["run-manifest", "--snapshot", "snapshot.json", "--run", "baseline.trec"],
-                     ["run-manifest", "--snapshot", "snapshot.json", "--run", "candidate.trec"]):
+                     *(["run-manifest", "--snapshot", "snapshot.json", "--run", run,
+                        "--chunking-version", "passage"]
+                       for run in ("baseline.trec", "candidate.trec"))):
             run_once([str(GATE), *argv], snap.folder)
         print(f"prepared {snap.folder.name} in {time.perf_counter() - start:.1f} s")
     return snap
