@@ -199,11 +199,15 @@ class Report:
     family: int = 0
 
     @property
+    def gates_a_measure(self) -> bool:
+        """Whether some comparison counts in the verdict (not report-only, not too small)."""
+        return any(c.gating for c in self.comparisons)
+
+    @property
     def gated_nothing(self) -> bool:
         """Whether nothing decided: no comparison counts in the verdict (each report-only or
         too small to decide) and no cost gate decided."""
-        return not any(c.gating for c in self.comparisons) and all(
-            row.decision is None for row in self.costs)
+        return not self.gates_a_measure and all(row.decision is None for row in self.costs)
 
     @property
     def family_costs(self) -> int:

@@ -286,7 +286,7 @@ def next_step(report: Report) -> str:
         return "look at " + "; ".join(map(cost_detail, costly))
     if report.verdict == "inconclusive":
         return _ungated(report) if report.gated_nothing else _more_queries(report)
-    if not any(c.gating for c in report.comparisons):  # a pass of the cost gates alone
+    if not report.gates_a_measure:  # a pass of the cost gates alone
         return _ungated(report)
     return "nothing to do"
 

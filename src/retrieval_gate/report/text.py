@@ -75,7 +75,7 @@ def headline(report: Report) -> tuple[str, str]:
                         "every measure of every query")
     improved = ", ".join(f"{c.measure} ({c.slice})" for c in report.comparisons
                          if c.improvement and c.gating)
-    if not any(c.gating for c in report.comparisons):  # only cost gates decided
+    if not report.gates_a_measure:  # only cost gates decided
         passed = ", ".join(f"{r.metric} {r.stat}" for r in report.costs if r.decision == "pass")
         return "PASS", (f"the cost gates pass ({passed}); no measure was gated — "
                         f"{nothing_gated(report.comparisons)}")
