@@ -411,11 +411,12 @@ def test_a_corpus_is_read_once_into_its_cache_and_then_from_it(tmp_path, monkeyp
     jsonl(tmp_path / "corpus.jsonl", [{"id": f"d{i}", "text": "x" * i} for i in range(1, 50)])
     first = read_corpus(tmp_path / "corpus.jsonl")
     (entry,) = cache.iterdir()
-    assert entry.name.startswith("corpus-v1-") and sorted(p.name for p in entry.iterdir()) == [
-        "ids.npy", "keys.npy", "lengths.npy"]
+    assert entry.name.startswith("corpus-lines-v1-") and sorted(
+        p.name for p in entry.iterdir()) == ["ids.npy", "keys.npy", "lengths.npy", "places.npy"]
     again = read_corpus(tmp_path / "corpus.jsonl")
     assert again.ids.tolist() == first.ids.tolist() and again.keys.tolist() == first.keys.tolist()
     assert again.lengths.tolist() == first.lengths.tolist()
+    assert again.places.tolist() == first.places.tolist()
     assert sorted(first.ids.tolist()) != first.ids.tolist()  # in hash order, not file order
     (tmp_path / "ids.txt").write_text("a\nb\na\n")
     with pytest.raises(InputError, match="document 'a' is listed twice"):

@@ -11,14 +11,12 @@ ranked run the measures read (documents once chunks collapse; the last stage of 
 
 from __future__ import annotations
 
-import json
-import re
 from collections.abc import Iterable
 from dataclasses import dataclass
-from typing import Any
 
 import numpy as np
 
+from retrieval_gate.formats.corpus import document_texts
 from retrieval_gate.formats.source import Blob
 from retrieval_gate.model import NEVER, RankedRun
 from retrieval_gate.scoring import Scores, UnitCoverage
@@ -124,64 +122,10 @@ def _items(ranked: RankedRun, qid: str, limit: int
     return out
 
 
-_ID_KEY = re.compile(rb'"id"\s*:\s*"((?:[^"\\\n]|\\.)*)"')  # an "id" key and its string
-_FEW = 16  # documents found by one search each; more, by one pass over the file
-
-
 def corpus_texts(snap: Snapshot, test_set: TestSet, docs: Iterable[str]) -> dict[str, str]:
-    """The text of each of ``docs`` in the pinned corpus (JSON Lines with text); empty without
-    one. A document's line is the one whose top-level ``id`` is its id (an ``"id"`` key nested
-    deeper is passed over). Up to :data:`_FEW` documents are first looked for by a byte search
-    each for their id as this module writes it; the others (more documents, or an id the file
-    writes with escapes), by one pass over the file's ``"id"`` keys, so that the time stays
-    linear in the corpus's size however many documents are asked for. A document whose line is
-    not found, or has no text, is left out."""
-    wanted = set(docs)
-    if test_set.corpus is None or test_set.corpus.lengths is None or not wanted:
-        return {}
+    """The text of each of ``docs`` in the pinned corpus (JSON Lines with text), each read
+    from its own line; empty without one. A document not in the corpus is left out."""
     source = snap.blobs.get("corpus")
-    if not isinstance(source, Blob):
+    if test_set.corpus is None or not isinstance(source, Blob):
         return {}
-    data = source.data
-    found: dict[str, str] = {}
-    if len(wanted) <= _FEW:
-        for doc in wanted:
-            key = re.escape(json.dumps(doc, ensure_ascii=False).encode())
-            for match in re.finditer(rb'"id"\s*:\s*' + key, data):
-                if _take(data, match, doc, found):
-                    break
-    if len(found) == len(wanted):
-        return found
-    for match in _ID_KEY.finditer(data):
-        name = _string(match.group(1))
-        if name in wanted and name not in found and _take(data, match, name, found) \
-                and len(found) == len(wanted):
-            break
-    return found
-
-
-def _string(raw: bytes) -> str | None:
-    """The JSON string whose bytes between the quotes are ``raw`` (None if it is not one)."""
-    if b"\\" not in raw:
-        return raw.decode(errors="replace")
-    try:
-        value = json.loads(b'"' + raw + b'"')
-    except ValueError:
-        return None
-    return value if isinstance(value, str) else None
-
-
-def _take(data: Any, match: re.Match[bytes], doc: str, found: dict[str, str]) -> bool:
-    """Record in ``found`` the text of ``doc`` when the line of ``data`` holding ``match`` is
-    its document (a JSON object whose ``id`` is ``doc``, with a string ``text``)."""
-    first = data.rfind(b"\n", 0, match.start()) + 1
-    last = data.find(b"\n", match.end())
-    try:
-        line = json.loads(data[first:None if last < 0 else last])
-    except ValueError:
-        return False
-    if not isinstance(line, dict) or line.get("id") != doc or not isinstance(line.get("text"),
-                                                                             str):
-        return False
-    found[doc] = line["text"]
-    return True
+    return document_texts(test_set.corpus, source, docs)

@@ -198,12 +198,15 @@ class Corpus:
     ``keys``, their 64-bit hashes sorted (``retrieval_gate.ranking.hash_ids``), so that looking
     an id up is a binary search; ``lengths``, each document's text length in code points, in
     the same order (None for a list of ids without text, which can check membership but not
-    offsets)."""
+    offsets); ``places``, the byte offset in the corpus file where each document's line
+    starts, in the same order (its text is read from there, not held; None with
+    ``lengths``)."""
 
     source: str
     ids: np.ndarray
     lengths: np.ndarray | None
     keys: np.ndarray
+    places: np.ndarray | None
 
 
 @dataclass(frozen=True, eq=False)

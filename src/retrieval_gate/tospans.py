@@ -80,7 +80,7 @@ from retrieval_gate.chunkcut import Boundaries, Cut, cut_spans
 from retrieval_gate.errors import InputError
 from retrieval_gate.formats import Source, judgment_place, read_qrels, source_blob
 from retrieval_gate.formats.atomic import write_text_atomic
-from retrieval_gate.formats.corpus import read_chunk_table, read_corpus
+from retrieval_gate.formats.corpus import document_texts, read_chunk_table, read_corpus
 from retrieval_gate.formats.jsonfmt import check_id, json_lines
 from retrieval_gate.formats.source import Blob, display_name
 from retrieval_gate.model import ChunkTable, Qrels, Span
@@ -330,14 +330,13 @@ def _texts(corpus: Source, judged: list[_Judged], table: ChunkTable) -> dict[str
     """The text of every judged document. InputError for a corpus without text, and, naming
     the chunk table's line, for a judged chunk whose document is not in the corpus or whose
     range ends past its text."""
-    blob = source_blob(corpus)
-    if read_corpus(blob).lengths is None:  # its rules: distinct ids, every text a string
+    blob = source_blob(corpus, map_from=1 << 24)
+    pinned = read_corpus(blob)  # its rules: distinct ids, every text a string
+    if pinned.lengths is None:
         raise InputError(blob.name, "holds no documents' text",
                          "give the corpus as JSON Lines documents with their \"text\": spans "
                          "are places in it")
-    wanted = {j.doc for j in judged}
-    texts = {obj["id"]: obj["text"] for _, obj in json_lines(blob.text(), blob.name)
-             if obj["id"] in wanted}
+    texts = document_texts(pinned, blob, {j.doc for j in judged})
     for j in judged:
         text = texts.get(j.doc)
         if text is None:

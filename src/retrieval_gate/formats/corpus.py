@@ -19,7 +19,9 @@ Ids are distinct in both; a repeated id is an error naming both lines.
 
 from __future__ import annotations
 
+import json
 import re
+from collections.abc import Iterable
 
 import numpy as np
 
@@ -27,9 +29,13 @@ from retrieval_gate.errors import InputError
 from retrieval_gate.formats import Source, cache, source_blob, trec
 from retrieval_gate.formats.source import Blob
 from retrieval_gate.model import ChunkTable, Corpus
-from retrieval_gate.ranking import hash_ids
+from retrieval_gate.ranking import IdIndex, hash_ids
 
 _ID_LIST_FIX = "a corpus id list has one document id per line"
+
+
+_KIND = "corpus-lines"  # entries of ids, hashes, lengths and line places ("corpus": no places)
+_ARRAYS = ("ids", "keys", "lengths", "places")
 
 
 def read_corpus(source: Source) -> Corpus:
@@ -37,18 +43,21 @@ def read_corpus(source: Source) -> Corpus:
     large corpus is read from its cache entry when it has one (:mod:`~retrieval_gate.formats.
     cache`), and leaves one when it has not."""
     blob = source_blob(source)
-    cached = cache.load("corpus", blob, ("ids", "keys", "lengths"))
-    if cached is not None and len(cached["ids"]) == len(cached["keys"]) and len(
-            cached["lengths"]) in (0, len(cached["ids"])):
-        lengths = None if len(cached["lengths"]) == 0 else cached["lengths"]
-        return Corpus(blob.name, cached["ids"], lengths, cached["keys"])
+    cached = cache.load(_KIND, blob, _ARRAYS)
+    if cached is not None and len(cached["ids"]) == len(cached["keys"]) and \
+            len(cached["lengths"]) == len(cached["places"]) in (0, len(cached["ids"])):
+        if len(cached["lengths"]) == 0:
+            return Corpus(blob.name, cached["ids"], None, cached["keys"], None)
+        return Corpus(blob.name, cached["ids"], cached["lengths"], cached["keys"],
+                      cached["places"])
     if re.match(rb"(?:\xef\xbb\xbf)?\s*\{", blob.data[:4096]) is None:
         corpus = _id_list(blob)
     else:
         corpus = _documents(blob)
-    cache.store("corpus", blob, {"ids": corpus.ids, "keys": corpus.keys, "lengths":
-                                 np.zeros(0, np.int64) if corpus.lengths is None
-                                 else corpus.lengths})
+    none = np.zeros(0, np.int64)
+    cache.store(_KIND, blob, {"ids": corpus.ids, "keys": corpus.keys,
+                              "lengths": none if corpus.lengths is None else corpus.lengths,
+                              "places": none if corpus.places is None else corpus.places})
     return corpus
 
 
@@ -57,44 +66,87 @@ def _id_list(blob: Blob) -> Corpus:
              for t in trec.tokenized(blob.data, blob.name, (0,), 1, _ID_LIST_FIX, ids=(0,))]
     width = max(part.dtype.itemsize for part, _ in parts)
     ids = np.concatenate([part.astype(f"S{width}") for part, _ in parts])
-    return _indexed(blob.name, ids, None, np.concatenate([lines for _, lines in parts]))
+    return _indexed(blob, ids, None, np.concatenate([lines for _, lines in parts]), None)
 
 
 def _documents(blob: Blob) -> Corpus:
-    from retrieval_gate.formats.jsonfmt import check_id, json_lines
+    """JSON Lines documents, parsed a batch of lines at a time into arrays (the file's text
+    and objects are never all held at once)."""
+    from retrieval_gate.formats.jsonfmt import check_id, json_line_batches
 
-    ids: list[bytes] = []
-    lengths: list[int] = []
-    numbers: list[int] = []
-    for line, obj in json_lines(blob.text(), blob.name):
-        ids.append(check_id(obj.get("id"), blob.name, line, "id").encode())
-        text = obj.get("text")
-        if text is not None and not isinstance(text, str):
-            raise InputError(blob.name, "'text' is not a string",
-                             "write the document's text as a JSON string", line)
-        lengths.append(-1 if text is None else len(text))
-        numbers.append(line)
-    with_text = np.array(lengths, dtype=np.int64)
-    if (with_text < 0).any() and not (with_text < 0).all():
-        line = numbers[int(np.flatnonzero(with_text < 0)[0])]
+    ids: list[np.ndarray] = []
+    lengths: list[np.ndarray] = []
+    places: list[np.ndarray] = []
+    for batch in json_line_batches(blob):
+        names: list[bytes] = []
+        sizes: list[int] = []
+        for line, obj in zip(batch.numbers, batch.objects):
+            names.append(check_id(obj.get("id"), blob.name, line, "id").encode())
+            text = obj.get("text")
+            if text is not None and not isinstance(text, str):
+                raise InputError(blob.name, "'text' is not a string",
+                                 "write the document's text as a JSON string", line)
+            sizes.append(-1 if text is None else len(text))
+        ids.append(np.array(names, dtype="S"))
+        lengths.append(np.array(sizes, dtype=np.int64))
+        places.append(batch.starts)
+    width = max(part.dtype.itemsize for part in ids)
+    all_ids = np.concatenate([part.astype(f"S{width}", copy=False) for part in ids])
+    del ids
+    with_text = np.concatenate(lengths)
+    place = np.concatenate(places)
+    missing = with_text < 0
+    if missing.any() and not missing.all():
         raise InputError(blob.name, "a document has no 'text' while others have one",
-                         "give every document its text, or none (a list of ids)", line)
-    return _indexed(blob.name, np.array(ids, dtype="S"),
-                    None if (with_text < 0).all() else with_text, np.array(numbers))
+                         "give every document its text, or none (a list of ids)",
+                         _line_at(blob, int(place[np.flatnonzero(missing)[0]])))
+    return _indexed(blob, all_ids, None if missing.all() else with_text, None, place)
 
 
-def _indexed(name: str, ids: np.ndarray, lengths: np.ndarray | None, lines: np.ndarray
-             ) -> Corpus:
-    """The corpus in hash order; InputError naming the second line of an id given twice."""
+def _line_at(blob: Blob, place: int) -> int:
+    """The number (from 1) of the line of ``blob`` that starts at byte ``place``."""
+    return int(np.count_nonzero(np.frombuffer(blob.data, dtype=np.uint8, count=place)
+                                == ord("\n"))) + 1
+
+
+def document_texts(corpus: Corpus, blob: Blob, docs: Iterable[str]) -> dict[str, str]:
+    """The text of each of ``docs`` in a JSON Lines corpus read from ``blob``, each from its
+    own line (found by the document's place, then parsed): nothing else of the file is read.
+    A document that is not in the corpus, or has no text, is left out."""
+    wanted = sorted(set(docs))
+    if corpus.places is None or not wanted:
+        return {}
+    rows = IdIndex(corpus.ids, keys=corpus.keys).find(np.array([d.encode() for d in wanted],
+                                                                 dtype="S"))
+    found: dict[str, str] = {}
+    for doc, row in zip(wanted, rows.tolist()):
+        if row < 0:
+            continue
+        start = int(corpus.places[row])
+        end = blob.data.find(b"\n", start)
+        value = json.loads(bytes(blob.data[start:None if end < 0 else end]))
+        if isinstance(value.get("text"), str):
+            found[doc] = value["text"]
+    return found
+
+
+def _indexed(blob: Blob, ids: np.ndarray, lengths: np.ndarray | None,
+             lines: np.ndarray | None, places: np.ndarray | None) -> Corpus:
+    """The corpus in hash order; InputError naming the second line of an id given twice.
+    Each id's line is given (``lines``), or its place in the file (``places``)."""
     keys = hash_ids(ids)
     order = np.argsort(keys, kind="stable")
-    keys, ids, lines = keys[order], ids[order], lines[order]
+    keys, ids = keys[order], ids[order]
+    places = None if places is None else places[order]
     pair = _repeated(ids, keys[1:] == keys[:-1])
     if pair is not None:
-        first, second = sorted(int(lines[i]) for i in pair)
-        raise InputError(name, f"document '{ids[pair[0]].decode(errors='replace')}' is listed "
+        first, second = sorted(int(lines[order[i]]) if places is None
+                               else _line_at(blob, int(places[i])) for i in pair)
+        raise InputError(blob.name, f"document '{ids[pair[0]].decode(errors='replace')}' is listed "
                          f"twice (also line {first})", "list each document once", second)
-    return Corpus(name, ids, None if lengths is None else lengths[order], keys)
+    if lengths is None:
+        return Corpus(blob.name, ids, None, keys, None)
+    return Corpus(blob.name, ids, lengths[order], keys, places)
 
 
 def _repeated(ids: np.ndarray, clash: np.ndarray) -> tuple[int, int] | None:

@@ -12,12 +12,15 @@ import itertools
 import json
 import math
 import re
+from collections.abc import Iterator
+from dataclasses import dataclass
 from typing import Any
 
 import numpy as np
 
 from retrieval_gate.errors import InputError
 from retrieval_gate.formats.limits import MAX_GRADE, MAX_ID_BYTES, MAX_JSON_DEPTH, MIN_GRADE
+from retrieval_gate.formats.source import BOM, Blob, check_utf8, release_pages
 from retrieval_gate.formats.trec import (
     CR_FIX,
     CR_PROBLEM,
@@ -143,13 +146,14 @@ def _structure_levels(part: np.ndarray, in_string: bool, backslashes: int
             trailing)
 
 
-def check_line_ends(text: str, name: str) -> None:
+def check_line_ends(text: str, name: str, first_line: int = 1) -> None:
     """InputError for a carriage return that is neither followed by a line feed nor the last
-    character: line-based files end lines with ``\\n`` or ``\\r\\n``."""
+    character: line-based files end lines with ``\\n`` or ``\\r\\n``. ``first_line``: the
+    number of the text's first line in its file."""
     if "\r" in text:
         lone = _LONE_CR.search(text)
         if lone is not None:
-            raise InputError(name, CR_PROBLEM, CR_FIX, _line_of(text, lone.start(), 1))
+            raise InputError(name, CR_PROBLEM, CR_FIX, _line_of(text, lone.start(), first_line))
 
 
 def _surrogate_path(value: Any, keys: tuple[str | int, ...] = ()) -> tuple[str | int, ...] | None:
@@ -233,15 +237,16 @@ def document_or_lines(text: str, name: str) -> tuple[Any, bool]:
         return None, True
 
 
-def json_lines(text: str, name: str, depth_checked: bool = False):
+def json_lines(text: str, name: str, depth_checked: bool = False, first_line: int = 1):
     """(line number, object) for every non-blank line of a JSON Lines file. Lines end at
     ``\\n`` only (U+2028 and U+2029 are characters of a string, as in JSON), a ``\\r``
     before it is dropped, and a ``\\r`` anywhere else is an error. ``depth_checked``: the
-    caller has passed the whole text through :func:`check_depth` already."""
-    check_line_ends(text, name)
+    caller has passed the whole text through :func:`check_depth` already; ``first_line``: the
+    number of the text's first line in its file (a part of a larger file)."""
+    check_line_ends(text, name, first_line)
     if not depth_checked:
-        check_depth(text, name)
-    numbered = [(number, line) for number, line in enumerate(text.split("\n"), 1)
+        check_depth(text, name, first_line)
+    numbered = [(number, line) for number, line in enumerate(text.split("\n"), first_line)
                 if line.strip(" \t\r")]
     # One parse of the lines as one array (the parser's loop in C, not ours); any doubt — an
     # error, a count that differs, a value that is no object — and the lines are parsed one by
@@ -260,6 +265,51 @@ def json_lines(text: str, name: str, depth_checked: bool = False):
             raise InputError(name, "line is not a JSON object",
                              "write one JSON object per line", number)
         yield number, value
+
+
+BATCH_BYTES = 1 << 25  # bytes of a JSON Lines file parsed at a time by json_line_batches
+
+
+@dataclass(frozen=True, eq=False)
+class LineBatch:
+    """Consecutive non-blank lines of a JSON Lines file: per line its number (from 1), its
+    object, and where it starts in the file's bytes (``starts``, int64 byte offsets)."""
+
+    numbers: list[int]
+    objects: list[dict[str, Any]]
+    starts: np.ndarray
+
+
+def json_line_batches(blob: Blob, batch_bytes: int = BATCH_BYTES) -> Iterator[LineBatch]:
+    """The lines of a JSON Lines file as :func:`json_lines` reads them — the same rules, the
+    same errors at the same lines — a batch of about ``batch_bytes`` at a time (whole lines;
+    a longer line is a batch of its own), so that a large file (memory-mapped) is never held
+    as one text nor all its objects at once. The pages of the mapped file a batch was read
+    from are released from resident memory once it is parsed. InputError for an empty file."""
+    blob.require_content()
+    data, name = blob.data, blob.name
+    start = len(BOM) if data[:len(BOM)] == BOM else 0
+    first_line = 1
+    while start < len(data):
+        end = min(start + batch_bytes, len(data))
+        if end < len(data):
+            cut = data.rfind(b"\n", start, end)
+            end = cut + 1 if cut >= 0 else (data.find(b"\n", end) + 1 or len(data))
+        part = bytes(data[start:end])
+        check_utf8(part, name, first_line)
+        numbers: list[int] = []
+        objects: list[dict[str, Any]] = []
+        for number, obj in json_lines(str(part, "utf-8"), name, first_line=first_line):
+            numbers.append(number)
+            objects.append(obj)
+        breaks = np.flatnonzero(np.frombuffer(part, dtype=np.uint8) == _NEWLINE)
+        line_starts = np.concatenate(([0], breaks + 1)).astype(np.int64) + start
+        release_pages(data, start, end)
+        if numbers:
+            yield LineBatch(numbers, objects,
+                            line_starts[np.array(numbers, dtype=np.int64) - first_line])
+        first_line += len(breaks)
+        start = end
 
 
 def path(*keys: str | int) -> str:

@@ -119,8 +119,9 @@ def read_bytes(path: str | os.PathLike[str]) -> bytes:
     return bytes(blob.data)
 
 
-def check_utf8(data: bytes | mmap.mmap, name: str) -> None:
-    """Raise InputError naming the line of the first byte that is not valid UTF-8."""
+def check_utf8(data: bytes | mmap.mmap, name: str, first_line: int = 1) -> None:
+    """Raise InputError naming the line of the first byte that is not valid UTF-8
+    (``first_line``: the number of the data's first line in its file)."""
     if isinstance(data, bytes):
         if data.isascii():
             return
@@ -132,7 +133,7 @@ def check_utf8(data: bytes | mmap.mmap, name: str) -> None:
     try:
         str(data, "utf-8")
     except UnicodeDecodeError as exc:
-        line = data[: exc.start].count(b"\n") + 1
+        line = data[: exc.start].count(b"\n") + first_line
         raise InputError(name, f"invalid UTF-8 (byte 0x{data[exc.start]:02x})",
                          "save the file as UTF-8", line) from None
 

@@ -1,0 +1,74 @@
+"""JSON Lines read a batch at a time: the same objects, lines, places and errors as the whole
+file read at once, wherever the batches are cut; and a corpus read that way."""
+
+from __future__ import annotations
+
+import json
+
+import pytest
+
+from retrieval_gate.errors import InputError
+from retrieval_gate.formats.corpus import document_texts, read_corpus
+from retrieval_gate.formats.jsonfmt import json_line_batches, json_lines
+from retrieval_gate.formats.source import Blob
+
+LINES = [b'{"id": "a", "text": "x"}', b"", b'  {"id": "b"}\r', b"\t", b'{"id": "c\\u00e9"}',
+         '{"id": "\u00e9", "text": "\u2028y"}'.encode(), b'{"id": "e"}']
+
+
+def _batches(data: bytes, size: int) -> list[tuple[int, dict, int]]:
+    return [(n, obj, int(place)) for batch in json_line_batches(Blob("f.jsonl", data), size)
+            for n, obj, place in zip(batch.numbers, batch.objects, batch.starts)]
+
+
+@pytest.mark.parametrize("bom", [b"", b"\xef\xbb\xbf"])
+@pytest.mark.parametrize("size", [1, 7, 30, 64, 1 << 20])
+def test_batches_read_what_the_whole_file_reads_wherever_they_are_cut(bom, size):
+    data = bom + b"\n".join(LINES) + b"\n"
+    whole = list(json_lines(Blob("f.jsonl", data).text(), "f.jsonl"))
+    got = _batches(data, size)
+    assert [(n, obj) for n, obj, _ in got] == whole
+    for n, obj, place in got:  # each place is where its line starts
+        line = data[place:].split(b"\n", 1)[0]
+        assert json.loads(line) == obj and data[:place].count(b"\n") + 1 == n
+
+
+@pytest.mark.parametrize("bad, problem", [
+    (b'{"id": "\xff"}', "invalid UTF-8"),
+    (b'{"id": "x"}\r{"id": "y"}', "carriage return"),
+    (b"[" * 200 + b"]" * 200, "nest deeper"),
+    (b'{"id": 1, "id": 2}', "appears twice"),
+    (b'{"id": "x"', "invalid JSON"),
+    (b"[1]", "not a JSON object"),
+])
+@pytest.mark.parametrize("size", [1, 40, 1 << 20])
+def test_an_error_names_its_line_in_the_file_in_every_batch(bad, problem, size):
+    data = b'{"id": "a"}\n\n{"id": "b"}\n' * 3 + bad + b'\n{"id": "z"}\n'
+    with pytest.raises(InputError, match=problem) as caught:
+        _batches(data, size)
+    assert caught.value.where == 10
+
+
+def test_a_corpus_read_in_batches_keeps_each_documents_place_and_text(tmp_path, monkeypatch):
+    monkeypatch.setattr("retrieval_gate.formats.jsonfmt.BATCH_BYTES", 64)
+    docs = [{"id": f"d{i}", "text": "\u00e9" * i + "\n" * (i % 2)} for i in range(40)]
+    path = tmp_path / "corpus.jsonl"
+    path.write_bytes(b"\xef\xbb\xbf" + "\n\n".join(json.dumps(d) for d in docs).encode())
+    corpus = read_corpus(path)
+    assert sorted(corpus.ids.tolist()) == sorted(d["id"].encode() for d in docs)
+    blob = Blob("corpus.jsonl", path.read_bytes())
+    texts = document_texts(corpus, blob, ["d3", "d39", "nowhere"])
+    assert texts == {"d3": docs[3]["text"], "d39": docs[39]["text"]}
+    lengths = dict(zip(corpus.ids.tolist(), corpus.lengths.tolist()))
+    assert all(lengths[d["id"].encode()] == len(d["text"]) for d in docs)
+
+
+def test_a_corpus_document_given_twice_is_named_at_its_lines_across_batches(tmp_path,
+                                                                            monkeypatch):
+    monkeypatch.setattr("retrieval_gate.formats.jsonfmt.BATCH_BYTES", 32)
+    path = tmp_path / "corpus.jsonl"
+    path.write_text("".join(json.dumps({"id": i, "text": "t"}) + "\n"
+                            for i in ["a", "b", "c", "b", "d"]))
+    with pytest.raises(InputError, match=r"document 'b' is listed twice \(also line 2\)") as caught:
+        read_corpus(path)
+    assert caught.value.where == 4
