@@ -140,8 +140,9 @@ def _indexed(blob: Blob, ids: np.ndarray, lengths: np.ndarray | None,
     places = None if places is None else places[order]
     pair = _repeated(ids, keys[1:] == keys[:-1])
     if pair is not None:
-        first, second = sorted(int(lines[order[i]]) if places is None
-                               else _line_at(blob, int(places[i])) for i in pair)
+        first, second = sorted(_line_at(blob, int(places[i])) if places is not None
+                               else int(lines[order[i]]) if lines is not None else 0
+                               for i in pair)
         raise InputError(blob.name, f"document '{ids[pair[0]].decode(errors='replace')}' is listed "
                          f"twice (also line {first})", "list each document once", second)
     if lengths is None:
