@@ -474,8 +474,8 @@ def test_a_document_named_only_by_supersedes_is_in_its_family(tmp_path: Path) ->
 
 
 def test_the_access_cache_holds_documents_named_only_by_supersedes(tmp_path: Path) -> None:
-    """The cached arrays give what a parse gives, and an entry of the earlier shape (the table
-    alone, without a row for ``old``) is never read."""
+    """The cached arrays give what a parse gives, and entries of earlier shapes (the table
+    alone, without a row for ``old``; ACLs as dense bitsets) are never read."""
     import hashlib
 
     from retrieval_gate.ranking import hash_ids
@@ -488,20 +488,21 @@ def test_the_access_cache_holds_documents_named_only_by_supersedes(tmp_path: Pat
     cand = _cli_run(tmp_path, "cand", {"q": ["new", "old", "pub"]})
     cache = tmp_path / "cache"
     sha = hashlib.sha256((tmp_path / "corpus.jsonl").read_bytes()).hexdigest()
-    stale_entry = cache / f"access-v1-{sha}"  # what the table alone looked like: new only
-    stale_entry.mkdir(parents=True)
     ids = np.array([b"new"], dtype="S")
-    for name, array in {"ids": ids, "keys": hash_ids(ids), "acl": np.zeros((1, 1), np.uint64),
-                        "public": np.ones(1, np.uint8),
-                        "valid_from": np.array([_day("2026-03-01")]),
-                        "valid_to": np.array([np.iinfo(np.int64).max]),
-                        "family": np.array([-1]), "principals": np.zeros(0, "S1")}.items():
-        np.save(stale_entry / f"{name}.npy", array)
+    stale = {"ids": ids, "keys": hash_ids(ids), "acl": np.zeros((1, 1), np.uint64),
+             "public": np.ones(1, np.uint8), "valid_from": np.array([_day("2026-03-01")]),
+             "valid_to": np.array([np.iinfo(np.int64).max]), "family": np.array([-1]),
+             "principals": np.zeros(0, "S1"), "supersedes": np.array([b""]),
+             "lines": np.array([2])}
+    for kind in ("access", "access-fields"):  # what they looked like: new only
+        (cache / f"{kind}-v1-{sha}").mkdir(parents=True)
+        for name, array in stale.items():
+            np.save(cache / f"{kind}-v1-{sha}" / f"{name}.npy", array)
     env = {"RETRIEVAL_GATE_CACHE": str(cache)}
     for _ in range(2):  # the first check parses and writes the entry, the second reads it
         report = _cli_check(tmp_path, base, cand, "MixedVersions@3", env=env)
         assert report["candidate"]["means"]["MixedVersions@3"] == 1.0
-        assert (cache / f"access-fields-v1-{sha}").is_dir()
+        assert (cache / f"access-csr-v1-{sha}").is_dir()
 
 
 MERGE_CORPUS = [{"id": "d1", "text": "one", "valid_to": "2026-02-28"},

@@ -23,38 +23,39 @@ import numpy as np
 
 from retrieval_gate.model import AccessTable, Qrels, Query, Span
 from retrieval_gate.ranking import IdIndex
+from retrieval_gate.sparse import RowSets, shared
 
 NO_DAY = np.iinfo(np.int64).min
 
 
 @dataclass(frozen=True, eq=False)
 class Askers:
-    """Per query (in a given order): its scope as a bitset over the table's principals, and
-    its day (:data:`NO_DAY` when it has none)."""
+    """Per query (in a given order): its scope as the codes of the table's principals it holds
+    (one set per query), and its day (:data:`NO_DAY` when it has none)."""
 
-    scope: np.ndarray
+    scope: RowSets
     as_of: np.ndarray
     unknown: dict[str, tuple[str, ...]]
 
 
 def askers(table: AccessTable, queries: Sequence[Query]) -> Askers:
-    """The scope bitsets and days of ``queries``; ``unknown`` names, per query, the principals
-    of its scope that no document's ACL mentions (they grant nothing)."""
+    """The scopes and days of ``queries``; ``unknown`` names, per query, the principals of its
+    scope that no document's ACL mentions (they grant nothing)."""
     code = {p: i for i, p in enumerate(table.principals)}
-    rows: list[int] = []
+    sizes: list[int] = []
     codes: list[int] = []
     unknown = {}
-    for row, query in enumerate(queries):
+    for query in queries:
         missing = [p for p in query.scope or () if p not in code]
         if missing:
             unknown[query.id] = tuple(missing)
         known = [code[p] for p in query.scope or () if p in code]
-        rows.extend([row] * len(known))
+        sizes.append(len(known))
         codes.extend(known)
-    bits = set_bits(len(queries), table.acl.shape[1], np.array(rows, dtype=np.int64),
-                    np.array(codes, dtype=np.int64))
+    rows = np.repeat(np.arange(len(queries)), np.array(sizes, dtype=np.int64))
+    scope = RowSets.from_pairs(len(queries), rows, np.array(codes, dtype=np.int64))
     days = np.array([NO_DAY if q.as_of is None else q.as_of for q in queries], dtype=np.int64)
-    return Askers(bits, days, unknown)
+    return Askers(scope, days, unknown)
 
 
 @dataclass(frozen=True, eq=False)
@@ -71,14 +72,18 @@ class ItemAccess:
 def item_access(table: AccessTable, who: Askers, query: np.ndarray, docs: np.ndarray
                 ) -> ItemAccess:
     """The access of each item: document ``docs[i]`` (``S``) asked by query ``query[i]`` (a
-    position in ``who``). Vectorised: one hash lookup per item, one bitset AND."""
+    position in ``who``). Vectorised: one hash lookup per item; for an item whose document
+    has an ACL, the smaller of its ACL and its asker's scope looked up in the other
+    (:func:`~retrieval_gate.sparse.shared`)."""
     row = IdIndex(table.ids, keys=table.keys).find(docs) if len(table.ids) else \
         np.full(len(docs), -1, dtype=np.int64)
     known = row >= 0
     at = np.maximum(row, 0)
-    shared = (table.acl[at] & who.scope[query]).any(axis=1) if len(table.ids) else \
-        np.zeros(len(docs), dtype=bool)
-    visible = ~known | table.public[at] | shared
+    visible = ~known
+    if len(table.ids):
+        visible |= table.public[at]
+        restricted = np.flatnonzero(~visible)
+        visible[restricted] = shared(table.acl, row[restricted], who.scope, query[restricted])
     day = who.as_of[query]
     dated = known & (day != NO_DAY)
     in_force = ~dated | ((table.valid_from[at] <= day) & (day <= table.valid_to[at]))
@@ -86,22 +91,10 @@ def item_access(table: AccessTable, who: Askers, query: np.ndarray, docs: np.nda
     return ItemAccess(visible, in_force, family, row)
 
 
-def set_bits(n_rows: int, n_words: int, rows: np.ndarray, codes: np.ndarray) -> np.ndarray:
-    """A (rows, words) uint64 bitset with bit ``codes[i]`` of row ``rows[i]`` set."""
-    bits = np.zeros((n_rows, n_words), dtype=np.uint64)
-    np.bitwise_or.at(bits, (rows, codes // 64),
-                     np.left_shift(np.uint64(1), (codes % 64).astype(np.uint64)))
-    return bits
-
-
 def allowed(table: AccessTable, rows: np.ndarray) -> list[tuple[str, ...]]:
-    """For each row of the table, the principals that may see its document."""
-    if not len(rows):
-        return []
-    codes = np.arange(len(table.principals))
-    words = table.acl[rows][:, codes // 64]
-    held = (words >> (codes % 64).astype(np.uint64)) & np.uint64(1)
-    return [tuple(table.principals[i] for i in np.flatnonzero(line).tolist()) for line in held]
+    """For each row of the table, the principals that may see its document (sorted)."""
+    return [tuple(table.principals[i] for i in table.acl.row(r).tolist())
+            for r in rows.tolist()]
 
 
 def access_warnings(table: AccessTable, queries: Sequence[Query], qrels: Qrels) -> list[str]:

@@ -19,6 +19,8 @@ from typing import Protocol
 
 import numpy as np
 
+from retrieval_gate.sparse import RowSets
+
 
 @dataclass(frozen=True)
 class Query:
@@ -289,15 +291,17 @@ class AccessTable:
     """Who may see each document and when it is in force (see
     :mod:`retrieval_gate.formats.access`), for the documents that say and those a
     ``supersedes`` names (public and always in force unless they say): ids in hash order
-    (``keys``), an ACL bitset per document over ``principals`` (``acl``, shape (documents,
-    words); ``public`` where the document has no ACL), the first and last day in force
-    (ordinals; int64 min / max when unbounded) and the family of versions (−1: none)."""
+    (``keys``); ``principals``, every principal an ACL names, sorted (a principal's *code* is
+    its position); ``acl``, per row the codes of the principals allowed to see the document
+    (sparse, one set per row; empty for a public document); ``public`` where the document has
+    no ACL; the first and last day in force (ordinals; int64 min / max when unbounded) and the
+    family of versions (−1: none)."""
 
     source: str
     ids: np.ndarray
     keys: np.ndarray
     principals: tuple[str, ...]
-    acl: np.ndarray
+    acl: RowSets
     public: np.ndarray
     valid_from: np.ndarray
     valid_to: np.ndarray

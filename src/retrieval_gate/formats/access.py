@@ -32,27 +32,30 @@ from __future__ import annotations
 import datetime as dt
 import re
 from dataclasses import dataclass
+from itertools import chain
+from typing import Any
 
 import numpy as np
 
-from retrieval_gate.access import set_bits
 from retrieval_gate.errors import InputError
 from retrieval_gate.formats import Source, cache, source_blob
 from retrieval_gate.formats.source import Blob, read_blob
 from retrieval_gate.model import AccessTable
 from retrieval_gate.ranking import IdIndex, hash_ids
+from retrieval_gate.sparse import RowSets
 
 ACCESS_KEYS = ("acl", "valid_from", "valid_to", "supersedes")
 _ANY_KEY = re.compile(b'"(?:' + b"|".join(k.encode() for k in ACCESS_KEYS) + b')"')
 NO_START = np.iinfo(np.int64).min
 NO_END = np.iinfo(np.int64).max
 NONE = b""  # no supersedes
-# The cache entry of one file: its table, and per row what it supersedes and its line. The
-# kind was "access" while entries held the table alone (no row for a document only named by
-# supersedes): those are never read.
-_KIND = "access-fields"
-_ARRAYS = ("ids", "keys", "acl", "public", "valid_from", "valid_to", "family", "supersedes",
-           "lines", "principals")
+# The cache entry of one file: its table (ACLs as sets of principal codes), and per row what
+# it supersedes and its line. Entries of the kinds "access" (the table alone) and
+# "access-fields" (ACLs as dense bitsets) are never read.
+_KIND = "access-csr"
+_ROWS = ("ids", "keys", "public", "valid_from", "valid_to", "family", "supersedes", "lines")
+_ARRAYS = (*_ROWS, "acl_start", "acl_codes", "principals")
+_SHOWN_LINKS = 8  # links of a supersedes cycle named in its error
 
 
 @dataclass(frozen=True, eq=False)
@@ -102,85 +105,141 @@ def _corpus_fields(source: Source) -> _Fields | None:
 def _read(blob: Blob) -> _Fields:
     """A file's access data, from its cache entry when it has one (else parsed, and stored)."""
     cached = cache.load(_KIND, blob, _ARRAYS)
-    if cached is not None and len({len(cached[k]) for k in _ARRAYS[:-1]}) == 1:
-        principals = tuple(p.decode() for p in cached["principals"].tolist())
-        return _Fields(AccessTable(blob.name, cached["ids"], cached["keys"], principals,
-                                   cached["acl"], cached["public"].astype(bool),
-                                   cached["valid_from"], cached["valid_to"], cached["family"]),
+    if cached is not None and _complete(cached):
+        text = cached["principals"].tobytes().decode()
+        return _Fields(AccessTable(blob.name, cached["ids"], cached["keys"],
+                                   tuple(text.split("\x00")) if text else (),
+                                   RowSets(cached["acl_start"], cached["acl_codes"]),
+                                   cached["public"].astype(bool), cached["valid_from"],
+                                   cached["valid_to"], cached["family"]),
                        cached["supersedes"], cached["lines"])
     fields = _parse(blob)
     table = fields.table
     cache.store(_KIND, blob, {
-        "ids": table.ids, "keys": table.keys, "acl": table.acl,
-        "public": table.public.astype(np.uint8), "valid_from": table.valid_from,
-        "valid_to": table.valid_to, "family": table.family, "supersedes": fields.supersedes,
-        "lines": fields.lines,
-        "principals": np.array([p.encode() for p in table.principals] or [b""], dtype="S")
-        [:len(table.principals)]})
+        "ids": table.ids, "keys": table.keys, "public": table.public.astype(np.uint8),
+        "valid_from": table.valid_from, "valid_to": table.valid_to, "family": table.family,
+        "supersedes": fields.supersedes, "lines": fields.lines, "acl_start": table.acl.start,
+        "acl_codes": table.acl.codes,
+        # principals never hold NUL: one UTF-8 text, NUL between them
+        "principals": np.frombuffer("\x00".join(table.principals).encode(), dtype=np.uint8)})
     return fields
 
 
-def _parse(blob: Blob) -> _Fields:
-    from retrieval_gate.formats.jsonfmt import check_id, iso_day, json_lines
+def _complete(cached: dict[str, np.ndarray]) -> bool:
+    """Whether the arrays of a cache entry fit together."""
+    rows = len(cached["ids"])
+    return (all(len(cached[k]) == rows for k in _ROWS) and len(cached["acl_start"]) == rows + 1
+            and int(cached["acl_start"][-1]) == len(cached["acl_codes"]))
 
-    ids: list[bytes] = []
-    acls: list[tuple[str, ...] | None] = []
-    starts: list[int] = []
-    ends: list[int] = []
-    older: list[bytes] = []
-    lines: list[int] = []
-    for line, obj in json_lines(blob.text(), blob.name):
-        if not any(key in obj for key in ACCESS_KEYS):
-            continue
-        ids.append(check_id(obj.get("id"), blob.name, line, "id").encode())
-        acl = obj.get("acl")
-        if acl is not None and (not isinstance(acl, list) or not all(
-                isinstance(p, str) and p for p in acl)):
-            raise InputError(blob.name, "'acl' is not a list of principals",
-                             'write "acl": ["acme", "acme-finance"], or leave it out for a '
-                             "public document", line)
-        acls.append(None if acl is None else tuple(acl))
-        start = NO_START if obj.get("valid_from") is None else iso_day(
-            obj["valid_from"], blob.name, line, "valid_from")
-        end = NO_END if obj.get("valid_to") is None else iso_day(
-            obj["valid_to"], blob.name, line, "valid_to")
-        if start > end:
-            raise InputError(blob.name, "valid_from is after valid_to",
-                             "give the first and the last day the document is in force", line)
-        starts.append(start)
-        ends.append(end)
-        supersedes = obj.get("supersedes")
-        older.append(NONE if supersedes is None else check_id(
-            supersedes, blob.name, line, "supersedes").encode())
-        lines.append(line)
-    principals = tuple(sorted({p for acl in acls if acl for p in acl}))
-    code = {p: i for i, p in enumerate(principals)}
-    pairs = [(row, code[p]) for row, acl in enumerate(acls) for p in acl or ()]
-    at = np.array(pairs, dtype=np.int64).reshape(-1, 2)
-    bits = set_bits(len(ids), _words(len(principals)), at[:, 0], at[:, 1])
-    array = np.array(ids, dtype="S") if ids else np.zeros(0, dtype="S1")
-    keys = hash_ids(array)
+
+@dataclass(frozen=True, eq=False)
+class _Lines:
+    """The documents of a batch of lines that have access data, in file order: id, whether
+    the ACL is absent (public), the number of principals of each ACL and their codes (the
+    parse's own numbering, in order of first sight), days, what each supersedes, line."""
+
+    ids: np.ndarray
+    public: np.ndarray
+    sizes: np.ndarray
+    codes: np.ndarray
+    valid_from: np.ndarray
+    valid_to: np.ndarray
+    supersedes: np.ndarray
+    lines: np.ndarray
+
+
+def _parse(blob: Blob) -> _Fields:
+    """A file's access data, parsed a batch of lines at a time into arrays (the file's text and
+    objects are never all held at once; a principal is held once, with its code)."""
+    from retrieval_gate.formats.jsonfmt import json_line_batches
+
+    code: dict[str, int] = {}
+    parts = [_parse_lines(batch.numbers, batch.objects, code, blob.name)
+             for batch in json_line_batches(blob)]
+    width = max(part.ids.dtype.itemsize for part in parts)
+    ids = np.concatenate([part.ids.astype(f"S{width}", copy=False) for part in parts])
+    lines = np.concatenate([part.lines for part in parts])
+    principals = tuple(sorted(code))
+    rank = np.empty(len(code), dtype=np.int64)  # the parse's code → the sorted principal's
+    rank[np.fromiter(map(code.__getitem__, principals), np.int64, len(code))] = np.arange(
+        len(code))
+    del code
+    sizes = np.concatenate([part.sizes for part in parts])
+    acl = RowSets.from_pairs(len(ids), np.repeat(np.arange(len(ids)), sizes),
+                             rank[np.concatenate([part.codes for part in parts])])
+    keys = hash_ids(ids)
     order = np.argsort(keys, kind="stable")
-    ids_sorted = array[order]
+    ids_sorted = ids[order]
     repeated = np.flatnonzero(ids_sorted[1:] == ids_sorted[:-1])
     if len(repeated):
         where = sorted((lines[order[repeated[0]]], lines[order[repeated[0] + 1]]))
         raise InputError(blob.name, f"document '{ids_sorted[repeated[0]].decode()}' is listed "
                          f"twice (also line {where[0]})", "give each document's access data "
                          "once", where[1])
-    return _assemble(blob.name, array, principals, bits,
-                     np.array([a is None for a in acls], dtype=bool),
-                     np.array(starts, dtype=np.int64), np.array(ends, dtype=np.int64),
-                     np.array(older, dtype="S") if older else np.zeros(0, dtype="S1"),
-                     np.array(lines, dtype=np.int64))
+    supersedes = np.concatenate([part.supersedes for part in parts])
+    cycle = _cycle(ids, supersedes, lines)
+    if cycle is not None:
+        raise _cycle_error(blob.name, int(lines[cycle[0]]), _chain(ids, cycle))
+    return _assemble(blob.name, ids, principals, acl,
+                     np.concatenate([part.public for part in parts]),
+                     np.concatenate([part.valid_from for part in parts]),
+                     np.concatenate([part.valid_to for part in parts]), supersedes, lines)
 
 
-def _words(n_principals: int) -> int:
-    """uint64 words of an ACL bitset over ``n_principals``."""
-    return max(1, (n_principals + 63) // 64)
+def _parse_lines(numbers: list[int], objects: list[dict[str, Any]], code: dict[str, int],
+                 name: str) -> _Lines:
+    """The lines ``numbers`` (objects ``objects``) that have access data, checked; principals
+    not yet in ``code`` are added to it."""
+    from retrieval_gate.formats.jsonfmt import check_id, iso_day
+
+    ids: list[bytes] = []
+    acls: list[list[str]] = []
+    public: list[bool] = []
+    starts: list[int] = []
+    ends: list[int] = []
+    older: list[bytes] = []
+    lines: list[int] = []
+    for line, obj in zip(numbers, objects):
+        if obj.keys().isdisjoint(ACCESS_KEYS):
+            continue
+        ids.append(check_id(obj.get("id"), name, line, "id").encode())
+        acl = obj.get("acl")
+        if acl is None and "acl" in obj:
+            raise InputError(name, "'acl' is null", 'leave "acl" out for a public document, '
+                             'write "acl": [] for a document nobody may see, or list the '
+                             "principals allowed to see it", line)
+        if acl is not None and (not isinstance(acl, list) or not all(
+                isinstance(p, str) and p and "\x00" not in p for p in acl)):
+            raise InputError(name, "'acl' is not a list of principals",
+                             'write "acl": ["acme", "acme-finance"], or leave it out for a '
+                             "public document", line)
+        acls.append(acl or [])
+        public.append(acl is None)
+        start = NO_START if obj.get("valid_from") is None else iso_day(
+            obj["valid_from"], name, line, "valid_from")
+        end = NO_END if obj.get("valid_to") is None else iso_day(
+            obj["valid_to"], name, line, "valid_to")
+        if start > end:
+            raise InputError(name, "valid_from is after valid_to",
+                             "give the first and the last day the document is in force", line)
+        starts.append(start)
+        ends.append(end)
+        supersedes = obj.get("supersedes")
+        older.append(NONE if supersedes is None else check_id(
+            supersedes, name, line, "supersedes").encode())
+        lines.append(line)
+    held = list(chain.from_iterable(acls))
+    for principal in set(held).difference(code):  # codes in any order: sorted at the end
+        code[principal] = len(code)
+    return _Lines(np.array(ids, dtype="S") if ids else np.zeros(0, dtype="S1"),
+                  np.array(public, dtype=bool), np.fromiter(map(len, acls), np.int64, len(acls)),
+                  np.fromiter(map(code.__getitem__, held), np.int64, len(held)),
+                  np.array(starts, dtype=np.int64), np.array(ends, dtype=np.int64),
+                  np.array(older, dtype="S") if older else np.zeros(0, dtype="S1"),
+                  np.array(lines, dtype=np.int64))
 
 
-def _assemble(source: str, ids: np.ndarray, principals: tuple[str, ...], acl: np.ndarray,
+def _assemble(source: str, ids: np.ndarray, principals: tuple[str, ...], acl: RowSets,
               public: np.ndarray, valid_from: np.ndarray, valid_to: np.ndarray,
               supersedes: np.ndarray, lines: np.ndarray) -> _Fields:
     """Rows of distinct documents, in any order → a table in hash order, with a row (no field:
@@ -191,7 +250,7 @@ def _assemble(source: str, ids: np.ndarray, principals: tuple[str, ...], acl: np
     if len(extra):
         n = len(extra)
         ids = np.concatenate([ids, extra])
-        acl = np.concatenate([acl, np.zeros((n, acl.shape[1]), dtype=acl.dtype)])
+        acl = RowSets.concat([acl, RowSets.empty(n)])
         public = np.concatenate([public, np.ones(n, dtype=bool)])
         valid_from = np.concatenate([valid_from, np.full(n, NO_START, dtype=np.int64)])
         valid_to = np.concatenate([valid_to, np.full(n, NO_END, dtype=np.int64)])
@@ -200,9 +259,54 @@ def _assemble(source: str, ids: np.ndarray, principals: tuple[str, ...], acl: np
     keys = hash_ids(ids)
     order = np.argsort(keys, kind="stable")
     ids, keys, supersedes = ids[order], keys[order], supersedes[order]
-    table = AccessTable(source, ids, keys, principals, acl[order], public[order],
+    table = AccessTable(source, ids, keys, principals, acl.take(order), public[order],
                         valid_from[order], valid_to[order], _families(ids, keys, supersedes))
     return _Fields(table, supersedes, lines[order])
+
+
+def _cycle(ids: np.ndarray, supersedes: np.ndarray, first: np.ndarray) -> list[int] | None:
+    """A cycle of ``supersedes`` links among the rows (``ids`` distinct): its rows in link
+    order, from the row of the smallest ``first`` on any cycle; None when there is none.
+
+    Each document supersedes at most one, so the m rows with a link are followed all at once,
+    the steps doubling each round (pointer jumping): after ⌈log2 m⌉ + 1 rounds or fewer, every
+    row has either left the linked rows (its chain ends) or landed on a cycle, and each cycle's
+    rows are all landed on (the steps only turn a cycle round)."""
+    child = np.flatnonzero(supersedes != NONE)
+    m = len(child)
+    if not m:
+        return None
+    parent = IdIndex(ids).find(supersedes[child])
+    position = np.full(len(ids), m, dtype=np.int64)  # a row's position among the m; m: none
+    position[child] = np.arange(m)
+    step = np.append(np.where(parent >= 0, position[np.maximum(parent, 0)], m), m)
+    jump, steps = step, 1
+    while not (jump[:m] == m).all():
+        if steps >= m:
+            on = np.unique(jump[:m][jump[:m] < m])
+            start = int(on[np.argmin(first[child[on]])])
+            cycle = [start]
+            while int(step[cycle[-1]]) != start:
+                cycle.append(int(step[cycle[-1]]))
+            return child[cycle].tolist()
+        jump, steps = jump[jump], 2 * steps
+    return None
+
+
+def _chain(ids: np.ndarray, cycle: list[int], notes: list[str] | None = None) -> str:
+    """``'a' supersedes 'b' supersedes 'a'``: the first links of a cycle of rows, each followed
+    by its note (where the link comes from), if any."""
+    names = [f"'{ids[r].decode(errors='replace')}'" for r in cycle]
+    shown = min(len(cycle), _SHOWN_LINKS)
+    text = names[0] + "".join(f" supersedes {names[(k + 1) % len(cycle)]}"
+                              f"{'' if notes is None else ' ' + notes[k]}" for k in range(shown))
+    return text if shown == len(cycle) else f"{text} supersedes … ({len(cycle)} documents)"
+
+
+def _cycle_error(source: str, line: int, chain_text: str) -> InputError:
+    return InputError(source, f"the supersedes links form a cycle: {chain_text}",
+                      "remove the link that closes it (a document supersedes an older version "
+                      "only)", line)
 
 
 def _families(ids: np.ndarray, keys: np.ndarray, supersedes: np.ndarray) -> np.ndarray:
@@ -244,7 +348,9 @@ def _components(n: int, a: np.ndarray, b: np.ndarray) -> np.ndarray:
 
 def _merge(own: _Fields, base: _Fields) -> _Fields:
     """``own`` (the permissions file) over ``base`` (the corpus), per document and per field:
-    ``own``'s field where its row has it, else ``base``'s. Vectorised over documents."""
+    ``own``'s field where its row has it, else ``base``'s. Vectorised over documents.
+    InputError for a record in force on no day, or for a cycle of ``supersedes`` links that
+    the two files form together (each file alone has none)."""
     mine, theirs = own.table, base.table
     at = IdIndex(mine.ids, keys=mine.keys).find(theirs.ids)  # base row → own row, −1 none
     matched = np.flatnonzero(at >= 0)
@@ -253,9 +359,8 @@ def _merge(own: _Fields, base: _Fields) -> _Fields:
     has = partner >= 0
     p = np.maximum(partner, 0)
     principals = tuple(sorted(set(mine.principals) | set(theirs.principals)))
-    own_acl, base_acl = _recoded(mine, principals), _recoded(theirs, principals)
+    both = RowSets.concat([_recoded(mine, principals), _recoded(theirs, principals)])
     take_acl = mine.public & has & ~theirs.public[p]
-    acl = np.where(take_acl[:, None], base_acl[p], own_acl)
     take_from = has & (mine.valid_from == NO_START)
     take_to = has & (mine.valid_to == NO_END)
     valid_from = np.where(take_from, theirs.valid_from[p], mine.valid_from)
@@ -264,16 +369,35 @@ def _merge(own: _Fields, base: _Fields) -> _Fields:
     if len(crossed):
         row = int(crossed[np.argmin(own.lines[crossed])])
         _crossed(own, base, row, int(partner[row]), bool(take_from[row]))
-    supersedes = np.where(has & (own.supersedes == NONE), base.supersedes[p], own.supersedes)
+    linked = own.supersedes != NONE
+    supersedes = np.where(has & ~linked, base.supersedes[p], own.supersedes)
     rest = np.flatnonzero(at < 0)
+    ids = np.concatenate([mine.ids, theirs.ids[rest]])
+    supersedes = np.concatenate([supersedes, base.supersedes[rest]])
+    from_own = np.concatenate([linked, np.zeros(len(rest), dtype=bool)])
+    link_line = np.concatenate([np.where(linked, own.lines, base.lines[p]), base.lines[rest]])
+    cycle = _cycle(ids, supersedes, np.where(from_own, link_line, NO_END))
+    if cycle is not None:
+        _merged_cycle(own, base, cycle, ids, from_own, link_line)
+    n = len(mine.ids)
     return _assemble(
-        f"{mine.source} over {theirs.source}", np.concatenate([mine.ids, theirs.ids[rest]]),
-        principals, np.concatenate([acl, base_acl[rest]]),
+        f"{mine.source} over {theirs.source}", ids, principals,
+        both.take(np.concatenate([np.where(take_acl, n + p, np.arange(n)), n + rest])),
         np.concatenate([mine.public & ~take_acl, theirs.public[rest]]),
         np.concatenate([valid_from, theirs.valid_from[rest]]),
-        np.concatenate([valid_to, theirs.valid_to[rest]]),
-        np.concatenate([supersedes, base.supersedes[rest]]),
+        np.concatenate([valid_to, theirs.valid_to[rest]]), supersedes,
         np.concatenate([own.lines, base.lines[rest]]))
+
+
+def _merged_cycle(own: _Fields, base: _Fields, cycle: list[int], ids: np.ndarray,
+                  from_own: np.ndarray, link_line: np.ndarray) -> None:
+    """InputError for a cycle of the merged links (rows of ``ids``), at the permissions file's
+    line of its first link, naming where each link comes from."""
+    line = int(link_line[cycle[0]])
+    notes = [("this line" if int(link_line[r]) == line else f"line {int(link_line[r])}")
+             if from_own[r] else f"{base.table.source}:{int(link_line[r])}" for r in cycle]
+    raise _cycle_error(own.table.source, line,
+                       _chain(ids, cycle, [f"({note})" for note in notes]))
 
 
 def _crossed(own: _Fields, base: _Fields, row: int, other: int, from_base: bool) -> None:
@@ -295,23 +419,11 @@ def _iso(day: int) -> str:
     return dt.date.fromordinal(int(day)).isoformat()
 
 
-def _recoded(table: AccessTable, principals: tuple[str, ...]) -> np.ndarray:
-    """The table's ACL bitsets over ``principals`` (a superset of its own). Vectorised over the
-    set bits: one round per bit of the fullest word (an ACL's few principals, a round each)."""
+def _recoded(table: AccessTable, principals: tuple[str, ...]) -> RowSets:
+    """The table's ACLs as codes of ``principals`` (sorted, a superset of its own): each code
+    mapped, the order within each ACL kept."""
     if table.principals == principals:
-        return np.asarray(table.acl)
+        return table.acl
     code = {p: i for i, p in enumerate(principals)}
-    new = np.array([code[p] for p in table.principals] + [0], dtype=np.int64)
-    rows, words = np.nonzero(table.acl)
-    values = np.asarray(table.acl)[rows, words]
-    held_rows, held_codes = [], []
-    while len(values):
-        lowest = values & (~values + np.uint64(1))  # the lowest set bit of each word
-        held_rows.append(rows)
-        held_codes.append(words * 64 + np.frexp(lowest.astype(np.float64))[1] - 1)
-        values = values ^ lowest
-        more = values != 0
-        rows, words, values = rows[more], words[more], values[more]
-    at = np.concatenate(held_codes) if held_codes else np.zeros(0, dtype=np.int64)
-    return set_bits(len(table.ids), _words(len(principals)),
-                    np.concatenate(held_rows) if held_rows else at, new[at])
+    new = np.fromiter(map(code.__getitem__, table.principals), np.int64, len(table.principals))
+    return RowSets(table.acl.start, new[table.acl.codes])
