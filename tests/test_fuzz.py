@@ -293,6 +293,8 @@ def test_to_spans_survives_mutated_judgments_chunk_tables_corpora_and_evidence(t
 ACCESS = {
     "corpus.jsonl": b'{"id": "a", "text": "x", "acl": ["t1", "t2"], "valid_to": "2026-02-28"}\n'
                     b'{"id": "b", "text": "y", "valid_from": "2026-03-01", "supersedes": "a"}\n',
+    "permissions.jsonl": b'{"id": "a", "acl": ["t2", "t3"], "valid_from": "2025-01-01"}\n'
+                         b'{"id": "c", "acl": [], "supersedes": "b"}\n',
     "queries.jsonl": b'{"id": "q1", "scope": ["t1"], "as_of": "2026-03-01"}\n'
                      b'{"id": "q2", "answerable": false, "scope": []}\n',
     "qrels.jsonl": b'{"query_id": "q1", "doc_id": "b", "grade": 1}\n',
@@ -305,13 +307,15 @@ ACCESS = {
 @FUZZ
 @given(data=st.data(), which=st.sampled_from(sorted(ACCESS)))
 def test_freeze_and_run_manifest_survive_mutated_access_data(tmp_path, data, which):
+    """The corpus's access data under a pinned permissions file: either mutated."""
     folder = tmp_path / f"access-{next(_names)}"
     folder.mkdir()
     for name, seed in ACCESS.items():
         (folder / name).write_bytes(_mutate(data, seed) if name == which else seed)
     code, _, err = gate("snapshot", "freeze", "--queries", folder / "queries.jsonl", "--qrels",
                         folder / "qrels.jsonl", "--corpus-file", folder / "corpus.jsonl",
-                        "--corpus-version", "c", "--permissions-version", "p", "--unit",
+                        "--corpus-version", "c", "--permissions-version", "p",
+                        "--permissions-file", folder / "permissions.jsonl", "--unit",
                         "document", "-m", "Stale@2", "-m", "MixedVersions@2", "-o",
                         folder / "snapshot.json")
     _expect_clean(code, err, REFUSED + (0,))

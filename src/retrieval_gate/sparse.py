@@ -15,6 +15,7 @@ from dataclasses import dataclass
 import numpy as np
 
 PAIRS_AT_ONCE = 1 << 21  # lookups held in memory at a time by shared()
+REPEATS_FROM = 64  # shared() looks a pair up once from this many lookups on
 
 
 @dataclass(frozen=True, eq=False)
@@ -98,7 +99,23 @@ def shared(a: RowSets, a_rows: np.ndarray, b: RowSets, b_rows: np.ndarray) -> np
     """Per ``i``: whether set ``a_rows[i]`` of ``a`` and set ``b_rows[i]`` of ``b`` share an
     integer. Each pair looks its smaller set's integers up in its larger set, at most
     :data:`PAIRS_AT_ONCE` lookups at a time (one pair's may be more): time and memory grow with
-    the sum over pairs of the smaller size."""
+    the sum over pairs of the smaller size. Pairs whose smaller set holds more than
+    :data:`REPEATS_FROM` integers are looked up once however often they repeat."""
+    cost = np.minimum(a.sizes(a_rows), b.sizes(b_rows))
+    large = np.flatnonzero(cost > REPEATS_FROM)
+    if not len(large):
+        return _shared(a, a_rows, b, b_rows)
+    out = np.zeros(len(a_rows), dtype=bool)
+    small = np.flatnonzero(cost <= REPEATS_FROM)
+    out[small] = _shared(a, a_rows[small], b, b_rows[small])
+    pair = a_rows[large].astype(np.int64) * len(b) + b_rows[large]
+    distinct, again = np.unique(pair, return_inverse=True)
+    out[large] = _shared(a, distinct // len(b), b, distinct % len(b))[again.ravel()]
+    return out
+
+
+def _shared(a: RowSets, a_rows: np.ndarray, b: RowSets, b_rows: np.ndarray) -> np.ndarray:
+    """:func:`shared`, every pair looked up."""
     a_sizes, b_sizes = a.sizes(a_rows), b.sizes(b_rows)
     from_a = a_sizes <= b_sizes
     cost = np.where(from_a, a_sizes, b_sizes)

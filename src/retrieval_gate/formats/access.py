@@ -5,26 +5,31 @@ JSON Lines, one document per line — the pinned permissions file, or the corpus
     {"id": "acme-travel-2025", "acl": ["acme"], "valid_from": "2025-01-01",
      "valid_to": "2026-12-31", "supersedes": "acme-travel-2023"}
 
-- ``acl``: the principals allowed to see the document (any one suffices); absent: public. An
-  empty list: nobody may.
-- ``valid_from`` / ``valid_to``: ISO dates ``YYYY-MM-DD``, both inclusive; absent: unbounded.
-  ``valid_from`` after ``valid_to`` is an error.
-- ``supersedes``: the id of the older version this document replaces; documents linked this
-  way form one *family* (used by ``MixedVersions``). A document named by ``supersedes`` belongs
-  to its family whether or not it has a line: without one (in either file) it is public
-  and always in force.
+- ``acl``: the principals allowed to see the document (any one suffices; each a non-empty
+  string without NUL); absent: public. An empty list: nobody may. ``null`` is an error: it
+  would otherwise read as absent, making a document public by a slip (failing open).
+- ``valid_from`` / ``valid_to``: ISO dates ``YYYY-MM-DD``, both inclusive; absent or ``null``:
+  unbounded. ``valid_from`` after ``valid_to`` is an error.
+- ``supersedes``: the id of the older version this document replaces (absent or ``null``:
+  none); documents linked this way form one *family* (used by ``MixedVersions``). A document
+  named by ``supersedes`` belongs to its family whether or not it has a line: without one (in
+  either file) it is public and always in force. The links form no cycle: a document that
+  supersedes itself, or a chain of them that comes back to its first, is an error naming the
+  cycle (``'a' supersedes 'b' supersedes 'a'``) at the line of its first link.
 
 A document without any of these keys is public and always in force, and needs no line. Ids are
 distinct; a large file is read once per machine and kept in the gate's cache
-(:mod:`~retrieval_gate.formats.cache`), like a corpus.
+(:mod:`~retrieval_gate.formats.cache`), like a corpus. The file is parsed a batch of lines at a
+time into arrays; ACLs are held sparsely, as each document's set of principal codes.
 
 **Two files.** A permissions file pinned beside a JSON Lines corpus that has access data of its
 own is merged with it per document and per field: a document's ``acl``, ``valid_from``,
 ``valid_to`` and ``supersedes`` each come from the permissions file's line for it when that
 line has the field (not null), else from the corpus's line. The merged record is checked like a
 line (``valid_from`` from one file after ``valid_to`` from the other is an error naming both),
-and families are formed from the merged links. Each file is parsed and cached on its own (by
-its own hash), and the two are merged after loading.
+and families are formed from the merged links: a cycle that only the two files' links form
+together is an error at the permissions file's line, naming where each link comes from. Each
+file is parsed and cached on its own (by its own hash), and the two are merged after loading.
 """
 
 from __future__ import annotations
