@@ -67,7 +67,9 @@ class RowSets:
         once)."""
         width = int(codes.max()) + 1 if len(codes) else 1
         key = np.sort(rows.astype(np.int64) * width + codes)
-        key = key[np.concatenate(([True], key[1:] != key[:-1]))]  # np.unique: 100x slower
+        first = np.ones(len(key), dtype=bool)
+        first[1:] = key[1:] != key[:-1]
+        key = key[first]  # (np.unique: 100x slower on int64 with numpy 2.4)
         row = key // width
         return RowSets(_starts(np.bincount(row, minlength=n_rows)), key - row * width)
 
