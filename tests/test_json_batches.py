@@ -37,6 +37,8 @@ def test_batches_read_what_the_whole_file_reads_wherever_they_are_cut(bom, size)
     (b'{"id": "\xff"}', "invalid UTF-8"),
     (b'{"id": "x"}\r{"id": "y"}', "carriage return"),
     (b"[" * 200 + b"]" * 200, "nest deeper"),
+    (b'{"a": ' + b"[" * 100 + b"]" * 100 + b"}", "nest deeper"),  # parsed, then measured
+    (b'{"a": ' + b"[" * 5000 + b"]" * 5000 + b"}", "nest deeper"),  # too deep to parse
     (b'{"id": 1, "id": 2}', "appears twice"),
     (b'{"id": "x"', "invalid JSON"),
     (b"[1]", "not a JSON object"),
@@ -47,6 +49,11 @@ def test_an_error_names_its_line_in_the_file_in_every_batch(bad, problem, size):
     with pytest.raises(InputError, match=problem) as caught:
         _batches(data, size)
     assert caught.value.where == 10
+
+
+def test_nesting_up_to_the_limit_is_read_and_brackets_in_strings_do_not_count():
+    line = b'{"a": "[[[{{{", "b": ' + b"[" * 99 + b"]" * 99 + b"}"
+    assert [n for n, _, _ in _batches(line + b"\n" + line + b"\n", 1 << 20)] == [1, 2]
 
 
 def test_a_corpus_read_in_batches_keeps_each_documents_place_and_text(tmp_path, monkeypatch):

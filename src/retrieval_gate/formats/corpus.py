@@ -22,14 +22,19 @@ from __future__ import annotations
 import json
 import re
 from collections.abc import Iterable
+from typing import TYPE_CHECKING, Any
 
 import numpy as np
 
 from retrieval_gate.errors import InputError
 from retrieval_gate.formats import Source, cache, source_blob, trec
+from retrieval_gate.formats.limits import MAX_ID_BYTES
 from retrieval_gate.formats.source import Blob
 from retrieval_gate.model import ChunkTable, Corpus
 from retrieval_gate.ranking import IdIndex, hash_ids
+
+if TYPE_CHECKING:
+    from retrieval_gate.formats.jsonfmt import LineBatch
 
 _ID_LIST_FIX = "a corpus id list has one document id per line"
 
@@ -42,7 +47,7 @@ def read_corpus(source: Source) -> Corpus:
     """The corpus file: JSON Lines documents, or a list of ids (see the module docstring). A
     large corpus is read from its cache entry when it has one (:mod:`~retrieval_gate.formats.
     cache`), and leaves one when it has not."""
-    blob = source_blob(source)
+    blob = source_blob(source, map_from=1 << 24)  # a large corpus: mapped, not copied
     cached = cache.load(_KIND, blob, _ARRAYS)
     if cached is not None and len(cached["ids"]) == len(cached["keys"]) and \
             len(cached["lengths"]) == len(cached["places"]) in (0, len(cached["ids"])):
@@ -72,22 +77,19 @@ def _id_list(blob: Blob) -> Corpus:
 def _documents(blob: Blob) -> Corpus:
     """JSON Lines documents, parsed a batch of lines at a time into arrays (the file's text
     and objects are never all held at once)."""
-    from retrieval_gate.formats.jsonfmt import check_id, json_line_batches
+    from retrieval_gate.formats.jsonfmt import json_line_batches
 
     ids: list[np.ndarray] = []
     lengths: list[np.ndarray] = []
     places: list[np.ndarray] = []
     for batch in json_line_batches(blob):
-        names: list[bytes] = []
-        sizes: list[int] = []
-        for line, obj in zip(batch.numbers, batch.objects):
-            names.append(check_id(obj.get("id"), blob.name, line, "id").encode())
-            text = obj.get("text")
-            if text is not None and not isinstance(text, str):
-                raise InputError(blob.name, "'text' is not a string",
-                                 "write the document's text as a JSON string", line)
-            sizes.append(-1 if text is None else len(text))
-        ids.append(np.array(names, dtype="S"))
+        ids.append(_batch_ids(batch, blob.name))
+        sizes = [len(t) if type(t) is str else -1 if t is None else -2
+                 for t in (obj.get("text") for obj in batch.objects)]
+        if -2 in sizes:
+            raise InputError(blob.name, "'text' is not a string",
+                             "write the document's text as a JSON string",
+                             batch.numbers[sizes.index(-2)])
         lengths.append(np.array(sizes, dtype=np.int64))
         places.append(batch.starts)
     width = max(part.dtype.itemsize for part in ids)
@@ -101,6 +103,23 @@ def _documents(blob: Blob) -> Corpus:
                          "give every document its text, or none (a list of ids)",
                          _line_at(blob, int(place[np.flatnonzero(missing)[0]])))
     return _indexed(blob, all_ids, None if missing.all() else with_text, None, place)
+
+
+def _batch_ids(batch: LineBatch, name: str) -> np.ndarray:
+    """The ``id`` of each line of a batch (``S``); InputError, at its line, for the first that
+    :func:`~retrieval_gate.formats.jsonfmt.check_id` refuses. Checked for the whole batch at
+    once, and one by one only to name the line at fault."""
+    from retrieval_gate.formats.jsonfmt import check_id
+
+    values: list[Any] = [obj.get("id") for obj in batch.objects]
+    if all(type(v) is str and v for v in values):
+        encoded = [v.encode() for v in values]
+        array = np.array(encoded, dtype="S")
+        if array.dtype.itemsize <= MAX_ID_BYTES and b"\0" not in b"".join(encoded):
+            return array
+    for line, value in zip(batch.numbers, values):
+        check_id(value, name, line, "id")
+    raise AssertionError("an id check_id accepts was refused")  # pragma: no cover
 
 
 def _line_at(blob: Blob, place: int) -> int:

@@ -38,6 +38,8 @@ _DEPTH_CHUNK = 1 << 16  # bytes scanned at a time: its few arrays stay in the CP
 _SURROGATE_ESCAPE = re.compile(r"\\u[dD][89a-fA-F]")
 _SURROGATE = re.compile("[\ud800-\udfff]")
 _LONE_CR = re.compile(r"\r(?!\n|\Z)")
+_DEPTH_PROBLEM = f"arrays and objects nest deeper than {MAX_JSON_DEPTH} levels"
+_DEPTH_FIX = "no input of the gate needs more than a few levels: check what wrote the file"
 _INT_DIGITS = 4300  # Python's default limit on the digits of an int read from text
 
 
@@ -107,9 +109,7 @@ def check_depth(text: str, name: str, first_line: int = 1) -> None:
         deep = np.flatnonzero(levels > MAX_JSON_DEPTH)
         if len(deep):
             line = first_line + data.count(b"\n", 0, start + int(deep[0]))
-            raise InputError(name, f"arrays and objects nest deeper than {MAX_JSON_DEPTH} "
-                             "levels", "no input of the gate needs more than a few levels: "
-                             "check what wrote the file", line)
+            raise InputError(name, _DEPTH_PROBLEM, _DEPTH_FIX, line)
         depth, start = int(levels[-1]), end
 
 
@@ -244,21 +244,25 @@ def json_lines(text: str, name: str, depth_checked: bool = False, first_line: in
     caller has passed the whole text through :func:`check_depth` already; ``first_line``: the
     number of the text's first line in its file (a part of a larger file)."""
     check_line_ends(text, name, first_line)
-    if not depth_checked:
-        check_depth(text, name, first_line)
     numbered = [(number, line) for number, line in enumerate(text.split("\n"), first_line)
                 if line.strip(" \t\r")]
-    # One parse of the lines as one array (the parser's loop in C, not ours); any doubt — an
-    # error, a count that differs, a value that is no object — and the lines are parsed one by
-    # one, which also finds the exact line of the error.
+    # One parse of the lines as one array (the parser's loop in C, not ours), whose objects'
+    # nesting is then measured; any doubt — an error, a count that differs, a value that is no
+    # object — and the text's nesting is checked before the lines are parsed one by one, which
+    # also finds the exact line of the error.
     try:
         values = _parse(f"[{','.join(line for _, line in numbered)}]", name, None)
-    except InputError:
+    except (InputError, RecursionError):
         values = None
     if (isinstance(values, list) and len(values) == len(numbered)
             and all(isinstance(v, dict) for v in values)):
+        deep = None if depth_checked else _first_too_deep(text, values)
+        if deep is not None:
+            raise InputError(name, _DEPTH_PROBLEM, _DEPTH_FIX, numbered[deep][0])
         yield from zip((number for number, _ in numbered), values)
         return
+    if not depth_checked:
+        check_depth(text, name, first_line)
     for number, line in numbered:
         value = _parse(line, name, number)
         if not isinstance(value, dict):
@@ -267,7 +271,34 @@ def json_lines(text: str, name: str, depth_checked: bool = False, first_line: in
         yield number, value
 
 
-BATCH_BYTES = 1 << 25  # bytes of a JSON Lines file parsed at a time by json_line_batches
+def _first_too_deep(text: str, values: list[dict[str, Any]]) -> int | None:
+    """The position of the first of ``values`` (the objects parsed from ``text``, one a line)
+    whose arrays and objects nest deeper than
+    :data:`~retrieval_gate.formats.limits.MAX_JSON_DEPTH` (the object itself is one level), or
+    None. When the text holds no more brackets than objects, none nests at all."""
+    if text.count("{") + text.count("[") == len(values):
+        return None
+    for position, value in enumerate(values):
+        if _levels(value) > MAX_JSON_DEPTH:
+            return position
+    return None
+
+
+def _levels(value: Any) -> int:
+    """How deep arrays and objects nest in a parsed value: 0 for a scalar, 1 for ``[]``."""
+    deepest, stack = 0, [(value, 1)]
+    while stack:
+        item, level = stack.pop()
+        children = item.values() if type(item) is dict else item if type(item) is list else None
+        if children is None:
+            continue
+        deepest = max(deepest, level)
+        stack.extend((child, level + 1) for child in children
+                     if type(child) is dict or type(child) is list)
+    return deepest
+
+
+BATCH_BYTES = 1 << 22  # bytes of a JSON Lines file parsed at a time by json_line_batches
 
 
 @dataclass(frozen=True, eq=False)
@@ -280,14 +311,16 @@ class LineBatch:
     starts: np.ndarray
 
 
-def json_line_batches(blob: Blob, batch_bytes: int = BATCH_BYTES) -> Iterator[LineBatch]:
+def json_line_batches(blob: Blob, batch_bytes: int | None = None) -> Iterator[LineBatch]:
     """The lines of a JSON Lines file as :func:`json_lines` reads them — the same rules, the
-    same errors at the same lines — a batch of about ``batch_bytes`` at a time (whole lines;
+    same errors at the same lines — a batch of about ``batch_bytes`` (default
+    :data:`BATCH_BYTES`) at a time (whole lines;
     a longer line is a batch of its own), so that a large file (memory-mapped) is never held
     as one text nor all its objects at once. The pages of the mapped file a batch was read
     from are released from resident memory once it is parsed. InputError for an empty file."""
     blob.require_content()
     data, name = blob.data, blob.name
+    batch_bytes = batch_bytes or BATCH_BYTES
     start = len(BOM) if data[:len(BOM)] == BOM else 0
     first_line = 1
     while start < len(data):
