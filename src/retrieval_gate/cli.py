@@ -300,7 +300,6 @@ def freeze(queries, queries_version, qrels, qrels_version, corpus_version, corpu
     """Pin queries, qrels, corpus, chunking, permissions and the scoring policy."""
     from retrieval_gate.scoring_policy import ScoringPolicy
     from retrieval_gate.snapshot import freeze as freeze_snapshot
-    from retrieval_gate.snapshot import load_snapshot, load_test_set
     from retrieval_gate.stages import parse_contract
 
     contracts = [parse_contract(_utf8("--stage", text)) for text in stages]
@@ -317,7 +316,7 @@ def freeze(queries, queries_version, qrels, qrels_version, corpus_version, corpu
            f"{frozen.fingerprint}")
     if frozen.unit_choice is not None:
         _print(frozen.unit_choice.describe())
-    for warning in load_test_set(load_snapshot(output)).warnings:
+    for warning in frozen.warnings:
         _print(f"warning: {warning}")
 
 

@@ -106,6 +106,7 @@ class Snapshot:
     fingerprint: str
     blobs: dict[str, Blob] = field(default_factory=dict)
     unit_choice: UnitChoice | None = None  # how :func:`freeze` chose the unit (else None)
+    warnings: tuple[str, ...] = ()  # what :func:`freeze`'s check of the test set warned of
 
     def file(self, component: str) -> Path | None:
         """The component's file, resolved against the manifest's folder (None if it has none)."""
@@ -422,7 +423,8 @@ def freeze(output: str | os.PathLike[str], *, queries: str | os.PathLike[str],
             continue
         _inside(file, folder, f"--{component}" if component in ("queries", "qrels")
                 else f"--{component}-file")
-        blobs[component] = read_blob(file)
+        blobs[component] = read_blob(file, map_from=None if component in ("queries", "qrels")
+                                     else 1 << 24)  # a large corpus or permissions file: mapped
         document[component] = _pin(file, folder, blobs[component].sha256, version)
     if chunks_file is not None:
         _inside(chunks_file, folder, "--chunks")
@@ -457,9 +459,9 @@ def freeze(output: str | os.PathLike[str], *, queries: str | os.PathLike[str],
         document["scoring"]["min_coverage"] = min_coverage
     text = json.dumps(document, indent=2, ensure_ascii=False) + "\n"
     frozen = replace(_resolve(document, display_name(output), blobs), unit_choice=choice)
-    load_test_set(frozen)
+    warnings = tuple(load_test_set(frozen).warnings)
     write_text_atomic(output, text)
-    return frozen
+    return replace(frozen, warnings=warnings)
 
 
 def _inside(file: str | os.PathLike[str], folder: Path, option: str) -> None:

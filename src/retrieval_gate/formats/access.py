@@ -38,7 +38,7 @@ import numpy as np
 from retrieval_gate.access import set_bits
 from retrieval_gate.errors import InputError
 from retrieval_gate.formats import Source, cache, source_blob
-from retrieval_gate.formats.source import Blob, read_blob
+from retrieval_gate.formats.source import Blob, read_blob, search_released
 from retrieval_gate.model import AccessTable
 from retrieval_gate.ranking import IdIndex, hash_ids
 
@@ -70,7 +70,7 @@ def has_access_data(blob: Blob) -> bool:
     """Whether a JSON Lines corpus may hold access data (one of its keys appears at all),
     found in one pass of a regular expression over the bytes (``in`` on a memory-mapped
     file walks it one byte object at a time: 1.4 s a key for 70 MB, against 0.02 s for all)."""
-    return _ANY_KEY.search(blob.data) is not None
+    return search_released(blob.data, _ANY_KEY)
 
 
 def read_access(source: Source, under: Source | None = None) -> AccessTable:
