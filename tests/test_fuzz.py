@@ -7,9 +7,9 @@ line per problem on standard error when the input is refused, no output file (an
 temporary debris) after a failure, and within the example deadline (a stall is a failure).
 
 A few hundred examples run with the test suite. For a long campaign set
-``GATE_FUZZ_EXAMPLES`` (examples per target; 17 targets):
+``GATE_FUZZ_EXAMPLES`` (examples per target; 18 targets):
 
-    GATE_FUZZ_EXAMPLES=750 python -m pytest -q tests/test_fuzz.py    # ≈ 12,750 examples
+    GATE_FUZZ_EXAMPLES=750 python -m pytest -q tests/test_fuzz.py    # ≈ 13,500 examples
 """
 
 from __future__ import annotations
@@ -456,3 +456,28 @@ def test_to_spans_survives_hostile_ids_quotes_and_offsets(tmp_path, query, chunk
     files["evidence.jsonl"].write_bytes(line(
         {"query_id": query, "chunk_id": chunk, "evidence": quote, "fact": fact}))
     _to_spans(tmp_path, files, "qrels.jsonl", "--snap", "sentence")
+
+
+def _read_lines(read) -> tuple[str, object]:
+    """("ok", what ``read()`` returned) or ("refused", None) for an InputError."""
+    from retrieval_gate.errors import InputError
+
+    try:
+        return "ok", read()
+    except InputError:
+        return "refused", None
+
+
+@FUZZ
+@given(data=st.data(), size=st.integers(1, 120))
+def test_json_lines_read_in_batches_as_the_whole_file(data, size):
+    """A corpus read a batch of lines at a time (batches of 1–120 bytes, so every cut falls
+    somewhere) gives the objects and line numbers of the whole file, or refuses it too."""
+    from retrieval_gate.formats.jsonfmt import json_line_batches, json_lines
+    from retrieval_gate.formats.source import Blob
+
+    raw = _mutate(data, EVIDENCE["corpus.jsonl"] * 3 + TO_SPANS["corpus.jsonl"])
+    whole = _read_lines(lambda: list(json_lines(Blob("c", raw).text(), "c")))
+    batched = _read_lines(lambda: [pair for batch in json_line_batches(Blob("c", raw), size)
+                                   for pair in zip(batch.numbers, batch.objects)])
+    assert batched == whole

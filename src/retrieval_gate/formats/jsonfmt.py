@@ -312,8 +312,9 @@ class LineBatch:
 
 
 def json_line_batches(blob: Blob, batch_bytes: int | None = None) -> Iterator[LineBatch]:
-    """The lines of a JSON Lines file as :func:`json_lines` reads them — the same rules, the
-    same errors at the same lines — a batch of about ``batch_bytes`` (default
+    """The lines of a JSON Lines file as :func:`json_lines` reads them — the same objects, the
+    same rules, each error naming its line (of a file with several faults, the first batch
+    holding one reports its own first) — a batch of about ``batch_bytes`` (default
     :data:`BATCH_BYTES`) at a time (whole lines;
     a longer line is a batch of its own), so that a large file (memory-mapped) is never held
     as one text nor all its objects at once. The pages of the mapped file a batch was read
