@@ -423,10 +423,15 @@ def qrels_from_jsonl(text: str, name: str, depth_checked: bool = False) -> Qrels
     """One judgment per line: ``{"query_id", "doc_id", "grade", "fact"?}`` judges a document
     (or chunk) by id; with ``"start"`` and ``"end"`` (code-point offsets into the document's
     text, end exclusive) it judges that span of it. A file holds one kind or the other. Spans
-    of one query may not overlap (split or merge them: a passage is judged once)."""
+    of one query may not overlap (split or merge them: a passage is judged once).
+
+    Repeats follow one rule for every unit (a span is the item ``doc[start:end]``): a (query,
+    item) judged again with the same grade and fact is one judgment; with another grade or
+    another fact (or none), an error."""
     judgments: dict[str, dict[str, int]] = {}
     first: dict[str, int | str] = {}
     facts: dict[str, dict[str, str]] = {}
+    stated: dict[tuple[str, str], str | None] = {}  # (query, item) → its fact, for repeats
     spans: dict[str, list[tuple[Span, int]]] = {}
     kind: bool | None = None  # True: spans
     for line, obj in json_lines(text, name, depth_checked):
@@ -442,19 +447,33 @@ def qrels_from_jsonl(text: str, name: str, depth_checked: bool = False) -> Qrels
         kind = is_span
         if not is_span:
             add_judgment(judgments, first, qid, doc, grade, name, line)
+            _same_fact(stated, qid, doc, fact, name, line)
             if fact is not None:
                 facts.setdefault(qid, {})[doc] = fact
             continue
         start, end = offsets(obj, name, line, "the span")
         span = Span(doc, start, end, grade, fact)
+        repeat = span.key in judgments.get(qid, {})
         add_judgment(judgments, first, qid, span.key, grade, name, line)
-        spans.setdefault(qid, []).append((span, line))
+        _same_fact(stated, qid, span.key, fact, name, line)
+        if not repeat:
+            spans.setdefault(qid, []).append((span, line))
     if not kind:
         return Qrels(name, judgments, first, facts=facts)
     for qid, given in spans.items():
         _require_apart(given, qid, name)
     return Qrels(name, judgments, first,
                  spans={q: tuple(span for span, _ in given) for q, given in spans.items()})
+
+
+def _same_fact(stated: dict[tuple[str, str], str | None], qid: str, item: str,
+               fact: str | None, name: str, line: int) -> None:
+    """Record the fact of (``qid``, ``item``), refusing a repeat that states another one."""
+    previous = stated.setdefault((qid, item), fact)
+    if previous != fact:
+        shown = ["none" if f is None else f"'{f}'" for f in (previous, fact)]
+        raise InputError(name, f"query '{qid}', item '{item}' states fact {shown[0]} and "
+                         f"again {shown[1]}", "keep one judgment per (query, item)", line)
 
 
 def whole_number(value: Any, key: str, name: str, line: int | str) -> int:
