@@ -19,7 +19,13 @@ from typing import Any
 import numpy as np
 
 from retrieval_gate.errors import InputError
-from retrieval_gate.formats.limits import MAX_GRADE, MAX_ID_BYTES, MAX_JSON_DEPTH, MIN_GRADE
+from retrieval_gate.formats.limits import (
+    MAX_GRADE,
+    MAX_ID_BYTES,
+    MAX_JSON_DEPTH,
+    MAX_LATENCY_MS,
+    MIN_GRADE,
+)
 from retrieval_gate.formats.source import BOM, Blob, check_utf8, release_pages
 from retrieval_gate.formats.trec import (
     CR_FIX,
@@ -635,11 +641,13 @@ def run_from_jsonl(text: str, name: str, depth_checked: bool = False) -> RunRows
 
 
 def _latency(value: Any, name: str, line: int) -> float:
-    """A query's ``latency_ms``: a finite number ≥ 0."""
+    """A query's ``latency_ms``: a number from 0 to :data:`MAX_LATENCY_MS` (a larger one, summed
+    over a pipeline's stages or in the cost statistics, could overflow to infinity)."""
     if isinstance(value, bool) or not isinstance(value, (int, float)) or not (
-            0 <= value < float("inf")):
+            0 <= value <= MAX_LATENCY_MS):
         raise InputError(name, f"latency_ms {printable(str(value))[:30]} is not a number of "
-                         "milliseconds ≥ 0", 'write "latency_ms": 12.5, or leave it out', line)
+                         f"milliseconds from 0 to {MAX_LATENCY_MS:,.0f}",
+                         'write "latency_ms": 12.5, or leave it out', line)
     return float(value)
 
 
