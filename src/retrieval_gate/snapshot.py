@@ -399,10 +399,14 @@ def freeze(output: str | os.PathLike[str], *, queries: str | os.PathLike[str],
            permissions_file: str | os.PathLike[str] | None = None, name: str | None = None,
            measures: Sequence[str] = (), gain: str = EXPONENTIAL,
            policy: ScoringPolicy = _DEFAULT_POLICY, min_coverage: float | None = None,
-           stages: Sequence[StageContract] = ()) -> Snapshot:
+           stages: Sequence[StageContract] = (), given: Mapping[str, Blob] | None = None,
+           write: bool = True) -> Snapshot:
     """Write a snapshot manifest to ``output`` (atomically) pinning the given files by their
-    SHA-256, and return it loaded back. Every file must lie in ``output``'s folder or below it.
-    A version left out defaults to ``sha256:`` + the first 12 hex digits of the file's hash; the
+    SHA-256, and return it loaded back. ``given``: files already read, by component
+    (``qrels``), pinned and checked from those bytes — the file may not be written yet; with
+    ``write=False`` nothing is written (the manifest's text is :func:`manifest_text`), for a
+    caller that writes it together with other files. Every file must lie in ``output``'s
+    folder or below it. A version left out defaults to ``sha256:`` + the first 12 hex digits of the file's hash; the
     name defaults to the name of the manifest's folder; measures default to the default set at
     10. Without ``unit``, :func:`~retrieval_gate.units.choose_unit` chooses it from the
     judgments, the corpus and the chunk table, or refuses to guess (the returned snapshot's
@@ -423,8 +427,9 @@ def freeze(output: str | os.PathLike[str], *, queries: str | os.PathLike[str],
             continue
         _inside(file, folder, f"--{component}" if component in ("queries", "qrels")
                 else f"--{component}-file")
-        blobs[component] = read_blob(file, map_from=None if component in ("queries", "qrels")
-                                     else 1 << 24)  # a large corpus or permissions file: mapped
+        blobs[component] = (given or {}).get(component) or read_blob(
+            file, map_from=None if component in ("queries", "qrels")
+            else 1 << 24)  # a large corpus or permissions file: mapped
         document[component] = _pin(file, folder, blobs[component].sha256, version)
     if chunks_file is not None:
         _inside(chunks_file, folder, "--chunks")
@@ -457,11 +462,16 @@ def freeze(output: str | os.PathLike[str], *, queries: str | os.PathLike[str],
     document["scoring"] = {"measures": [str(m) for m in chosen], "gain": gain, **policy.as_dict()}
     if min_coverage is not None:
         document["scoring"]["min_coverage"] = min_coverage
-    text = json.dumps(document, indent=2, ensure_ascii=False) + "\n"
     frozen = replace(_resolve(document, display_name(output), blobs), unit_choice=choice)
-    warnings = tuple(load_test_set(frozen).warnings)
-    write_text_atomic(output, text)
-    return replace(frozen, warnings=warnings)
+    frozen = replace(frozen, warnings=tuple(load_test_set(frozen).warnings))
+    if write:
+        write_text_atomic(output, manifest_text(frozen))
+    return frozen
+
+
+def manifest_text(snapshot: Snapshot) -> str:
+    """The text of ``snapshot``'s manifest file, as :func:`freeze` writes it."""
+    return json.dumps(snapshot.document, indent=2, ensure_ascii=False) + "\n"
 
 
 def _inside(file: str | os.PathLike[str], folder: Path, option: str) -> None:
