@@ -183,11 +183,11 @@ def test_a_repeated_judgment_follows_one_rule_for_every_unit(fixture, judgment):
     assert twice[0] == 0 and json.loads(twice[1])["per_query"] == json.loads(once[1])[
         "per_query"]
     item = "a" if "start" not in judgment else "a[10:20]"
-    for changed, message in (({"grade": 1}, f"query 'q1', item '{item}' is judged 2 and again "
-                              "1 — keep one judgment per (query, item)"),
-                             ({"fact": "f2"}, f"query 'q1', item '{item}' states fact 'f1' "
-                              "and again 'f2' — keep one judgment per (query, item)"),
-                             ({"fact": None}, "states fact 'f1' and again none")):
+    fix = " — keep one judgment per (query, item)"
+    for changed, message in (
+            ({"grade": 1}, f"query 'q1', item '{item}' is judged 2 and again 1{fix}"),
+            ({"fact": "f2"}, f"query 'q1', item '{item}' states fact 'f1' and again 'f2'{fix}"),
+            ({"fact": None}, "states fact 'f1' and again none")):
         jsonl(fixture / "conflict.jsonl", [judgment, {**judgment, **changed}])
         code, _, err = gate("score", fixture / "conflict.jsonl", fixture / "run.trec", *args)
         assert code == 2 and "conflict.jsonl:2: " in err and message in err, err

@@ -41,7 +41,7 @@ from retrieval_gate.errors import InputError, ManyErrors, NotComparableError
 from retrieval_gate.evidence import spans_in_corpus
 from retrieval_gate.formats import read_qrels, read_queries
 from retrieval_gate.formats.access import read_access, read_corpus_access
-from retrieval_gate.formats.atomic import write_text_atomic
+from retrieval_gate.formats.atomic import leftovers, write_text_atomic
 from retrieval_gate.formats.corpus import read_chunk_table, read_corpus
 from retrieval_gate.formats.jsonfmt import loads
 from retrieval_gate.formats.jsonfmt import path as json_path
@@ -317,14 +317,41 @@ def _verified(snapshot: Snapshot) -> Snapshot:
         else:
             actual = sha256_file(file)
         if actual != entry["sha256"]:
+            fix = _interrupted(snapshot, component, file, entry["sha256"], actual) or (
+                f"the file changed after the snapshot was frozen: restore it, or freeze a new "
+                f"snapshot with a new {component} version and re-approve the baseline")
             mismatches.append(NotComparableError(
                 f"{snapshot.source}:{json_path(component, 'sha256')}: {component} file "
                 f"'{entry['path']}' has sha256 {actual}, the snapshot pins {entry['sha256']} — "
-                f"the file changed after the snapshot was frozen: restore it, or freeze a new "
-                f"snapshot with a new {component} version and re-approve the baseline"))
+                f"{fix}"))
     if mismatches:
         raise ManyErrors(mismatches)
     return _resolve(snapshot.document, snapshot.source, blobs)
+
+
+def _interrupted(snapshot: Snapshot, component: str, file: Path, pinned: str, actual: str
+                 ) -> str | None:
+    """The fix when a write of the manifest together with this file (``gate pool merge
+    --freeze``: the file renamed into place first, the manifest last) was killed between its
+    renames: the new manifest, still staged beside this one, pins the file as it is now
+    (rename it over the manifest to finish), and the file's former content, kept beside it, is
+    what this manifest pins (rename it back to undo). None when neither is there."""
+    steps = []
+    for staged in leftovers(snapshot.source):
+        try:
+            document = json.loads(Path(staged).read_text(encoding="utf-8"))
+        except (OSError, ValueError):
+            continue
+        if isinstance(document, dict) and isinstance(document.get(component), dict) and \
+                document[component].get("sha256") == actual:
+            steps.append(f"to finish it, move {display_name(staged)} over {snapshot.source}")
+            break
+    for kept in leftovers(file):
+        if sha256_file(kept) == pinned:
+            steps.append(f"to undo it, move {display_name(kept)} over {display_name(file)}")
+            break
+    return None if not steps else ("a write of the snapshot with its files was interrupted "
+                                   "between its renames: " + "; or ".join(steps))
 
 
 @dataclass(frozen=True)

@@ -31,6 +31,7 @@ from __future__ import annotations
 
 import errno
 import os
+import re
 import stat
 from collections.abc import Iterable, Iterator
 from contextlib import contextmanager
@@ -38,7 +39,7 @@ from dataclasses import dataclass
 
 from retrieval_gate.errors import EnvironmentFault, GateError, InputError
 
-__all__ = ["staged_texts", "sync_folder", "write_text_atomic", "write_texts"]
+__all__ = ["leftovers", "staged_texts", "sync_folder", "write_text_atomic", "write_texts"]
 
 _ATTEMPTS = 100  # temporary names tried before giving up
 # as tempfile.mkstemp: read-write, new, not through a symbolic link
@@ -124,6 +125,19 @@ def _writing(files: Iterable[tuple[str | os.PathLike[str], str]], durable: bool,
         raise
     for output in outputs:
         _remove(output.backup)
+
+
+def leftovers(path: str | os.PathLike[str]) -> list[str]:
+    """The temporary files beside ``path`` that a write of it killed before its end left
+    (``.NAME.PID.N.tmp``: the new text staged, or the former file kept), sorted; none when
+    the folder cannot be listed."""
+    folder, name = os.path.split(os.fspath(path))
+    pattern = re.compile(rf"\.{re.escape(name)}\.\d+\.\d+\.tmp")
+    try:
+        found = os.listdir(folder or ".")
+    except OSError:
+        return []
+    return sorted(os.path.join(folder, f) for f in found if pattern.fullmatch(f))
 
 
 def sync_folder(path: str | os.PathLike[str]) -> None:
