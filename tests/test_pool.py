@@ -335,6 +335,25 @@ def test_freeze_needs_every_file_in_its_folder(cranfield, tmp_path):
     assert code == 2 and "--qrels-version: " in err and "--freeze" in err
 
 
+@pytest.mark.parametrize("qrels_to, snapshot_to, option, pinned", [
+    ("queries.jsonl", "snapshot-pool.json", "-o", "queries"),
+    ("qrels-pool.jsonl", "corpus.jsonl", "--freeze", "corpus"),
+])
+def test_neither_file_may_replace_another_file_the_new_snapshot_pins(
+        cranfield, qrels_to, snapshot_to, option, pinned):
+    assert export(cranfield, "-k", "1")[0] == 0
+    grade_all(cranfield / "pool.jsonl", cranfield / "judged.jsonl")
+    before = {p.name: p.read_bytes() for p in cranfield.iterdir() if p.is_file()}
+    code, _, err = gate("pool", "merge", "--snapshot", cranfield / "snapshot.json", "--judged",
+                        cranfield / "judged.jsonl", "-o", cranfield / qrels_to, "--freeze",
+                        cranfield / snapshot_to)
+    target = cranfield / (qrels_to if option == "-o" else snapshot_to)
+    assert code == 2 and err == (f"error: {option}: {target} is the snapshot's {pinned} file, "
+                                 "which the new snapshot pins too — write it to a file of its "
+                                 "own\n")
+    assert {p.name: p.read_bytes() for p in cranfield.iterdir() if p.is_file()} == before
+
+
 # -- refusals --------------------------------------------------------------------------------
 
 GOOD = {"query_id": "1", "query": "…", "doc_id": "486", "item": "486", "text": None,
