@@ -408,7 +408,7 @@ def merge_pool(snapshot: str | os.PathLike[str], judged: str | os.PathLike[str],
     frozen = _refreeze(snap, output, freeze_to, qrels_version,
                        Blob(display_name(output), text.encode("utf-8")))
     write_texts([(output, text), (freeze_to, manifest_text(frozen))])
-    return Merged(*counts, display_name(output), frozen, load_test_set(frozen).warnings)
+    return Merged(*counts, display_name(output), frozen, frozen.warnings)
 
 
 def _require_mergeable(snap: Snapshot, freeze_to: str | os.PathLike[str] | None) -> None:
