@@ -12,7 +12,7 @@ import time
 from pathlib import Path
 
 import pytest
-from conftest import TREC
+from conftest import TREC, gate
 
 GATE = [sys.executable, "-c", "from retrieval_gate.cli import main; main()"]
 linux = pytest.mark.skipif(not Path("/dev/full").exists() or not Path("/proc/self").exists(),
@@ -28,6 +28,21 @@ def test_a_full_standard_output_is_an_environment_fault():
     assert done.returncode == 74, done.stderr
     assert done.stderr.startswith("error: standard output: No space left on device — ")
     assert len(done.stderr.splitlines()) == 1 and "Traceback" not in done.stderr
+
+
+@linux
+@pytest.mark.parametrize("variable", ["GITHUB_OUTPUT", "GITHUB_STEP_SUMMARY"])
+def test_a_full_github_file_is_named(repo, tmp_path, variable):
+    """The disk behind $GITHUB_OUTPUT or $GITHUB_STEP_SUMMARY is full: the error names the
+    variable and its file (not "standard output"), and the report asked for is not left."""
+    env = {"GITHUB_ACTIONS": "true", "GITHUB_OUTPUT": str(tmp_path / "output"),
+           "GITHUB_STEP_SUMMARY": str(tmp_path / "summary.md"), "RUNNER_TEMP": str(tmp_path),
+           variable: "/dev/full"}
+    code, _, err = gate("check", "--json", tmp_path / "report.json", env=env)
+    assert code == 74
+    assert err == (f"error: ${variable} (/dev/full): cannot append (No space left on device) "
+                   "— free space or fix the permissions, then run the command again\n")
+    assert not (tmp_path / "report.json").exists()
 
 
 def _wait_for(pid: int, wchan: str, timeout: float = 60.0) -> None:

@@ -10,6 +10,8 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 
+from retrieval_gate.untrusted import one_line
+
 EXIT_PASS = 0
 EXIT_REGRESSION = 1
 EXIT_INVALID = 2
@@ -21,9 +23,17 @@ EXIT_INTERRUPTED = 130  # 128 + SIGINT, the shell's code for a Ctrl-C
 
 
 class GateError(Exception):
-    """Base of the errors retrieval-gate reports to its user (never a bug)."""
+    """Base of the errors retrieval-gate reports to its user (never a bug).
+
+    The message is given line by line, one argument each (most errors are one line). A line
+    end inside a line — a value quoted from an option or a file, ``--system $'a\\nb'`` — is
+    written as its escape (``\\n``, see :func:`~retrieval_gate.untrusted.one_line`), so that
+    one problem never reads as two lines, in a terminal, a report or a GitHub annotation."""
 
     exit_code = EXIT_INVALID
+
+    def __init__(self, *lines: str):
+        super().__init__("\n".join(map(one_line, lines)))
 
 
 class InputError(GateError):
@@ -57,7 +67,7 @@ class ManyErrors(GateError):
     def __init__(self, errors: Sequence[GateError]):
         self.errors = list(errors)
         self.exit_code = self.errors[0].exit_code
-        super().__init__("\n".join(str(e) for e in self.errors))
+        super().__init__(*(line for e in self.errors for line in str(e).split("\n")))
 
 
 class EnvironmentFault(GateError):

@@ -19,7 +19,13 @@ from typing import Any
 import numpy as np
 
 from retrieval_gate.errors import InputError
-from retrieval_gate.formats.limits import MAX_GRADE, MAX_ID_BYTES, MAX_JSON_DEPTH, MIN_GRADE
+from retrieval_gate.formats.limits import (
+    MAX_GRADE,
+    MAX_ID_BYTES,
+    MAX_JSON_DEPTH,
+    MAX_LATENCY_MS,
+    MIN_GRADE,
+)
 from retrieval_gate.formats.source import BOM, Blob, check_utf8, release_pages
 from retrieval_gate.formats.trec import (
     CR_FIX,
@@ -424,10 +430,15 @@ def qrels_from_jsonl(text: str, name: str, depth_checked: bool = False) -> Qrels
     """One judgment per line: ``{"query_id", "doc_id", "grade", "fact"?}`` judges a document
     (or chunk) by id; with ``"start"`` and ``"end"`` (code-point offsets into the document's
     text, end exclusive) it judges that span of it. A file holds one kind or the other. Spans
-    of one query may not overlap (split or merge them: a passage is judged once)."""
+    of one query may not overlap (split or merge them: a passage is judged once).
+
+    Repeats follow one rule for every unit (a span is the item ``doc[start:end]``): a (query,
+    item) judged again with the same grade and fact is one judgment; with another grade or
+    another fact (or none), an error."""
     judgments: dict[str, dict[str, int]] = {}
     first: dict[str, int | str] = {}
     facts: dict[str, dict[str, str]] = {}
+    stated: dict[tuple[str, str], str | None] = {}  # (query, item) → its fact, for repeats
     spans: dict[str, list[tuple[Span, int]]] = {}
     kind: bool | None = None  # True: spans
     for line, obj in json_lines(text, name, depth_checked):
@@ -443,19 +454,33 @@ def qrels_from_jsonl(text: str, name: str, depth_checked: bool = False) -> Qrels
         kind = is_span
         if not is_span:
             add_judgment(judgments, first, qid, doc, grade, name, line)
+            _same_fact(stated, qid, doc, fact, name, line)
             if fact is not None:
                 facts.setdefault(qid, {})[doc] = fact
             continue
         start, end = offsets(obj, name, line, "the span")
         span = Span(doc, start, end, grade, fact)
+        repeat = span.key in judgments.get(qid, {})
         add_judgment(judgments, first, qid, span.key, grade, name, line)
-        spans.setdefault(qid, []).append((span, line))
+        _same_fact(stated, qid, span.key, fact, name, line)
+        if not repeat:
+            spans.setdefault(qid, []).append((span, line))
     if not kind:
         return Qrels(name, judgments, first, facts=facts)
     for qid, given in spans.items():
         _require_apart(given, qid, name)
     return Qrels(name, judgments, first,
                  spans={q: tuple(span for span, _ in given) for q, given in spans.items()})
+
+
+def _same_fact(stated: dict[tuple[str, str], str | None], qid: str, item: str,
+               fact: str | None, name: str, line: int) -> None:
+    """Record the fact of (``qid``, ``item``), refusing a repeat that states another one."""
+    previous = stated.setdefault((qid, item), fact)
+    if previous != fact:
+        shown = ["none" if f is None else f"'{f}'" for f in (previous, fact)]
+        raise InputError(name, f"query '{qid}', item '{item}' states fact {shown[0]} and "
+                         f"again {shown[1]}", "keep one judgment per (query, item)", line)
 
 
 def whole_number(value: Any, key: str, name: str, line: int | str) -> int:
@@ -617,11 +642,13 @@ def run_from_jsonl(text: str, name: str, depth_checked: bool = False) -> RunRows
 
 
 def _latency(value: Any, name: str, line: int) -> float:
-    """A query's ``latency_ms``: a finite number ≥ 0."""
+    """A query's ``latency_ms``: a number from 0 to :data:`MAX_LATENCY_MS` (a larger one, summed
+    over a pipeline's stages or in the cost statistics, could overflow to infinity)."""
     if isinstance(value, bool) or not isinstance(value, (int, float)) or not (
-            0 <= value < float("inf")):
+            0 <= value <= MAX_LATENCY_MS):
         raise InputError(name, f"latency_ms {printable(str(value))[:30]} is not a number of "
-                         "milliseconds ≥ 0", 'write "latency_ms": 12.5, or leave it out', line)
+                         f"milliseconds from 0 to {MAX_LATENCY_MS:,.0f}",
+                         'write "latency_ms": 12.5, or leave it out', line)
     return float(value)
 
 
