@@ -11,7 +11,7 @@ import sys
 import pytest
 
 from retrieval_gate.errors import InputError
-from retrieval_gate.formats.corpus import document_texts, read_corpus
+from retrieval_gate.formats.corpus import document_texts, read_chunk_table, read_corpus
 from retrieval_gate.formats.jsonfmt import json_line_batches, json_lines
 from retrieval_gate.formats.source import Blob
 
@@ -101,3 +101,22 @@ def test_parsing_a_corpus_adds_its_size_and_a_batch_at_most(tmp_path):
                           check=True)
     added = int(done.stdout) * 1024
     assert added <= path.stat().st_size + 48 * 2**20, (added, path.stat().st_size)
+
+
+def test_a_chunk_table_of_no_line_but_a_byte_order_mark_is_an_empty_table(tmp_path):
+    path = tmp_path / "chunks.jsonl"
+    path.write_bytes(b"\xef\xbb\xbf\n")
+    table = read_chunk_table(path)
+    assert len(table.ids) == len(table.start) == len(table.lines) == 0
+
+
+def test_a_chunk_table_read_in_batches_keeps_every_chunk_and_its_line(tmp_path, monkeypatch):
+    monkeypatch.setattr("retrieval_gate.formats.jsonfmt.BATCH_BYTES", 50)
+    path = tmp_path / "chunks.jsonl"
+    rows = [{"id": f"d{i}#{j}", "doc_id": f"d{i}" * (i + 1), "start": j, "end": j + 5}
+            for i in range(5) for j in range(3)]
+    path.write_text("\n".join(json.dumps(r) for r in rows) + "\n")
+    table = read_chunk_table(path)
+    assert [i.decode() for i in table.ids] == [r["id"] for r in rows]
+    assert [d.decode() for d in table.doc] == [r["doc_id"] for r in rows]
+    assert table.lines.tolist() == list(range(1, 16)) and table.tokens.tolist() == [-1] * 15

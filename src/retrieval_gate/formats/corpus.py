@@ -69,9 +69,8 @@ def read_corpus(source: Source) -> Corpus:
 def _id_list(blob: Blob) -> Corpus:
     parts = [(trec.gather_bytes(t.buf, t.starts[0], t.ends[0]), t.lines)
              for t in trec.tokenized(blob.data, blob.name, (0,), 1, _ID_LIST_FIX, ids=(0,))]
-    width = max(part.dtype.itemsize for part, _ in parts)
-    ids = np.concatenate([part.astype(f"S{width}") for part, _ in parts])
-    return _indexed(blob, ids, None, np.concatenate([lines for _, lines in parts]), None)
+    return _indexed(blob, _joined([part for part, _ in parts]), None,
+                    np.concatenate([lines for _, lines in parts]), None)
 
 
 def _documents(blob: Blob) -> Corpus:
@@ -92,8 +91,7 @@ def _documents(blob: Blob) -> Corpus:
                              batch.numbers[sizes.index(-2)])
         lengths.append(np.array(sizes, dtype=np.int64))
         places.append(batch.starts)
-    width = max(part.dtype.itemsize for part in ids)
-    all_ids = np.concatenate([part.astype(f"S{width}", copy=False) for part in ids])
+    all_ids = _joined(ids)
     del ids
     with_text = np.concatenate(lengths)
     place = np.concatenate(places)
@@ -184,27 +182,44 @@ def _repeated(ids: np.ndarray, clash: np.ndarray) -> tuple[int, int] | None:
 
 
 def read_chunk_table(source: Source) -> ChunkTable:
-    """A chunk table (see the module docstring)."""
-    from retrieval_gate.formats.jsonfmt import check_id, json_lines, offsets, whole_number
+    """A chunk table (see the module docstring), parsed a batch of lines at a time into
+    arrays."""
+    from retrieval_gate.formats.jsonfmt import LineBatch, json_line_batches
 
-    blob = source_blob(source)
+    blob = source_blob(source, map_from=1 << 24)
+    none = LineBatch([], [], np.zeros(0, dtype=np.int64))  # a table of no chunk (a BOM alone)
+    parts = [_chunk_rows(batch, blob.name) for batch in json_line_batches(blob)] or [
+        _chunk_rows(none, blob.name)]
+    ids, docs = (_joined([part[i] for part in parts]) for i in (0, 1))
+    start, end, tokens, lines = (np.concatenate([part[i] for part in parts]) for i in range(2, 6))
+    _require_distinct(ids, lines, blob.name, "chunk")
+    return ChunkTable(blob.name, ids, docs, start, end, tokens, lines)
+
+
+def _chunk_rows(batch: LineBatch, name: str) -> tuple[np.ndarray, ...]:
+    """A batch of chunk-table lines as arrays: ids, documents, starts, ends, tokens (−1: not
+    given) and line numbers."""
+    from retrieval_gate.formats.jsonfmt import check_id, offsets, whole_number
+
     ids: list[bytes] = []
     docs: list[bytes] = []
     places: list[tuple[int, int, int]] = []
-    numbers: list[int] = []
-    for line, obj in json_lines(blob.text(), blob.name):
-        ids.append(check_id(obj.get("id"), blob.name, line, "id").encode())
-        docs.append(check_id(obj.get("doc_id"), blob.name, line, "doc_id").encode())
-        start, end = offsets(obj, blob.name, line, "the chunk")
+    for line, obj in zip(batch.numbers, batch.objects):
+        ids.append(check_id(obj.get("id"), name, line, "id").encode())
+        docs.append(check_id(obj.get("doc_id"), name, line, "doc_id").encode())
+        start, end = offsets(obj, name, line, "the chunk")
         tokens = obj.get("tokens")
         places.append((start, end, -1 if tokens is None else
-                       whole_number(tokens, "tokens", blob.name, line)))
-        numbers.append(line)
-    array = np.array(ids, dtype="S")
-    _require_distinct(array, np.array(numbers), blob.name, "chunk")
-    start, end, tokens = np.array(places, dtype=np.int64).reshape(-1, 3).T.copy()
-    return ChunkTable(blob.name, array, np.array(docs, dtype="S"), start, end, tokens,
-                      np.array(numbers, dtype=np.int64))
+                       whole_number(tokens, "tokens", name, line)))
+    start, end, tokens = np.array(places, dtype=np.int64).reshape(-1, 3).T
+    return (np.array(ids, dtype="S"), np.array(docs, dtype="S"), start, end, tokens,
+            np.array(batch.numbers, dtype=np.int64))
+
+
+def _joined(parts: list[np.ndarray]) -> np.ndarray:
+    """Byte-string arrays of any widths, concatenated at the widest."""
+    width = max(part.dtype.itemsize for part in parts)
+    return np.concatenate([part.astype(f"S{width}", copy=False) for part in parts])
 
 
 def _require_distinct(ids: np.ndarray, lines: np.ndarray, name: str, what: str) -> None:
