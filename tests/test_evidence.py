@@ -441,7 +441,8 @@ def test_a_corpus_is_read_once_into_its_cache_and_then_from_it(tmp_path, monkeyp
     first = read_corpus(tmp_path / "corpus.jsonl")
     (entry,) = cache.iterdir()
     assert entry.name.startswith("corpus-lines-v1-") and sorted(
-        p.name for p in entry.iterdir()) == ["ids.npy", "keys.npy", "lengths.npy", "places.npy"]
+        p.name for p in entry.iterdir()) == ["ids.npy", "keys.npy", "lengths.npy",
+                                             "manifest.json", "places.npy"]
     again = read_corpus(tmp_path / "corpus.jsonl")
     assert again.ids.tolist() == first.ids.tolist() and again.keys.tolist() == first.keys.tolist()
     assert again.lengths.tolist() == first.lengths.tolist()

@@ -404,6 +404,37 @@ def test_check_survives_mutated_configs(testset, data):
         report.unlink(missing_ok=True)
 
 
+@pytest.fixture(scope="module")
+def cached(testset, tmp_path_factory) -> tuple[Path, tuple[int, str, str]]:
+    """A cache folder holding the test set's corpus entry, and what the check without a cache
+    gives: (exit code, JSON report, standard error)."""
+    cache = tmp_path_factory.mktemp("cache") / "cache"
+    outcomes = [gate("check", "--config", testset / "gate.toml", "--output-format", "json",
+                     env={"RETRIEVAL_GATE_CACHE": str(setting)}) for setting in ("off", cache)]
+    assert outcomes[0][0] in ACCEPTED, outcomes[0][2]
+    assert outcomes[0] == outcomes[1] and len(list(cache.iterdir())) == 1
+    return cache, outcomes[0]
+
+
+@FUZZ
+@given(data=st.data())
+def test_check_is_unchanged_by_a_mutated_cache_entry(testset, cached, data, tmp_path):
+    """A file of the corpus's cache entry mutated: the report of the check without a cache, and
+    the entry written anew as it was."""
+    pristine, uncached = cached
+    cache = tmp_path / f"cache-{next(_names)}"
+    shutil.copytree(pristine, cache)
+    (entry,) = cache.iterdir()
+    path = entry / data.draw(st.sampled_from(sorted(p.name for p in entry.iterdir())))
+    path.write_bytes(_mutate(data, path.read_bytes()))
+    assert gate("check", "--config", testset / "gate.toml", "--output-format", "json",
+                env={"RETRIEVAL_GATE_CACHE": str(cache)}) == uncached
+    (pristine_entry,) = pristine.iterdir()
+    assert {p.name: p.read_bytes() for p in pristine_entry.iterdir()} == {
+        p.name: p.read_bytes() for p in entry.iterdir()}
+    assert [p.name for p in cache.iterdir()] == [entry.name]
+
+
 TEXT = st.text(st.characters(codec=None, exclude_categories=()), max_size=40)
 
 

@@ -53,6 +53,9 @@ NONE = b""  # no supersedes
 _KIND = "access-fields"
 _ARRAYS = ("ids", "keys", "acl", "public", "valid_from", "valid_to", "family", "supersedes",
            "lines", "principals")
+_CACHED = {"ids": ("S", 1), "keys": ("u8", 1), "acl": ("u8", 2), "public": ("u1", 1),
+           "valid_from": ("i8", 1), "valid_to": ("i8", 1), "family": ("i8", 1),
+           "supersedes": ("S", 1), "lines": ("i8", 1), "principals": ("S", 1)}
 
 
 @dataclass(frozen=True, eq=False)
@@ -101,8 +104,10 @@ def _corpus_fields(source: Source) -> _Fields | None:
 
 def _read(blob: Blob) -> _Fields:
     """A file's access data, from its cache entry when it has one (else parsed, and stored)."""
-    cached = cache.load(_KIND, blob, _ARRAYS)
-    if cached is not None and len({len(cached[k]) for k in _ARRAYS[:-1]}) == 1:
+    cached = cache.load(_KIND, blob, _ARRAYS, expect=_CACHED, valid=lambda a: (
+        len({len(a[k]) for k in _ARRAYS[:-1]}) == 1
+        and a["acl"].shape[1] == _words(len(a["principals"]))))
+    if cached is not None:
         principals = tuple(p.decode() for p in cached["principals"].tolist())
         return _Fields(AccessTable(blob.name, cached["ids"], cached["keys"], principals,
                                    cached["acl"], cached["public"].astype(bool),

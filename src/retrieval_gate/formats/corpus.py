@@ -41,6 +41,7 @@ _ID_LIST_FIX = "a corpus id list has one document id per line"
 
 _KIND = "corpus-lines"  # entries of ids, hashes, lengths and line places ("corpus": no places)
 _ARRAYS = ("ids", "keys", "lengths", "places")
+_CACHED = {"ids": ("S", 1), "keys": ("u8", 1), "lengths": ("i8", 1), "places": ("i8", 1)}
 
 
 def read_corpus(source: Source) -> Corpus:
@@ -48,9 +49,10 @@ def read_corpus(source: Source) -> Corpus:
     large corpus is read from its cache entry when it has one (:mod:`~retrieval_gate.formats.
     cache`), and leaves one when it has not."""
     blob = source_blob(source, map_from=1 << 24)  # a large corpus: mapped, not copied
-    cached = cache.load(_KIND, blob, _ARRAYS)
-    if cached is not None and len(cached["ids"]) == len(cached["keys"]) and \
-            len(cached["lengths"]) == len(cached["places"]) in (0, len(cached["ids"])):
+    cached = cache.load(_KIND, blob, _ARRAYS, expect=_CACHED, valid=lambda a: (
+        len(a["keys"]) == len(a["ids"])
+        and len(a["lengths"]) == len(a["places"]) in (0, len(a["ids"]))))
+    if cached is not None:
         if len(cached["lengths"]) == 0:
             return Corpus(blob.name, cached["ids"], None, cached["keys"], None)
         return Corpus(blob.name, cached["ids"], cached["lengths"], cached["keys"],
