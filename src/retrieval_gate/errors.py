@@ -8,7 +8,9 @@ line: ``FILE:LINE: problem — fix``. The CLI prints ``error: <message>`` and ex
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+import errno
+from collections.abc import Iterator, Sequence
+from contextlib import contextmanager
 
 from retrieval_gate.untrusted import one_line
 
@@ -76,3 +78,40 @@ class EnvironmentFault(GateError):
     half-written; running again once the fault is fixed gives the result."""
 
     exit_code = EXIT_ENVIRONMENT
+
+
+class OutOfMemory(EnvironmentFault, MemoryError):
+    """The machine refused memory (exit 74); see :meth:`of`. Still a MemoryError, for callers
+    of the library that catch one."""
+
+    @classmethod
+    def of(cls, task: str | None = None, needs: float = 0.0) -> OutOfMemory:
+        """``not enough memory for TASK: needs about N GiB`` (``needs`` bytes, in GiB: one
+        decimal below 10, at least 0.1), or without a task ``not enough memory (the machine
+        refused an allocation)``; then what to do."""
+        if task is None:
+            what = "not enough memory (the machine refused an allocation)"
+        else:
+            gib = max(needs / 2**30, 0.1)
+            shown = f"{gib:.1f}" if gib < 10 else f"{gib:.0f}"
+            what = f"not enough memory for {task}: needs about {shown} GiB"
+        return cls(f"{what} — free memory or use a machine with more, then run the command "
+                   "again")
+
+
+@contextmanager
+def memory_for(task: str, needs: float) -> Iterator[None]:
+    """Turn a MemoryError in the block, or the system's refusal of memory (an OSError
+    ``ENOMEM``: a memory map refused), into :class:`OutOfMemory` naming ``task`` (``"reading
+    the corpus corpus.jsonl"``) and ``needs``, an estimate of the bytes it takes. The innermost
+    task wins: an OutOfMemory passes through."""
+    try:
+        yield
+    except OutOfMemory:
+        raise
+    except MemoryError:
+        raise OutOfMemory.of(task, needs) from None
+    except OSError as exc:
+        if exc.errno != errno.ENOMEM:
+            raise
+        raise OutOfMemory.of(task, needs) from None

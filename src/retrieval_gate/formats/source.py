@@ -11,7 +11,7 @@ import re
 import stat
 from functools import cached_property
 
-from retrieval_gate.errors import InputError
+from retrieval_gate.errors import InputError, memory_for
 
 BOM = b"\xef\xbb\xbf"
 _PART_BYTES = 1 << 24  # bytes of a memory-mapped file read before its pages are released
@@ -81,15 +81,17 @@ def _has_content(data: bytes | mmap.mmap) -> bool:
 def read_blob(path: str | os.PathLike[str], map_from: int | None = None) -> Blob:
     """The file at ``path``, read from one open descriptor; files of ``map_from`` bytes or more
     are memory-mapped rather than copied. InputError if it cannot be read (an empty file is
-    read: see :meth:`Blob.require_content`)."""
+    read: see :meth:`Blob.require_content`); OutOfMemory if the machine refuses the memory."""
     name = display_name(path)
     try:
         with open(path, "rb") as handle:
             size = os.fstat(handle.fileno()).st_size
-            if map_from is not None and size >= max(map_from, 1):
-                data: bytes | mmap.mmap = mmap.mmap(handle.fileno(), 0, access=mmap.ACCESS_READ)
-            else:
-                data = handle.read()
+            with memory_for(f"reading {name}", size):
+                if map_from is not None and size >= max(map_from, 1):
+                    data: bytes | mmap.mmap = mmap.mmap(handle.fileno(), 0,
+                                                        access=mmap.ACCESS_READ)
+                else:
+                    data = handle.read()
     except FileNotFoundError:
         raise InputError(name, "file not found", "check the path") from None
     except IsADirectoryError:
