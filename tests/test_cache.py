@@ -19,17 +19,9 @@ from pathlib import Path
 import numpy as np
 import pytest
 from conftest import gate
+from test_access import DOCS as CORPUS
 
-CORPUS = [
-    {"id": "pub", "text": "public"},
-    {"id": "a1", "text": "acme", "acl": ["acme"]},
-    {"id": "a2", "text": "acme finance", "acl": ["acme-finance"]},
-    {"id": "ag", "text": "shared", "acl": ["acme", "globex"]},
-    {"id": "g1", "text": "globex", "acl": ["globex"]},
-    {"id": "old", "text": "old rule", "valid_to": "2026-02-28"},
-    {"id": "new", "text": "new rule", "valid_from": "2026-03-01", "supersedes": "old"},
-]
-# the entries a check of this corpus leaves (its ids, and its own access data), and their arrays
+# the entries a check of CORPUS leaves (its ids, and its own access data), and their arrays
 ENTRIES = {"corpus-lines": ("ids", "keys", "lengths", "places"),
            "access-fields": ("ids", "keys", "acl", "public", "valid_from", "valid_to", "family",
                              "supersedes", "lines", "principals")}
