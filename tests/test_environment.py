@@ -130,14 +130,14 @@ def test_a_refusal_of_memory_names_the_input_and_what_it_needs(memory, what, nee
 @pytest.mark.parametrize("how", ["mapped", "read"])
 def test_a_file_too_large_for_the_memory_left_is_named(memory, how):
     """A 300 MiB file (sparse: nothing on the disk) given as a run, which is memory-mapped, or
-    as a corpus, which is read into memory: the first step is refused."""
+    as qrels, which are read into memory: the first step is refused."""
     folder, megabytes = memory
     sparse = folder / f"sparse-{how}.txt"
     with open(sparse, "wb") as handle:
         handle.truncate(300 << 20)
-    run = sparse if how == "mapped" else folder / "one.trec"
-    corpus = ("--corpus", sparse) if how == "read" else ()
-    done = _gate_within(megabytes, "score", folder / "qrels.trec", run, *corpus)
+    qrels, run = (folder / "qrels.trec", sparse) if how == "mapped" else (sparse,
+                                                                          folder / "one.trec")
+    done = _gate_within(megabytes, "score", qrels, run)
     assert (done.returncode, done.stderr) == (
         74, f"error: not enough memory for reading {sparse}: needs about 0.3 GiB" + MORE_MEMORY)
 
