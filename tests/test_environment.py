@@ -47,6 +47,18 @@ def test_a_full_github_file_is_named(repo, tmp_path, variable):
     assert not (tmp_path / "report.json").exists()
 
 
+@linux
+def test_a_refused_input_is_reported_when_github_output_is_full_too(repo, tmp_path):
+    """The input is refused and $GITHUB_OUTPUT cannot take the failure's outputs: the input
+    error (exit 2) still reaches the user, the full file a warning beside it."""
+    env = {"GITHUB_ACTIONS": "true", "GITHUB_OUTPUT": "/dev/full",
+           "GITHUB_STEP_SUMMARY": str(tmp_path / "summary.md"), "RUNNER_TEMP": str(tmp_path)}
+    code, _, err = gate("check", "--candidate", tmp_path / "missing.trec", env=env)
+    assert code == 2
+    assert err.count("error:") == 1 and "missing.trec" in err.split("error:")[1]
+    assert "warning: $GITHUB_OUTPUT (/dev/full): cannot append" in err
+
+
 def _wait_for(pid: int, wchan: str, timeout: float = 60.0) -> None:
     """Until the process sleeps in kernel function ``wchan`` (e.g. opening a FIFO)."""
     deadline = time.monotonic() + timeout

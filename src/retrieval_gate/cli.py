@@ -472,8 +472,12 @@ def check(ctx, snapshot_file, baseline, candidate, config, fail_on, gates, no_co
         if github:
             from retrieval_gate.report.github import publish_failure
 
-            for line in publish_failure(str(exc), code):
-                click.echo(line)
+            try:  # a refused $GITHUB_OUTPUT must not hide the error it was to publish
+                for line in publish_failure(str(exc), code):
+                    click.echo(line)
+            except GateError as fault:
+                if str(fault) != str(exc):  # not the very fault being reported
+                    click.echo(f"warning: {fault}", err=True)
         if isinstance(exc, GateError) and not isinstance(exc, EnvironmentFault):
             from retrieval_gate.report.files import write_failure_reports
 
