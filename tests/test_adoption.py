@@ -10,6 +10,7 @@ import shutil
 import subprocess
 from pathlib import Path
 
+import pytest
 from conftest import CRANFIELD, ROOT, RUNS, gate
 
 
@@ -39,6 +40,31 @@ def test_init_writes_a_gated_repository_and_refuses_to_overwrite(tmp_path, monke
                         "--snapshot", "other.json", "--candidate", "runs/$(rm -rf ~).trec")
     assert code == 2 and "not a plain relative path" in err
     assert not (tmp_path / "other.json").exists()
+
+
+@pytest.mark.parametrize("obstacle", [".github", ".github/workflows"])
+def test_init_that_cannot_write_its_last_file_leaves_nothing(tmp_path, monkeypatch, obstacle):
+    """A file where the workflow's folder must be (root-proof, unlike a read-only folder):
+    exit 74 naming it, none of the three files nor a folder or temporary file left behind,
+    and once the file is moved away the same command succeeds."""
+    (tmp_path / "eval").mkdir()
+    for name in ("queries.jsonl", "qrels.tsv"):
+        shutil.copy(CRANFIELD / name, tmp_path / "eval" / name)
+    (tmp_path / obstacle).parent.mkdir(exist_ok=True)
+    (tmp_path / obstacle).write_text("in the way\n")
+    before = sorted(tmp_path.rglob("*"))
+    monkeypatch.chdir(tmp_path)
+    args = ("init", "--queries", "eval/queries.jsonl", "--qrels", "eval/qrels.tsv")
+    code, out, err = gate(*args)
+    assert code == 74 and out == ""
+    assert err == (f"error: {obstacle}: cannot create this folder (a file is in its place) — "
+                   "move the file away, then run the command again\n")
+    assert sorted(tmp_path.rglob("*")) == before
+    (tmp_path / obstacle).unlink()
+    code, out, err = gate(*args)
+    assert code == 0, err
+    assert (tmp_path / ".github/workflows/retrieval-gate.yml").is_file()
+    assert (tmp_path / "gate.toml").is_file() and (tmp_path / "eval/snapshot.json").is_file()
 
 
 def test_a_pull_request_that_changes_the_test_set(tmp_path, monkeypatch):

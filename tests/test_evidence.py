@@ -165,6 +165,35 @@ def test_malformed_span_judgments(tmp_path, rows, message):
     assert code == 2 and message in err and err.count("\n") == 1
 
 
+DOCUMENT = {"query_id": "q1", "doc_id": "a", "grade": 2, "fact": "f1"}
+SPAN = {"query_id": "q1", "doc_id": "a", "start": 10, "end": 20, "grade": 2, "fact": "f1"}
+
+
+@pytest.mark.parametrize("judgment", [DOCUMENT, SPAN], ids=["document", "span"])
+def test_a_repeated_judgment_follows_one_rule_for_every_unit(fixture, judgment):
+    """An exact repeat is one judgment; a repeat with another grade or another fact is the
+    same error, at the repeat's line, whatever the unit."""
+    args = ("--corpus", fixture / "corpus.jsonl", "--chunks", fixture / "chunks.jsonl",
+            "--output-format", "json")
+    jsonl(fixture / "once.jsonl", [judgment])
+    jsonl(fixture / "twice.jsonl", [judgment, {**judgment}])
+    once = gate("score", fixture / "once.jsonl", fixture / "run.trec", *args)
+    assert once[0] == 0, once[2]
+    twice = gate("score", fixture / "twice.jsonl", fixture / "run.trec", *args)
+    assert twice[0] == 0 and json.loads(twice[1])["per_query"] == json.loads(once[1])[
+        "per_query"]
+    item = "a" if "start" not in judgment else "a[10:20]"
+    fix = " — keep one judgment per (query, item)"
+    for changed, message in (
+            ({"grade": 1}, f"query 'q1', item '{item}' is judged 2 and again 1{fix}"),
+            ({"fact": "f2"}, f"query 'q1', item '{item}' states fact 'f1' and again 'f2'{fix}"),
+            ({"fact": None}, "states fact 'f1' and again none")):
+        jsonl(fixture / "conflict.jsonl", [judgment, {**judgment, **changed}])
+        code, _, err = gate("score", fixture / "conflict.jsonl", fixture / "run.trec", *args)
+        assert code == 2 and "conflict.jsonl:2: " in err and message in err, err
+        assert err.count("\n") == 1
+
+
 def test_span_judgments_need_the_corpus_and_placed_items(fixture):
     code, _, err = gate("score", fixture / "qrels.jsonl", fixture / "run.trec", "--chunks",
                         fixture / "chunks.jsonl")
@@ -412,7 +441,8 @@ def test_a_corpus_is_read_once_into_its_cache_and_then_from_it(tmp_path, monkeyp
     first = read_corpus(tmp_path / "corpus.jsonl")
     (entry,) = cache.iterdir()
     assert entry.name.startswith("corpus-lines-v1-") and sorted(
-        p.name for p in entry.iterdir()) == ["ids.npy", "keys.npy", "lengths.npy", "places.npy"]
+        p.name for p in entry.iterdir()) == ["ids.npy", "keys.npy", "lengths.npy",
+                                             "manifest.json", "places.npy"]
     again = read_corpus(tmp_path / "corpus.jsonl")
     assert again.ids.tolist() == first.ids.tolist() and again.keys.tolist() == first.keys.tolist()
     assert again.lengths.tolist() == first.lengths.tolist()

@@ -7,9 +7,9 @@ line per problem on standard error when the input is refused, no output file (an
 temporary debris) after a failure, and within the example deadline (a stall is a failure).
 
 A few hundred examples run with the test suite. For a long campaign set
-``GATE_FUZZ_EXAMPLES`` (examples per target; 17 targets):
+``GATE_FUZZ_EXAMPLES`` (examples per target; 18 targets):
 
-    GATE_FUZZ_EXAMPLES=750 python -m pytest -q tests/test_fuzz.py    # ≈ 12,750 examples
+    GATE_FUZZ_EXAMPLES=750 python -m pytest -q tests/test_fuzz.py    # ≈ 13,500 examples
 """
 
 from __future__ import annotations
@@ -408,6 +408,37 @@ def test_check_survives_mutated_configs(testset, data):
         report.unlink(missing_ok=True)
 
 
+@pytest.fixture(scope="module")
+def cached(testset, tmp_path_factory) -> tuple[Path, tuple[int, str, str]]:
+    """A cache folder holding the test set's corpus entry, and what the check without a cache
+    gives: (exit code, JSON report, standard error)."""
+    cache = tmp_path_factory.mktemp("cache") / "cache"
+    outcomes = [gate("check", "--config", testset / "gate.toml", "--output-format", "json",
+                     env={"RETRIEVAL_GATE_CACHE": str(setting)}) for setting in ("off", cache)]
+    assert outcomes[0][0] in ACCEPTED, outcomes[0][2]
+    assert outcomes[0] == outcomes[1] and len(list(cache.iterdir())) == 1
+    return cache, outcomes[0]
+
+
+@FUZZ
+@given(data=st.data())
+def test_check_is_unchanged_by_a_mutated_cache_entry(testset, cached, data, tmp_path):
+    """A file of the corpus's cache entry mutated: the report of the check without a cache, and
+    the entry written anew as it was."""
+    pristine, uncached = cached
+    cache = tmp_path / f"cache-{next(_names)}"
+    shutil.copytree(pristine, cache)
+    (entry,) = cache.iterdir()
+    path = entry / data.draw(st.sampled_from(sorted(p.name for p in entry.iterdir())))
+    path.write_bytes(_mutate(data, path.read_bytes()))
+    assert gate("check", "--config", testset / "gate.toml", "--output-format", "json",
+                env={"RETRIEVAL_GATE_CACHE": str(cache)}) == uncached
+    (pristine_entry,) = pristine.iterdir()
+    assert {p.name: p.read_bytes() for p in pristine_entry.iterdir()} == {
+        p.name: p.read_bytes() for p in entry.iterdir()}
+    assert [p.name for p in cache.iterdir()] == [entry.name]
+
+
 TEXT = st.text(st.characters(codec=None, exclude_categories=()), max_size=40)
 
 
@@ -460,3 +491,28 @@ def test_to_spans_survives_hostile_ids_quotes_and_offsets(tmp_path, query, chunk
     files["evidence.jsonl"].write_bytes(line(
         {"query_id": query, "chunk_id": chunk, "evidence": quote, "fact": fact}))
     _to_spans(tmp_path, files, "qrels.jsonl", "--snap", "sentence")
+
+
+def _read_lines(read) -> tuple[str, object]:
+    """("ok", what ``read()`` returned) or ("refused", None) for an InputError."""
+    from retrieval_gate.errors import InputError
+
+    try:
+        return "ok", read()
+    except InputError:
+        return "refused", None
+
+
+@FUZZ
+@given(data=st.data(), size=st.integers(1, 120))
+def test_json_lines_read_in_batches_as_the_whole_file(data, size):
+    """A corpus read a batch of lines at a time (batches of 1–120 bytes, so every cut falls
+    somewhere) gives the objects and line numbers of the whole file, or refuses it too."""
+    from retrieval_gate.formats.jsonfmt import json_line_batches, json_lines
+    from retrieval_gate.formats.source import Blob
+
+    raw = _mutate(data, EVIDENCE["corpus.jsonl"] * 3 + TO_SPANS["corpus.jsonl"])
+    whole = _read_lines(lambda: list(json_lines(Blob("c", raw).text(), "c")))
+    batched = _read_lines(lambda: [pair for batch in json_line_batches(Blob("c", raw), size)
+                                   for pair in zip(batch.numbers, batch.objects)])
+    assert batched == whole

@@ -398,13 +398,44 @@ def test_refused_input_runs_no_command_and_escapes_its_summary(hostile, actions)
     assert code == 2
     assert_no_foreign_command(out)
     assert_no_foreign_command(err)
-    assert {c[0] for c in runner_commands(out)} == {"error"}
-    # The path's LF splits the reader's message; every line is still one of the gate's own.
-    assert all(line.startswith("error: ") for line in err.splitlines())
-    assert "::add-mask::x #\\u0023[add-mask]y" in err
+    assert [c[0] for c in runner_commands(out)] == ["error"]
+    # The path's LF is shown escaped: one error, one line.
+    assert err.count("\n") == 1 and err.startswith("error: ")
+    assert "missing\\n::add-mask::x #\\u0023[add-mask]y" in err
     summary = Path(actions["GITHUB_STEP_SUMMARY"]).read_text(encoding="utf-8")
     assert summary.startswith(MARKER + "\n### INVALID")
     check_markdown(summary)
+
+
+LINE_ENDS = {  # an option of each command, given a value that holds a line end
+    "check --gate": ("check", "--gate", "Recall@10:a\nb=0.0x2"),
+    "check --candidate": ("check", "--candidate", "runs/a\r\n::error::b.trec"),
+    "score -m": ("score", "-m", "nDCG@10\nx", "q.trec", "q.trec"),
+    "run-manifest --system": ("run-manifest", "--snapshot", "examples/cranfield/snapshot.json",
+                              "--run", "q.trec", "--system", "a\nb"),
+    "init --candidate": ("init", "--queries", "q.jsonl", "--qrels", "q.trec", "--candidate",
+                         "runs/a\nb.trec"),
+}
+
+
+@pytest.mark.parametrize("case", LINE_ENDS)
+def test_a_line_end_in_an_option_is_one_escaped_error_line(repo, actions, case):
+    """However an option's value reaches the message, its line end is an escape: one line on
+    standard error, and under GitHub Actions one annotation and one error in the reports."""
+    (repo / "q.trec").write_text("q 0 d 1\n")
+    args = LINE_ENDS[case]
+    code, out, err = gate(*args, env={**actions, "GITHUB_ACTIONS": "false"})
+    assert code == 2 and err.count("\n") == 1 and err.startswith("error: "), err
+    assert "\\n" in err
+    if args[0] != "check":
+        return
+    code, out, github_err = gate(*args, "--json", "report.json", env=actions)
+    assert code == 2 and github_err == err
+    assert [c[0] for c in runner_commands(out)] == ["error"]
+    assert_no_foreign_command(out)
+    assert len(json.loads((repo / "report.json").read_text())["errors"]) == 1
+    summary = Path(actions["GITHUB_STEP_SUMMARY"]).read_text(encoding="utf-8")
+    assert sum(line.startswith("- ") for line in summary.splitlines()) == 1
 
 
 def test_a_huge_report_is_cut_to_fit_a_comment(tmp_path):

@@ -311,6 +311,34 @@ def test_latency_on_some_queries_only_is_refused(tmp_path: Path) -> None:
         result.output
 
 
+@pytest.mark.parametrize("latency", [1e308, 10**400, 1e12 + 1])
+def test_a_latency_too_large_to_sum_is_refused_at_its_line(pipeline: Path, latency) -> None:
+    """Two stages of 1e308 ms each would sum to infinity: every latency is bounded, so no
+    per-query total (and no cost statistic) can overflow."""
+    stages = {stage: [dict(row) for row in rows] for stage, rows in BASELINE.items()}
+    for stage in ("candidates", "reranked"):
+        stages[stage][1]["latency_ms"] = latency
+    run = pipeline / "huge"
+    run.mkdir()
+    args = [f"--stage={stage}={_lines(run / f'{stage}.jsonl', rows)}"
+            for stage, rows in stages.items()]
+    result = CliRunner().invoke(cli, ["run-manifest", "--snapshot",
+                                      str(pipeline / "snapshot.json"), "--system", "name=huge",
+                                      *args])
+    assert result.exit_code == 2, result.output
+    assert result.stderr.startswith(f"error: {run / 'candidates.jsonl'}:2: latency_ms ")
+    assert "is not a number of milliseconds from 0 to 1,000,000,000,000" in result.stderr
+    assert result.stderr.count("\n") == 1 and "Warning" not in result.output
+    result = CliRunner().invoke(cli, ["score", str(pipeline / "qrels.jsonl"),
+                                      str(run / "reranked.jsonl")])
+    assert result.exit_code == 2 and f"{run / 'reranked.jsonl'}:2: latency_ms" in result.stderr
+    stages["candidates"][1]["latency_ms"] = 1e12  # the largest accepted
+    _lines(run / "candidates.jsonl", stages["candidates"])
+    result = CliRunner().invoke(cli, ["score", str(pipeline / "qrels.jsonl"),
+                                      str(run / "candidates.jsonl")])
+    assert result.exit_code == 0, result.output
+
+
 def test_short_lists_are_counted_and_score_no_better(tmp_path: Path) -> None:
     ids = [f"q{i}" for i in range(2)]
     _lines(tmp_path / "queries.jsonl", [{"id": q} for q in ids])

@@ -126,9 +126,9 @@ def test_input_the_gate_refuses_fails_the_test_with_the_error(pytester, project)
     # runs on CI, so count within the failure sections)
     failures = out.split("short test summary info")[0]
     assert failures.count("retrieval-gate could not decide (exit 2):") == 3
-    # as gate check shows it: a line break splits the message, no line is a workflow command,
-    # and other control characters are escapes
-    assert "\n\\u003a:error::forged\\x1b[31m.trec: run file not found" in out
+    # as gate check shows it: the line break and other control characters are escapes, so the
+    # message stays one line and no line is a workflow command
+    assert "runs/x\\n::error::forged\\x1b[31m.trec: run file not found" in out
     assert "\n::error::" not in out and "\x1b" not in out
     assert failures.count("retrieval-gate could not decide (exit 3):") == 1
     result.stdout.fnmatch_lines(["*runs/missing.trec*", "gates: 'Recall@10' is not *",

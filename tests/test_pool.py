@@ -7,6 +7,9 @@ from __future__ import annotations
 
 import json
 import shutil
+import signal
+import subprocess
+import sys
 from collections import defaultdict
 from pathlib import Path
 
@@ -228,13 +231,14 @@ def test_repeats_with_the_same_grade_are_accepted(cranfield):
     assert out.startswith("1 new judgment for 1 query (2 already recorded) written to ")
 
 
-def test_a_freeze_that_fails_puts_the_judgments_file_back(cranfield, monkeypatch):
-    """The merged judgments are written before the new snapshot is frozen from them: when
-    freezing fails, the file is deleted, or its former content put back."""
+def test_a_freeze_that_fails_writes_nothing(cranfield, monkeypatch):
+    """The new snapshot is frozen from the merged judgments' bytes before either file is
+    written: when freezing fails, the judgments file is not created, or keeps its content."""
     import retrieval_gate.pool
 
     def refuse(*args, **kwargs):
-        assert (cranfield / "qrels-pool.jsonl").read_text() != "old\n"  # staged in place
+        assert not (cranfield / "qrels-pool.jsonl").exists() or (
+            cranfield / "qrels-pool.jsonl").read_text() == "old\n"  # not written yet
         raise InputError("--freeze", "refused", "for the test")
 
     monkeypatch.setattr(retrieval_gate.pool, "freeze", refuse)
@@ -251,6 +255,75 @@ def test_a_freeze_that_fails_puts_the_judgments_file_back(cranfield, monkeypatch
     assert sorted(p.name for p in cranfield.iterdir() if p.name.startswith(".")) == []
 
 
+# The gate's process, its second rename (the new snapshot over the old) killed (SIGKILL) or
+# refused by the disk: the fault is injected, the rest is the real command.
+FAULT_AT_SECOND_RENAME = """
+import errno, os, signal, sys
+from retrieval_gate.cli import main
+real, calls, fault = os.replace, [], sys.argv.pop(1)
+def replace(source, target):
+    calls.append(target)
+    if len(calls) == 2:
+        if fault == "kill":
+            os.kill(os.getpid(), signal.SIGKILL)
+        raise OSError(errno.ENOSPC, os.strerror(errno.ENOSPC))
+    return real(source, target)
+os.replace = replace
+main()
+"""
+
+
+def merge_with_a_fault(folder: Path, fault: str) -> subprocess.CompletedProcess[str]:
+    """``gate pool merge -o qrels.tsv --freeze snapshot.json``: both files replaced in place."""
+    assert export(folder, "-k", "1")[0] == 0
+    grade_all(folder / "pool.jsonl", folder / "judged.jsonl")
+    return subprocess.run([sys.executable, "-c", FAULT_AT_SECOND_RENAME, fault, "pool", "merge",
+                           "--snapshot", folder / "snapshot.json", "--judged",
+                           folder / "judged.jsonl", "-o", folder / "qrels.tsv", "--freeze",
+                           folder / "snapshot.json"], capture_output=True, text=True,
+                          timeout=120, check=False)
+
+
+def test_a_second_rename_that_fails_puts_the_judgments_back(cranfield):
+    before = {p.name: p.read_bytes() for p in cranfield.iterdir() if p.is_file()}
+    done = merge_with_a_fault(cranfield, "refuse")
+    assert done.returncode == 74, done.stderr
+    assert "snapshot.json: cannot write (No space left on device)" in done.stderr
+    after = {p.name: p.read_bytes() for p in cranfield.iterdir() if p.is_file()}
+    assert {name: after[name] for name in before} == before  # qrels.tsv put back
+    assert set(after) - set(before) == {"pool.jsonl", "judged.jsonl"}  # no temporary file
+
+
+@pytest.mark.parametrize("way", ["finish", "undo"])
+def test_a_kill_between_the_renames_is_caught_and_says_how_to_recover(cranfield, way):
+    """Killed after the judgments landed and before the snapshot did: the old snapshot no
+    longer matches its judgments, so every command refuses it (exit 3) rather than pair them,
+    and the message names the two files left to finish the write, or to undo it."""
+    old_qrels = (cranfield / "qrels.tsv").read_bytes()
+    old_snapshot = (cranfield / "snapshot.json").read_bytes()
+    done = merge_with_a_fault(cranfield, "kill")
+    assert done.returncode == -signal.SIGKILL
+    assert (cranfield / "qrels.tsv").read_bytes() != old_qrels
+    assert (cranfield / "snapshot.json").read_bytes() == old_snapshot
+    (staged,) = cranfield.glob(".snapshot.json.*.tmp")
+    (kept,) = cranfield.glob(".qrels.tsv.*.tmp")
+    code, _, err = gate("validate", cranfield / "snapshot.json")
+    assert code == 3
+    assert err.endswith(
+        "— a write of the snapshot with its files was "
+        f"interrupted between its renames: to finish it, move {staged} over "
+        f"{cranfield / 'snapshot.json'}; or to undo it, move {kept} over "
+        f"{cranfield / 'qrels.tsv'}\n")
+    if way == "finish":
+        staged.replace(cranfield / "snapshot.json")
+    else:
+        kept.replace(cranfield / "qrels.tsv")
+    code, _, err = gate("validate", cranfield / "snapshot.json")
+    assert code == 0, err
+    version = load_snapshot(cranfield / "snapshot.json").document["qrels"]["version"]
+    assert version == ("cranfield-grades-v1+pool" if way == "finish" else "cranfield-grades-v1")
+
+
 def test_freeze_needs_every_file_in_its_folder(cranfield, tmp_path):
     assert export(cranfield, "-k", "1")[0] == 0
     grade_all(cranfield / "pool.jsonl", cranfield / "judged.jsonl")
@@ -260,6 +333,25 @@ def test_freeze_needs_every_file_in_its_folder(cranfield, tmp_path):
     assert not (cranfield / "qrels-pool.jsonl").exists()
     code, _, err = merge(cranfield, cranfield / "judged.jsonl", "--qrels-version", "v2")
     assert code == 2 and "--qrels-version: " in err and "--freeze" in err
+
+
+@pytest.mark.parametrize("qrels_to, snapshot_to, option, pinned", [
+    ("queries.jsonl", "snapshot-pool.json", "-o", "queries"),
+    ("qrels-pool.jsonl", "corpus.jsonl", "--freeze", "corpus"),
+])
+def test_neither_file_may_replace_another_file_the_new_snapshot_pins(
+        cranfield, qrels_to, snapshot_to, option, pinned):
+    assert export(cranfield, "-k", "1")[0] == 0
+    grade_all(cranfield / "pool.jsonl", cranfield / "judged.jsonl")
+    before = {p.name: p.read_bytes() for p in cranfield.iterdir() if p.is_file()}
+    code, _, err = gate("pool", "merge", "--snapshot", cranfield / "snapshot.json", "--judged",
+                        cranfield / "judged.jsonl", "-o", cranfield / qrels_to, "--freeze",
+                        cranfield / snapshot_to)
+    target = cranfield / (qrels_to if option == "-o" else snapshot_to)
+    assert code == 2 and err == (f"error: {option}: {target} is the snapshot's {pinned} file, "
+                                 "which the new snapshot pins too — write it to a file of its "
+                                 "own\n")
+    assert {p.name: p.read_bytes() for p in cranfield.iterdir() if p.is_file()} == before
 
 
 # -- refusals --------------------------------------------------------------------------------

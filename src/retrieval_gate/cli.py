@@ -15,6 +15,7 @@ from retrieval_gate.errors import (
     EXIT_INTERRUPTED,
     EnvironmentFault,
     GateError,
+    OutOfMemory,
 )
 
 _INTERRUPTED = "interrupted — nothing was left half-written; run the command again"
@@ -22,9 +23,9 @@ _INTERRUPTED = "interrupted — nothing was left half-written; run the command a
 
 class _Gate(click.Group):
     """Turns GateError into ``error: message`` and its exit code; an OSError that no reader
-    turned into a clear error (a full disk, standard output closed) into an environment fault
-    (exit 74); Ctrl-C into ``error: interrupted`` (exit 130); and any other exception into an
-    internal-error message with exit 70, never a traceback."""
+    turned into a clear error (a full disk, standard output closed), and a MemoryError, into an
+    environment fault (exit 74); Ctrl-C into ``error: interrupted`` (exit 130); and any other
+    exception into an internal-error message with exit 70, never a traceback."""
 
     def invoke(self, ctx: click.Context):
         try:
@@ -32,7 +33,7 @@ class _Gate(click.Group):
         except GateError as exc:
             _report(str(exc))
             ctx.exit(exc.exit_code)
-        except OSError as exc:
+        except (OSError, MemoryError) as exc:
             fault = environment_fault(exc)
             _report(str(fault))
             ctx.exit(fault.exit_code)
@@ -82,11 +83,17 @@ def _print(text: str, nl: bool = True, json: bool = False) -> None:
     click.echo("\n".join(safe(shown(line)) for line in text.split("\n")), nl=nl)
 
 
-def environment_fault(exc: OSError) -> GateError:
+def environment_fault(exc: OSError | MemoryError) -> GateError:
     """The one-line error for an operating-system refusal that reached the command line: an
     environment fault (exit 74), except a file name too long for the system, which is a bad
-    path in the input (exit 2)."""
+    path in the input (exit 2). A MemoryError is :class:`~retrieval_gate.errors.OutOfMemory`:
+    the one a reader raised, naming its input and what it needs
+    (:func:`~retrieval_gate.errors.memory_for`), else one saying that the machine refused an
+    allocation."""
     import errno
+
+    if isinstance(exc, MemoryError):
+        return exc if isinstance(exc, OutOfMemory) else OutOfMemory.of()
 
     from retrieval_gate.errors import InputError
     from retrieval_gate.untrusted import capped
@@ -300,7 +307,6 @@ def freeze(queries, queries_version, qrels, qrels_version, corpus_version, corpu
     """Pin queries, qrels, corpus, chunking, permissions and the scoring policy."""
     from retrieval_gate.scoring_policy import ScoringPolicy
     from retrieval_gate.snapshot import freeze as freeze_snapshot
-    from retrieval_gate.snapshot import load_snapshot, load_test_set
     from retrieval_gate.stages import parse_contract
 
     contracts = [parse_contract(_utf8("--stage", text)) for text in stages]
@@ -317,7 +323,7 @@ def freeze(queries, queries_version, qrels, qrels_version, corpus_version, corpu
            f"{frozen.fingerprint}")
     if frozen.unit_choice is not None:
         _print(frozen.unit_choice.describe())
-    for warning in load_test_set(load_snapshot(output)).warnings:
+    for warning in frozen.warnings:
         _print(f"warning: {warning}")
 
 
@@ -460,13 +466,18 @@ def check(ctx, snapshot_file, baseline, candidate, config, fail_on, gates, no_co
                             html_out)
     except Exception as caught:
         # an operating system's refusal that names the input (a path too long) is input too
-        exc = environment_fault(caught) if isinstance(caught, OSError) else caught
+        exc = (environment_fault(caught) if isinstance(caught, (OSError, MemoryError))
+               else caught)
         code = exc.exit_code if isinstance(exc, GateError) else EXIT_INTERNAL
         if github:
             from retrieval_gate.report.github import publish_failure
 
-            for line in publish_failure(str(exc), code):
-                click.echo(line)
+            try:  # a refused $GITHUB_OUTPUT must not hide the error it was to publish
+                for line in publish_failure(str(exc), code):
+                    click.echo(line)
+            except GateError as fault:
+                if str(fault) != str(exc):  # not the very fault being reported
+                    click.echo(f"warning: {fault}", err=True)
         if isinstance(exc, GateError) and not isinstance(exc, EnvironmentFault):
             from retrieval_gate.report.files import write_failure_reports
 
@@ -683,7 +694,7 @@ def main() -> None:
     except click.Abort:
         _report(_INTERRUPTED)
         code = EXIT_INTERRUPTED
-    except OSError as exc:
+    except (OSError, MemoryError) as exc:
         fault = environment_fault(exc)
         _report(str(fault))
         code = fault.exit_code

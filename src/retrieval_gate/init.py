@@ -1,7 +1,9 @@
 """``gate init``: from a folder of queries, judgments and (optionally) a corpus to a gated
 repository — a snapshot frozen from the files, a starter ``gate.toml`` and the GitHub workflow
 — each step saying what it wrote and what to commit. Nothing is overwritten: when any target
-exists, nothing is written at all.
+exists, nothing is written at all. The three files land together or not at all: everything is
+checked and staged first, then renamed into place; a failure on the way (a file where a folder
+must be, a folder that cannot be written) removes what was placed and the folders made.
 """
 
 from __future__ import annotations
@@ -13,8 +15,8 @@ from importlib import resources
 from pathlib import Path
 
 from retrieval_gate.errors import InputError
-from retrieval_gate.formats.atomic import write_text_atomic
-from retrieval_gate.snapshot import freeze
+from retrieval_gate.formats.atomic import write_texts
+from retrieval_gate.snapshot import freeze, manifest_text
 from retrieval_gate.units import UnitChoice
 
 WORKFLOW = Path(".github") / "workflows" / "retrieval-gate.yml"
@@ -40,8 +42,9 @@ def initialise(queries: str | os.PathLike[str], qrels: str | os.PathLike[str], *
     """Freeze ``snapshot`` (default: ``snapshot.json`` beside the queries) from the files —
     the evidence unit as :func:`~retrieval_gate.snapshot.freeze` chooses it, refused when the
     judgments look like chunk ids and no unit is given — and write ``gate.toml`` and the
-    workflow under ``root``; InputError (exit 2) naming every target that already exists,
-    before anything is written."""
+    workflow under ``root``, all three or none; InputError (exit 2) naming every target that
+    already exists, before anything is written; EnvironmentFault (exit 74) when the machine
+    refuses a write or a folder."""
     base = Path(root)
     target = Path(snapshot) if snapshot else Path(queries).parent / "snapshot.json"
     for option, value in (("--baseline", baseline), ("--candidate", candidate),
@@ -67,12 +70,13 @@ def initialise(queries: str | os.PathLike[str], qrels: str | os.PathLike[str], *
     frozen = freeze(target, queries=queries, qrels=qrels, corpus_version=(
         "in-file" if corpus_file else "unversioned"), corpus_file=corpus_file,
         permissions_version="public", unit=unit, chunking_version=chunking_version,
-        chunks_file=chunks_file)
+        chunks_file=chunks_file, write=False)
     snapshot_path = _relative(target, base)
-    write_text_atomic(config, _config(snapshot_path, baseline, candidate))
-    workflow.parent.mkdir(parents=True, exist_ok=True)
-    write_text_atomic(workflow, _workflow(snapshot_path, baseline, candidate,
-                                          chunking_version if frozen.unit == "chunk" else None))
+    write_texts([(target, manifest_text(frozen)),
+                 (config, _config(snapshot_path, baseline, candidate)),
+                 (workflow, _workflow(snapshot_path, baseline, candidate,
+                                      chunking_version if frozen.unit == "chunk" else None))],
+                folders=True)
     declare = ("" if frozen.unit != "chunk" else
                f" --chunking-version {chunking_version}" if chunks_file is None else
                f" --chunks {chunks_file} --chunking-version {chunking_version}")

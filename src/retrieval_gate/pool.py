@@ -49,6 +49,14 @@ whole: a span is judged on the document's text, not by a grade for the document.
 JSON Lines qrels: per query, in the query set's order, its recorded judgments (with their
 facts), then its new ones. With ``freeze_to``, a new snapshot pins them with the old
 snapshot's other files and settings. Nothing is written unless every line is valid.
+
+**Both files or neither.** The new snapshot is frozen (checked) from the merged judgments'
+bytes before either file is written; then both are renamed into place, the judgments first
+and the snapshot, which pins their hash, last (:func:`~retrieval_gate.formats.atomic.
+write_texts`): a failed second rename puts the judgments' former file back. A process killed
+between the two renames leaves the old snapshot with the new judgments; where it pins the
+file replaced, its hash check refuses it (exit 3) and names the staged new snapshot and the
+kept former judgments, to finish or undo the write by hand.
 """
 
 from __future__ import annotations
@@ -65,11 +73,11 @@ from retrieval_gate.access import askers, item_access
 from retrieval_gate.errors import InputError
 from retrieval_gate.evidence import attach_chunks, corpus_index
 from retrieval_gate.formats import read_run
-from retrieval_gate.formats.atomic import staged_texts, write_text_atomic
+from retrieval_gate.formats.atomic import write_text_atomic, write_texts
 from retrieval_gate.formats.jsonfmt import check_grade, check_id, json_lines
 from retrieval_gate.formats.jsonfmt import path as json_path
 from retrieval_gate.formats.limits import MAX_CUTOFF, MAX_GRADE, MIN_GRADE
-from retrieval_gate.formats.source import display_name, read_blob
+from retrieval_gate.formats.source import Blob, display_name, read_blob
 from retrieval_gate.instead import corpus_texts
 from retrieval_gate.measures import Measure
 from retrieval_gate.model import Query, RankedRun, RunRows
@@ -92,6 +100,7 @@ from retrieval_gate.snapshot import (
     freeze,
     load_snapshot,
     load_test_set,
+    manifest_text,
 )
 from retrieval_gate.untrusted import capped
 
@@ -396,9 +405,10 @@ def merge_pool(snapshot: str | os.PathLike[str], judged: str | os.PathLike[str],
     if freeze_to is None:
         write_text_atomic(output, text)
         return Merged(*counts, display_name(output))
-    with staged_texts([(output, text)]):
-        frozen = _refreeze(snap, output, freeze_to, qrels_version)
-    return Merged(*counts, display_name(output), frozen, load_test_set(frozen).warnings)
+    frozen = _refreeze(snap, output, freeze_to, qrels_version,
+                       Blob(display_name(output), text.encode("utf-8")))
+    write_texts([(output, text), (freeze_to, manifest_text(frozen))])
+    return Merged(*counts, display_name(output), frozen, frozen.warnings)
 
 
 def _require_mergeable(snap: Snapshot, freeze_to: str | os.PathLike[str] | None) -> None:
@@ -420,7 +430,9 @@ def _require_mergeable(snap: Snapshot, freeze_to: str | os.PathLike[str] | None)
 def _require_inside(snap: Snapshot, output: str | os.PathLike[str],
                     freeze_to: str | os.PathLike[str]) -> None:
     """InputError unless the new qrels and every other file of the snapshot lie in the new
-    snapshot's folder or below it (a snapshot's paths may not leave its folder)."""
+    snapshot's folder or below it (a snapshot's paths may not leave its folder), and unless
+    the two files written are two, and neither replaces a file the new snapshot pins besides
+    the judgments."""
     folder = Path(freeze_to).resolve().parent
     if Path(output).resolve() == Path(freeze_to).resolve():
         raise InputError("--freeze", f"{display_name(freeze_to)} is also the merged judgments "
@@ -428,6 +440,12 @@ def _require_inside(snap: Snapshot, output: str | os.PathLike[str],
     files = [("the merged judgments (-o)", Path(output))] + [
         (f"the snapshot's {component} file", file) for component in FILE_COMPONENTS
         if component != "qrels" and (file := snap.file(component)) is not None]
+    for option, written in (("-o", output), ("--freeze", freeze_to)):
+        pinned = next((what for what, file in files[1:]
+                       if file.resolve() == Path(written).resolve()), None)
+        if pinned is not None:
+            raise InputError(option, f"{display_name(written)} is {pinned}, which the new "
+                             "snapshot pins too", "write it to a file of its own")
     for what, file in files:
         if not file.resolve().is_relative_to(folder):
             raise InputError("--freeze", f"{what} {display_name(file)} is not inside the new "
@@ -547,9 +565,10 @@ def _qrels_line(qid: str, key: str, grade: int, fact: str | None) -> str:
     return json_line(line)
 
 
-def _refreeze(snap: Snapshot, qrels: str | os.PathLike[str],
-              output: str | os.PathLike[str], qrels_version: str | None) -> Snapshot:
-    """A new snapshot at ``output``: ``snap``'s settings with ``qrels`` as its judgments."""
+def _refreeze(snap: Snapshot, qrels: str | os.PathLike[str], output: str | os.PathLike[str],
+              qrels_version: str | None, judgments: Blob) -> Snapshot:
+    """The new snapshot for ``output``, checked and not written: ``snap``'s settings with
+    ``judgments``, the bytes ``qrels`` will hold, as its judgments."""
     document = snap.document
     chunking = document["chunking"]
     scoring = document.get("scoring", {})
@@ -563,7 +582,7 @@ def _refreeze(snap: Snapshot, qrels: str | os.PathLike[str],
         chunking_version=chunking.get("version"), chunking_params=chunking.get("params"),
         chunks_file=snap.file("chunking"), name=snap.name,
         measures=scoring.get("measures", ()), gain=snap.gain, policy=snap.policy,
-        stages=snap.stages)
+        stages=snap.stages, given={"qrels": judgments}, write=False)
 
 
 def _file(snap: Snapshot, component: str) -> Path:

@@ -439,11 +439,11 @@ def require_made_on(snapshot: Snapshot, *runs: tuple[RunManifest, str]) -> None:
              for r in [header, *rows]]
     made = ("made with the chunking that" if all(m.fingerprint == snapshot.fingerprint
                                                  for m, _ in named) else "made on")
-    raise NotComparableError("\n".join([
+    raise NotComparableError(
         "not comparable: " + " and ".join(f"the {role} {m.run}" for m, role in named)
         + f" {'was' if len(named) == 1 else 'were'} not {made} snapshot {snapshot.name} "
         + ("judges " if made != "made on" else "")
-        + f"({snapshot.fingerprint[:19]}…)", *table, *(f"what to do — {a}" for a in advice)]))
+        + f"({snapshot.fingerprint[:19]}…)", *table, *(f"what to do — {a}" for a in advice))
 
 
 def _value(key: str, side: Mapping[str, Any]) -> str:

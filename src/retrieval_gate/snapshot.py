@@ -41,7 +41,7 @@ from retrieval_gate.errors import InputError, ManyErrors, NotComparableError
 from retrieval_gate.evidence import spans_in_corpus
 from retrieval_gate.formats import read_qrels, read_queries
 from retrieval_gate.formats.access import read_access, read_corpus_access
-from retrieval_gate.formats.atomic import write_text_atomic
+from retrieval_gate.formats.atomic import leftovers, write_text_atomic
 from retrieval_gate.formats.corpus import read_chunk_table, read_corpus
 from retrieval_gate.formats.jsonfmt import loads
 from retrieval_gate.formats.jsonfmt import path as json_path
@@ -106,6 +106,7 @@ class Snapshot:
     fingerprint: str
     blobs: dict[str, Blob] = field(default_factory=dict)
     unit_choice: UnitChoice | None = None  # how :func:`freeze` chose the unit (else None)
+    warnings: tuple[str, ...] = ()  # what :func:`freeze`'s check of the test set warned of
 
     def file(self, component: str) -> Path | None:
         """The component's file, resolved against the manifest's folder (None if it has none)."""
@@ -316,14 +317,41 @@ def _verified(snapshot: Snapshot) -> Snapshot:
         else:
             actual = sha256_file(file)
         if actual != entry["sha256"]:
+            fix = _interrupted(snapshot, component, file, entry["sha256"], actual) or (
+                f"the file changed after the snapshot was frozen: restore it, or freeze a new "
+                f"snapshot with a new {component} version and re-approve the baseline")
             mismatches.append(NotComparableError(
                 f"{snapshot.source}:{json_path(component, 'sha256')}: {component} file "
                 f"'{entry['path']}' has sha256 {actual}, the snapshot pins {entry['sha256']} — "
-                f"the file changed after the snapshot was frozen: restore it, or freeze a new "
-                f"snapshot with a new {component} version and re-approve the baseline"))
+                f"{fix}"))
     if mismatches:
         raise ManyErrors(mismatches)
     return _resolve(snapshot.document, snapshot.source, blobs)
+
+
+def _interrupted(snapshot: Snapshot, component: str, file: Path, pinned: str, actual: str
+                 ) -> str | None:
+    """The fix when a write of the manifest together with this file (``gate pool merge
+    --freeze``: the file renamed into place first, the manifest last) was killed between its
+    renames: the new manifest, still staged beside this one, pins the file as it is now
+    (rename it over the manifest to finish), and the file's former content, kept beside it, is
+    what this manifest pins (rename it back to undo). None when neither is there."""
+    steps = []
+    for staged in leftovers(snapshot.source):
+        try:
+            document = json.loads(Path(staged).read_text(encoding="utf-8"))
+        except (OSError, ValueError):
+            continue
+        if isinstance(document, dict) and isinstance(document.get(component), dict) and \
+                document[component].get("sha256") == actual:
+            steps.append(f"to finish it, move {display_name(staged)} over {snapshot.source}")
+            break
+    for kept in leftovers(file):
+        if sha256_file(kept) == pinned:
+            steps.append(f"to undo it, move {display_name(kept)} over {display_name(file)}")
+            break
+    return None if not steps else ("a write of the snapshot with its files was interrupted "
+                                   "between its renames: " + "; or ".join(steps))
 
 
 @dataclass(frozen=True)
@@ -398,10 +426,14 @@ def freeze(output: str | os.PathLike[str], *, queries: str | os.PathLike[str],
            permissions_file: str | os.PathLike[str] | None = None, name: str | None = None,
            measures: Sequence[str] = (), gain: str = EXPONENTIAL,
            policy: ScoringPolicy = _DEFAULT_POLICY, min_coverage: float | None = None,
-           stages: Sequence[StageContract] = ()) -> Snapshot:
+           stages: Sequence[StageContract] = (), given: Mapping[str, Blob] | None = None,
+           write: bool = True) -> Snapshot:
     """Write a snapshot manifest to ``output`` (atomically) pinning the given files by their
-    SHA-256, and return it loaded back. Every file must lie in ``output``'s folder or below it.
-    A version left out defaults to ``sha256:`` + the first 12 hex digits of the file's hash; the
+    SHA-256, and return it loaded back. ``given``: files already read, by component
+    (``qrels``), pinned and checked from those bytes — the file may not be written yet; with
+    ``write=False`` nothing is written (the manifest's text is :func:`manifest_text`), for a
+    caller that writes it together with other files. Every file must lie in ``output``'s
+    folder or below it. A version left out defaults to ``sha256:`` + the first 12 hex digits of the file's hash; the
     name defaults to the name of the manifest's folder; measures default to the default set at
     10. Without ``unit``, :func:`~retrieval_gate.units.choose_unit` chooses it from the
     judgments, the corpus and the chunk table, or refuses to guess (the returned snapshot's
@@ -422,7 +454,9 @@ def freeze(output: str | os.PathLike[str], *, queries: str | os.PathLike[str],
             continue
         _inside(file, folder, f"--{component}" if component in ("queries", "qrels")
                 else f"--{component}-file")
-        blobs[component] = read_blob(file)
+        blobs[component] = (given or {}).get(component) or read_blob(
+            file, map_from=None if component in ("queries", "qrels")
+            else 1 << 24)  # a large corpus or permissions file: mapped
         document[component] = _pin(file, folder, blobs[component].sha256, version)
     if chunks_file is not None:
         _inside(chunks_file, folder, "--chunks")
@@ -455,11 +489,16 @@ def freeze(output: str | os.PathLike[str], *, queries: str | os.PathLike[str],
     document["scoring"] = {"measures": [str(m) for m in chosen], "gain": gain, **policy.as_dict()}
     if min_coverage is not None:
         document["scoring"]["min_coverage"] = min_coverage
-    text = json.dumps(document, indent=2, ensure_ascii=False) + "\n"
     frozen = replace(_resolve(document, display_name(output), blobs), unit_choice=choice)
-    load_test_set(frozen)
-    write_text_atomic(output, text)
+    frozen = replace(frozen, warnings=tuple(load_test_set(frozen).warnings))
+    if write:
+        write_text_atomic(output, manifest_text(frozen))
     return frozen
+
+
+def manifest_text(snapshot: Snapshot) -> str:
+    """The text of ``snapshot``'s manifest file, as :func:`freeze` writes it."""
+    return json.dumps(snapshot.document, indent=2, ensure_ascii=False) + "\n"
 
 
 def _inside(file: str | os.PathLike[str], folder: Path, option: str) -> None:

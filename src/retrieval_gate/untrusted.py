@@ -8,6 +8,9 @@ warnings and error messages that quote them — may hold anything.
   the noncharacters U+FFFE and U+FFFF are written as Python-style escapes: ``\\n``, ``\\r``,
   ``\\t``, ``\\x1b``, ``\\u2028``. A backslash is kept as it is, so a Windows path stays
   readable; the JSON report holds every value exactly.
+- :func:`one_line`: only the characters that end a line (those ``str.splitlines`` splits at:
+  LF, CR, VT, FF, FS, GS, RS, NEL, U+2028, U+2029) written as those escapes, so that a message
+  quoting a value stays one line wherever it is split.
 - :func:`command_safe`: a line GitHub's runner cannot take for a workflow command (see there).
 - :func:`capped`: at most ``limit`` characters, the cut marked with a visible "…".
 
@@ -18,7 +21,7 @@ from __future__ import annotations
 
 import re
 
-__all__ = ["capped", "command_safe", "visible"]
+__all__ = ["capped", "command_safe", "one_line", "visible"]
 
 
 def _escapes() -> dict[int, str]:
@@ -36,6 +39,16 @@ def visible(text: str) -> str:
     """``text`` with every character that could break a line, hide itself or reorder the
     display written as an escape (see the module docstring). Idempotent."""
     return text.translate(_ESCAPES)
+
+
+_LINE_ENDS = {c: _ESCAPES[c] for c in (0x0A, 0x0B, 0x0C, 0x0D, 0x1C, 0x1D, 0x1E, 0x85, 0x2028,
+                                       0x2029)}
+
+
+def one_line(text: str) -> str:
+    """``text`` with every line end written as its escape (see the module docstring);
+    idempotent, and the identity on text without one."""
+    return text.translate(_LINE_ENDS)
 
 
 def capped(text: str, limit: int) -> str:

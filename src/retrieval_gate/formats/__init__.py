@@ -10,7 +10,7 @@ from dataclasses import dataclass
 from types import ModuleType
 from typing import Any, TypeVar, Union
 
-from retrieval_gate.errors import InputError
+from retrieval_gate.errors import InputError, memory_for
 from retrieval_gate.formats import trec
 from retrieval_gate.formats.source import Blob, read_blob
 from retrieval_gate.model import Qrels, Query, RunRows
@@ -52,12 +52,19 @@ def _check_format(fmt: str | None, allowed: tuple[str, ...], option: str) -> Non
 
 def read_qrels(source: Source, format: str | None = None) -> Qrels:
     """Qrels as TREC (``qid iter docid grade``), JSONL (``{"query_id","doc_id","grade"}``),
-    or JSON (``{"q": {"d": grade}}`` graded, ``{"q": ["d"]}`` binary)."""
+    or JSON (``{"q": {"d": grade}}`` graded, ``{"q": ["d"]}`` binary).
+
+    Out of memory: :class:`~retrieval_gate.errors.OutOfMemory` naming the file, and about 8
+    times its size for TREC, 14 for JSON (benchmarks/reader_memory.py measured peaks of 7.1
+    and 13.8)."""
     _check_format(format, QRELS_FORMATS, "--qrels-format")
     blob = source_blob(source)
+    task = f"reading the qrels {blob.name}"
     if format == "trec" or (format is None and not _looks_like_json(blob.data)):
-        return trec.read_trec_qrels(blob.data, blob.name)
-    return _from_json(blob, format, _json().qrels_from_jsonl, _json().qrels_from_json)
+        with memory_for(task, 8 * len(blob)):
+            return trec.read_trec_qrels(blob.data, blob.name)
+    with memory_for(task, 14 * len(blob)):
+        return _from_json(blob, format, _json().qrels_from_jsonl, _json().qrels_from_json)
 
 
 def _from_json(blob: Blob, format: str | None, from_lines: Callable[..., T],
@@ -88,15 +95,22 @@ def _document(text: str, name: str, format: str | None) -> tuple[Any, bool]:
 def read_run(source: Source, format: str | None = None) -> RunRows:
     """A run as TREC (``qid Q0 docid rank score tag``), JSON (``{"q": {"d": score}}`` or
     ``{"q": ["d1", "d2"]}``), or JSONL (``{"query_id", "items": [{"id", "score"?,
-    "doc_id"?}]}``). A large run is memory-mapped, and read with pyarrow when it can be."""
+    "doc_id"?}]}``). A large run is memory-mapped, and read with pyarrow when it can be.
+
+    Out of memory: :class:`~retrieval_gate.errors.OutOfMemory` naming the file, and about 5
+    times its size for TREC, 15 for JSON (benchmarks/reader_memory.py measured peaks of 3.8
+    with pyarrow, 4.9 without, and 14.6)."""
     _check_format(format, RUN_FORMATS, "--run-format")
     from retrieval_gate.formats import arrow
 
     blob = source_blob(source, arrow.MAP_FROM)
+    task = f"reading the run {blob.name}"
     if format == "trec" or (format is None and not _looks_like_json(blob.data)):
-        fast = arrow.read_trec_run(blob, blob.name, detect=format is None)
-        return fast if fast is not None else trec.read_trec_run(blob.data, blob.name)
-    return _from_json(blob, format, _json().run_from_jsonl, _json().run_from_json)
+        with memory_for(task, 5 * len(blob)):
+            fast = arrow.read_trec_run(blob, blob.name, detect=format is None)
+            return fast if fast is not None else trec.read_trec_run(blob.data, blob.name)
+    with memory_for(task, 15 * len(blob)):
+        return _from_json(blob, format, _json().run_from_jsonl, _json().run_from_json)
 
 
 def read_queries(source: Source) -> tuple[Query, ...]:

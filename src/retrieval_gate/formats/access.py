@@ -36,15 +36,16 @@ from __future__ import annotations
 
 import datetime as dt
 import re
+from collections.abc import Mapping
 from dataclasses import dataclass
 from itertools import chain
 from typing import Any
 
 import numpy as np
 
-from retrieval_gate.errors import InputError
+from retrieval_gate.errors import InputError, memory_for
 from retrieval_gate.formats import Source, cache, source_blob
-from retrieval_gate.formats.source import Blob, read_blob
+from retrieval_gate.formats.source import Blob, read_blob, search_released
 from retrieval_gate.model import AccessTable
 from retrieval_gate.ranking import IdIndex, hash_ids
 from retrieval_gate.sparse import RowSets
@@ -60,6 +61,10 @@ NONE = b""  # no supersedes
 _KIND = "access-csr"
 _ROWS = ("ids", "keys", "public", "valid_from", "valid_to", "family", "supersedes", "lines")
 _ARRAYS = (*_ROWS, "acl_start", "acl_codes", "principals")
+_CACHED = {"ids": ("S", 1), "keys": ("u8", 1), "public": ("u1", 1), "valid_from": ("i8", 1),
+           "valid_to": ("i8", 1), "family": ("i8", 1), "supersedes": ("S", 1),
+           "lines": ("i8", 1), "acl_start": ("i8", 1), "acl_codes": ("i8", 1),
+           "principals": ("u1", 1)}
 _SHOWN_LINKS = 8  # links of a supersedes cycle named in its error
 # Bytes of the file parsed at a time: a batch's objects take about ten times its bytes (1 M
 # short lines of ACLs at 4 MiB a batch: 430 MiB at the peak of the parse; at 32 MiB, 820 MiB).
@@ -81,7 +86,7 @@ def has_access_data(blob: Blob) -> bool:
     """Whether a JSON Lines corpus may hold access data (one of its keys appears at all),
     found in one pass of a regular expression over the bytes (``in`` on a memory-mapped
     file walks it one byte object at a time: 1.4 s a key for 70 MB, against 0.02 s for all)."""
-    return _ANY_KEY.search(blob.data) is not None
+    return search_released(blob.data, _ANY_KEY)
 
 
 def read_access(source: Source, under: Source | None = None) -> AccessTable:
@@ -112,8 +117,8 @@ def _corpus_fields(source: Source) -> _Fields | None:
 
 def _read(blob: Blob) -> _Fields:
     """A file's access data, from its cache entry when it has one (else parsed, and stored)."""
-    cached = cache.load(_KIND, blob, _ARRAYS)
-    if cached is not None and _complete(cached):
+    cached = cache.load(_KIND, blob, _ARRAYS, expect=_CACHED, valid=_complete)
+    if cached is not None:
         text = cached["principals"].tobytes().decode()
         return _Fields(AccessTable(blob.name, cached["ids"], cached["keys"],
                                    tuple(text.split("\x00")) if text else (),
@@ -121,7 +126,9 @@ def _read(blob: Blob) -> _Fields:
                                    cached["public"].astype(bool), cached["valid_from"],
                                    cached["valid_to"], cached["family"]),
                        cached["supersedes"], cached["lines"])
-    fields = _parse(blob)
+    # peak memory: 6.2 times the file (benchmarks/reader_memory.py)
+    with memory_for(f"reading the access data in {blob.name}", 7 * len(blob)):
+        fields = _parse(blob)
     table = fields.table
     cache.store(_KIND, blob, {
         "ids": table.ids, "keys": table.keys, "public": table.public.astype(np.uint8),
@@ -133,7 +140,7 @@ def _read(blob: Blob) -> _Fields:
     return fields
 
 
-def _complete(cached: dict[str, np.ndarray]) -> bool:
+def _complete(cached: Mapping[str, np.ndarray]) -> bool:
     """Whether the arrays of a cache entry fit together."""
     rows = len(cached["ids"])
     return (all(len(cached[k]) == rows for k in _ROWS) and len(cached["acl_start"]) == rows + 1

@@ -16,7 +16,9 @@ anything lands; devices are written next; then the renames, keeping a hard link 
 replaced (``.NAME.PID.N.tmp`` too) until the end, so that a failure — or a failure in the
 caller's block, see :func:`staged_texts` — puts every replaced file back and deletes every new
 one. Only a process killed during the renames can leave some files new and others old (each
-whole) and temporary files behind.
+whole) and temporary files behind. The renames follow the order of the files given. With
+``folders=True`` it first creates the files' missing folders, and removes them again (when
+still empty) on a failure.
 
 ``durable=True`` also flushes each file and then its folder to the disk (``fsync``) before
 returning, for files that must survive a power cut, not just a crash of this process.
@@ -29,6 +31,7 @@ from __future__ import annotations
 
 import errno
 import os
+import re
 import stat
 from collections.abc import Iterable, Iterator
 from contextlib import contextmanager
@@ -36,7 +39,7 @@ from dataclasses import dataclass
 
 from retrieval_gate.errors import EnvironmentFault, GateError, InputError
 
-__all__ = ["staged_texts", "sync_folder", "write_text_atomic", "write_texts"]
+__all__ = ["leftovers", "staged_texts", "sync_folder", "write_text_atomic", "write_texts"]
 
 _ATTEMPTS = 100  # temporary names tried before giving up
 # as tempfile.mkstemp: read-write, new, not through a symbolic link
@@ -65,10 +68,13 @@ def write_text_atomic(path: str | os.PathLike[str], text: str, durable: bool = F
     write_texts([(path, text)], durable)
 
 
-def write_texts(files: Iterable[tuple[str | os.PathLike[str], str]], durable: bool = False
-                ) -> None:
-    """Write every file of ``files`` (path, text), or none; see the module docstring."""
-    with _writing(files, durable, False):
+def write_texts(files: Iterable[tuple[str | os.PathLike[str], str]], durable: bool = False,
+                folders: bool = False) -> None:
+    """Write every file of ``files`` (path, text), or none, renamed into place in the order
+    given; with ``folders``, creating the missing folders they go in (see the module
+    docstring). A folder the system refuses to create (a file in its place, no permission) is
+    EnvironmentFault (exit 74)."""
+    with _writing(files, durable, False, folders):
         pass
 
 
@@ -87,14 +93,20 @@ def staged_texts(files: Iterable[tuple[str | os.PathLike[str], str]], durable: b
 
 @contextmanager
 def _writing(files: Iterable[tuple[str | os.PathLike[str], str]], durable: bool,
-             undoable: bool) -> Iterator[None]:
-    """Stage, write through, rename; undo all on failure, in the block too when ``undoable``.
-    A replaced file is kept (as a hard link) until the end when its renaming might have to be
-    undone: when the block is undoable, or when another file follows it."""
-    outputs = [_output(os.fspath(path), text) for path, text in files]
-    _refuse_repeats(outputs)
-    files_placed = [o for o in outputs if not o.through]
+             undoable: bool, folders: bool = False) -> Iterator[None]:
+    """Make the missing folders (with ``folders``), stage, write through, rename; undo all on
+    failure, in the block too when ``undoable``. A replaced file is kept (as a hard link) until
+    the end when its renaming might have to be undone: when the block is undoable, or when
+    another file follows it."""
+    given = [(os.fspath(path), text) for path, text in files]
+    made: list[str] = []
+    outputs: list[_Output] = []
     try:
+        for path, _ in given if folders else ():
+            _make_folders(os.path.dirname(path), made)
+        outputs = [_output(path, text) for path, text in given]
+        _refuse_repeats(outputs)
+        files_placed = [o for o in outputs if not o.through]
         for output in files_placed:
             _stage(output, durable)
         for output in outputs:
@@ -103,14 +115,29 @@ def _writing(files: Iterable[tuple[str | os.PathLike[str], str]], durable: bool,
         for output in files_placed:
             _place(output, undoable or output is not files_placed[-1])
         if durable:
-            for folder in dict.fromkeys(os.path.dirname(o.place) for o in files_placed):
+            for folder in dict.fromkeys([*(os.path.dirname(f) for f in made),
+                                         *(os.path.dirname(o.place) for o in files_placed)]):
                 sync_folder(folder or ".")
         yield
     except BaseException:
         _undo(outputs)
+        _remove_folders(made)
         raise
     for output in outputs:
         _remove(output.backup)
+
+
+def leftovers(path: str | os.PathLike[str]) -> list[str]:
+    """The temporary files beside ``path`` that a write of it killed before its end left
+    (``.NAME.PID.N.tmp``: the new text staged, or the former file kept), sorted; none when
+    the folder cannot be listed."""
+    folder, name = os.path.split(os.fspath(path))
+    pattern = re.compile(rf"\.{re.escape(name)}\.\d+\.\d+\.tmp")
+    try:
+        found = os.listdir(folder or ".")
+    except OSError:
+        return []
+    return sorted(os.path.join(folder, f) for f in found if pattern.fullmatch(f))
 
 
 def sync_folder(path: str | os.PathLike[str]) -> None:
@@ -123,6 +150,39 @@ def sync_folder(path: str | os.PathLike[str]) -> None:
         os.fsync(fd)
     finally:
         os.close(fd)
+
+
+def _make_folders(folder: str, made: list[str]) -> None:
+    """Create ``folder`` and its missing parents, appending each one created to ``made``;
+    EnvironmentFault (exit 74) for a folder the system refuses to create."""
+    missing = []
+    while folder and not os.path.isdir(folder):
+        missing.append(folder)
+        folder = os.path.dirname(folder)
+    for path in reversed(missing):
+        try:
+            os.mkdir(path)
+        except FileExistsError:
+            if os.path.isdir(path):  # made meanwhile by another process
+                continue
+            raise EnvironmentFault(f"{path}: cannot create this folder (a file is in its "
+                                   "place) — move the file away, then run the command "
+                                   "again") from None
+        except OSError as exc:
+            raise EnvironmentFault(f"{path}: cannot create this folder "
+                                   f"({exc.strerror or type(exc).__name__}) — fix the "
+                                   "permissions or free space, then run the command "
+                                   "again") from None
+        made.append(path)
+
+
+def _remove_folders(made: list[str]) -> None:
+    """Remove the folders of ``made`` that are still empty, the deepest first."""
+    for folder in reversed(made):
+        try:
+            os.rmdir(folder)
+        except OSError:
+            pass
 
 
 def _output(given: str, text: str) -> _Output:

@@ -22,38 +22,45 @@ from __future__ import annotations
 import json
 import re
 from collections.abc import Iterable
+from typing import TYPE_CHECKING, Any
 
 import numpy as np
 
-from retrieval_gate.errors import InputError
+from retrieval_gate.errors import InputError, memory_for
 from retrieval_gate.formats import Source, cache, source_blob, trec
+from retrieval_gate.formats.limits import MAX_ID_BYTES
 from retrieval_gate.formats.source import Blob
 from retrieval_gate.model import ChunkTable, Corpus
 from retrieval_gate.ranking import IdIndex, hash_ids
+
+if TYPE_CHECKING:
+    from retrieval_gate.formats.jsonfmt import LineBatch
 
 _ID_LIST_FIX = "a corpus id list has one document id per line"
 
 
 _KIND = "corpus-lines"  # entries of ids, hashes, lengths and line places ("corpus": no places)
 _ARRAYS = ("ids", "keys", "lengths", "places")
+_CACHED = {"ids": ("S", 1), "keys": ("u8", 1), "lengths": ("i8", 1), "places": ("i8", 1)}
 
 
 def read_corpus(source: Source) -> Corpus:
     """The corpus file: JSON Lines documents, or a list of ids (see the module docstring). A
     large corpus is read from its cache entry when it has one (:mod:`~retrieval_gate.formats.
     cache`), and leaves one when it has not."""
-    blob = source_blob(source)
-    cached = cache.load(_KIND, blob, _ARRAYS)
-    if cached is not None and len(cached["ids"]) == len(cached["keys"]) and \
-            len(cached["lengths"]) == len(cached["places"]) in (0, len(cached["ids"])):
+    blob = source_blob(source, map_from=1 << 24)  # a large corpus: mapped, not copied
+    cached = cache.load(_KIND, blob, _ARRAYS, expect=_CACHED, valid=lambda a: (
+        len(a["keys"]) == len(a["ids"])
+        and len(a["lengths"]) == len(a["places"]) in (0, len(a["ids"]))))
+    if cached is not None:
         if len(cached["lengths"]) == 0:
             return Corpus(blob.name, cached["ids"], None, cached["keys"], None)
         return Corpus(blob.name, cached["ids"], cached["lengths"], cached["keys"],
                       cached["places"])
-    if re.match(rb"(?:\xef\xbb\xbf)?\s*\{", blob.data[:4096]) is None:
-        corpus = _id_list(blob)
-    else:
-        corpus = _documents(blob)
+    documents = re.match(rb"(?:\xef\xbb\xbf)?\s*\{", blob.data[:4096]) is not None
+    # peak memory: 1.06 times the file for documents, 6.9 for ids (benchmarks/reader_memory.py)
+    with memory_for(f"reading the corpus {blob.name}", (1.1 if documents else 7) * len(blob)):
+        corpus = _documents(blob) if documents else _id_list(blob)
     none = np.zeros(0, np.int64)
     cache.store(_KIND, blob, {"ids": corpus.ids, "keys": corpus.keys,
                               "lengths": none if corpus.lengths is None else corpus.lengths,
@@ -64,34 +71,29 @@ def read_corpus(source: Source) -> Corpus:
 def _id_list(blob: Blob) -> Corpus:
     parts = [(trec.gather_bytes(t.buf, t.starts[0], t.ends[0]), t.lines)
              for t in trec.tokenized(blob.data, blob.name, (0,), 1, _ID_LIST_FIX, ids=(0,))]
-    width = max(part.dtype.itemsize for part, _ in parts)
-    ids = np.concatenate([part.astype(f"S{width}") for part, _ in parts])
-    return _indexed(blob, ids, None, np.concatenate([lines for _, lines in parts]), None)
+    return _indexed(blob, _joined([part for part, _ in parts]), None,
+                    np.concatenate([lines for _, lines in parts]), None)
 
 
 def _documents(blob: Blob) -> Corpus:
     """JSON Lines documents, parsed a batch of lines at a time into arrays (the file's text
     and objects are never all held at once)."""
-    from retrieval_gate.formats.jsonfmt import check_id, json_line_batches
+    from retrieval_gate.formats.jsonfmt import json_line_batches
 
     ids: list[np.ndarray] = []
     lengths: list[np.ndarray] = []
     places: list[np.ndarray] = []
     for batch in json_line_batches(blob):
-        names: list[bytes] = []
-        sizes: list[int] = []
-        for line, obj in zip(batch.numbers, batch.objects):
-            names.append(check_id(obj.get("id"), blob.name, line, "id").encode())
-            text = obj.get("text")
-            if text is not None and not isinstance(text, str):
-                raise InputError(blob.name, "'text' is not a string",
-                                 "write the document's text as a JSON string", line)
-            sizes.append(-1 if text is None else len(text))
-        ids.append(np.array(names, dtype="S"))
+        ids.append(_batch_ids(batch, blob.name))
+        sizes = [len(t) if type(t) is str else -1 if t is None else -2
+                 for t in (obj.get("text") for obj in batch.objects)]
+        if -2 in sizes:
+            raise InputError(blob.name, "'text' is not a string",
+                             "write the document's text as a JSON string",
+                             batch.numbers[sizes.index(-2)])
         lengths.append(np.array(sizes, dtype=np.int64))
         places.append(batch.starts)
-    width = max(part.dtype.itemsize for part in ids)
-    all_ids = np.concatenate([part.astype(f"S{width}", copy=False) for part in ids])
+    all_ids = _joined(ids)
     del ids
     with_text = np.concatenate(lengths)
     place = np.concatenate(places)
@@ -101,6 +103,23 @@ def _documents(blob: Blob) -> Corpus:
                          "give every document its text, or none (a list of ids)",
                          _line_at(blob, int(place[np.flatnonzero(missing)[0]])))
     return _indexed(blob, all_ids, None if missing.all() else with_text, None, place)
+
+
+def _batch_ids(batch: LineBatch, name: str) -> np.ndarray:
+    """The ``id`` of each line of a batch (``S``); InputError, at its line, for the first that
+    :func:`~retrieval_gate.formats.jsonfmt.check_id` refuses. Checked for the whole batch at
+    once, and one by one only to name the line at fault."""
+    from retrieval_gate.formats.jsonfmt import check_id
+
+    values: list[Any] = [obj.get("id") for obj in batch.objects]
+    if all(type(v) is str and v for v in values):
+        encoded = [v.encode() for v in values]
+        array = np.array(encoded, dtype="S")
+        if array.dtype.itemsize <= MAX_ID_BYTES and b"\0" not in b"".join(encoded):
+            return array
+    for line, value in zip(batch.numbers, values):
+        check_id(value, name, line, "id")
+    raise AssertionError("an id check_id accepts was refused")  # pragma: no cover
 
 
 def _line_at(blob: Blob, place: int) -> int:
@@ -165,27 +184,44 @@ def _repeated(ids: np.ndarray, clash: np.ndarray) -> tuple[int, int] | None:
 
 
 def read_chunk_table(source: Source) -> ChunkTable:
-    """A chunk table (see the module docstring)."""
-    from retrieval_gate.formats.jsonfmt import check_id, json_lines, offsets, whole_number
+    """A chunk table (see the module docstring), parsed a batch of lines at a time into
+    arrays."""
+    from retrieval_gate.formats.jsonfmt import LineBatch, json_line_batches
 
-    blob = source_blob(source)
+    blob = source_blob(source, map_from=1 << 24)
+    none = LineBatch([], [], np.zeros(0, dtype=np.int64))  # a table of no chunk (a BOM alone)
+    parts = [_chunk_rows(batch, blob.name) for batch in json_line_batches(blob)] or [
+        _chunk_rows(none, blob.name)]
+    ids, docs = (_joined([part[i] for part in parts]) for i in (0, 1))
+    start, end, tokens, lines = (np.concatenate([part[i] for part in parts]) for i in range(2, 6))
+    _require_distinct(ids, lines, blob.name, "chunk")
+    return ChunkTable(blob.name, ids, docs, start, end, tokens, lines)
+
+
+def _chunk_rows(batch: LineBatch, name: str) -> tuple[np.ndarray, ...]:
+    """A batch of chunk-table lines as arrays: ids, documents, starts, ends, tokens (−1: not
+    given) and line numbers."""
+    from retrieval_gate.formats.jsonfmt import check_id, offsets, whole_number
+
     ids: list[bytes] = []
     docs: list[bytes] = []
     places: list[tuple[int, int, int]] = []
-    numbers: list[int] = []
-    for line, obj in json_lines(blob.text(), blob.name):
-        ids.append(check_id(obj.get("id"), blob.name, line, "id").encode())
-        docs.append(check_id(obj.get("doc_id"), blob.name, line, "doc_id").encode())
-        start, end = offsets(obj, blob.name, line, "the chunk")
+    for line, obj in zip(batch.numbers, batch.objects):
+        ids.append(check_id(obj.get("id"), name, line, "id").encode())
+        docs.append(check_id(obj.get("doc_id"), name, line, "doc_id").encode())
+        start, end = offsets(obj, name, line, "the chunk")
         tokens = obj.get("tokens")
         places.append((start, end, -1 if tokens is None else
-                       whole_number(tokens, "tokens", blob.name, line)))
-        numbers.append(line)
-    array = np.array(ids, dtype="S")
-    _require_distinct(array, np.array(numbers), blob.name, "chunk")
-    start, end, tokens = np.array(places, dtype=np.int64).reshape(-1, 3).T.copy()
-    return ChunkTable(blob.name, array, np.array(docs, dtype="S"), start, end, tokens,
-                      np.array(numbers, dtype=np.int64))
+                       whole_number(tokens, "tokens", name, line)))
+    start, end, tokens = np.array(places, dtype=np.int64).reshape(-1, 3).T
+    return (np.array(ids, dtype="S"), np.array(docs, dtype="S"), start, end, tokens,
+            np.array(batch.numbers, dtype=np.int64))
+
+
+def _joined(parts: list[np.ndarray]) -> np.ndarray:
+    """Byte-string arrays of any widths, concatenated at the widest."""
+    width = max(part.dtype.itemsize for part in parts)
+    return np.concatenate([part.astype(f"S{width}", copy=False) for part in parts])
 
 
 def _require_distinct(ids: np.ndarray, lines: np.ndarray, name: str, what: str) -> None:

@@ -19,7 +19,13 @@ from typing import Any
 import numpy as np
 
 from retrieval_gate.errors import InputError
-from retrieval_gate.formats.limits import MAX_GRADE, MAX_ID_BYTES, MAX_JSON_DEPTH, MIN_GRADE
+from retrieval_gate.formats.limits import (
+    MAX_GRADE,
+    MAX_ID_BYTES,
+    MAX_JSON_DEPTH,
+    MAX_LATENCY_MS,
+    MIN_GRADE,
+)
 from retrieval_gate.formats.source import BOM, Blob, check_utf8, release_pages
 from retrieval_gate.formats.trec import (
     CR_FIX,
@@ -38,6 +44,8 @@ _DEPTH_CHUNK = 1 << 16  # bytes scanned at a time: its few arrays stay in the CP
 _SURROGATE_ESCAPE = re.compile(r"\\u[dD][89a-fA-F]")
 _SURROGATE = re.compile("[\ud800-\udfff]")
 _LONE_CR = re.compile(r"\r(?!\n|\Z)")
+_DEPTH_PROBLEM = f"arrays and objects nest deeper than {MAX_JSON_DEPTH} levels"
+_DEPTH_FIX = "no input of the gate needs more than a few levels: check what wrote the file"
 _INT_DIGITS = 4300  # Python's default limit on the digits of an int read from text
 
 
@@ -107,9 +115,7 @@ def check_depth(text: str, name: str, first_line: int = 1) -> None:
         deep = np.flatnonzero(levels > MAX_JSON_DEPTH)
         if len(deep):
             line = first_line + data.count(b"\n", 0, start + int(deep[0]))
-            raise InputError(name, f"arrays and objects nest deeper than {MAX_JSON_DEPTH} "
-                             "levels", "no input of the gate needs more than a few levels: "
-                             "check what wrote the file", line)
+            raise InputError(name, _DEPTH_PROBLEM, _DEPTH_FIX, line)
         depth, start = int(levels[-1]), end
 
 
@@ -244,21 +250,25 @@ def json_lines(text: str, name: str, depth_checked: bool = False, first_line: in
     caller has passed the whole text through :func:`check_depth` already; ``first_line``: the
     number of the text's first line in its file (a part of a larger file)."""
     check_line_ends(text, name, first_line)
-    if not depth_checked:
-        check_depth(text, name, first_line)
     numbered = [(number, line) for number, line in enumerate(text.split("\n"), first_line)
                 if line.strip(" \t\r")]
-    # One parse of the lines as one array (the parser's loop in C, not ours); any doubt — an
-    # error, a count that differs, a value that is no object — and the lines are parsed one by
-    # one, which also finds the exact line of the error.
+    # One parse of the lines as one array (the parser's loop in C, not ours), whose objects'
+    # nesting is then measured; any doubt — an error, a count that differs, a value that is no
+    # object — and the text's nesting is checked before the lines are parsed one by one, which
+    # also finds the exact line of the error.
     try:
         values = _parse(f"[{','.join(line for _, line in numbered)}]", name, None)
-    except InputError:
+    except (InputError, RecursionError):
         values = None
     if (isinstance(values, list) and len(values) == len(numbered)
             and all(isinstance(v, dict) for v in values)):
+        deep = None if depth_checked else _first_too_deep(text, values)
+        if deep is not None:
+            raise InputError(name, _DEPTH_PROBLEM, _DEPTH_FIX, numbered[deep][0])
         yield from zip((number for number, _ in numbered), values)
         return
+    if not depth_checked:
+        check_depth(text, name, first_line)
     for number, line in numbered:
         value = _parse(line, name, number)
         if not isinstance(value, dict):
@@ -267,7 +277,34 @@ def json_lines(text: str, name: str, depth_checked: bool = False, first_line: in
         yield number, value
 
 
-BATCH_BYTES = 1 << 25  # bytes of a JSON Lines file parsed at a time by json_line_batches
+def _first_too_deep(text: str, values: list[dict[str, Any]]) -> int | None:
+    """The position of the first of ``values`` (the objects parsed from ``text``, one a line)
+    whose arrays and objects nest deeper than
+    :data:`~retrieval_gate.formats.limits.MAX_JSON_DEPTH` (the object itself is one level), or
+    None. When the text holds no more brackets than objects, none nests at all."""
+    if text.count("{") + text.count("[") == len(values):
+        return None
+    for position, value in enumerate(values):
+        if _levels(value) > MAX_JSON_DEPTH:
+            return position
+    return None
+
+
+def _levels(value: Any) -> int:
+    """How deep arrays and objects nest in a parsed value: 0 for a scalar, 1 for ``[]``."""
+    deepest, stack = 0, [(value, 1)]
+    while stack:
+        item, level = stack.pop()
+        children = item.values() if type(item) is dict else item if type(item) is list else None
+        if children is None:
+            continue
+        deepest = max(deepest, level)
+        stack.extend((child, level + 1) for child in children
+                     if type(child) is dict or type(child) is list)
+    return deepest
+
+
+BATCH_BYTES = 1 << 22  # bytes of a JSON Lines file parsed at a time by json_line_batches
 
 
 @dataclass(frozen=True, eq=False)
@@ -280,14 +317,17 @@ class LineBatch:
     starts: np.ndarray
 
 
-def json_line_batches(blob: Blob, batch_bytes: int = BATCH_BYTES) -> Iterator[LineBatch]:
-    """The lines of a JSON Lines file as :func:`json_lines` reads them — the same rules, the
-    same errors at the same lines — a batch of about ``batch_bytes`` at a time (whole lines;
+def json_line_batches(blob: Blob, batch_bytes: int | None = None) -> Iterator[LineBatch]:
+    """The lines of a JSON Lines file as :func:`json_lines` reads them — the same objects, the
+    same rules, each error naming its line (of a file with several faults, the first batch
+    holding one reports its own first) — a batch of about ``batch_bytes`` (default
+    :data:`BATCH_BYTES`) at a time (whole lines;
     a longer line is a batch of its own), so that a large file (memory-mapped) is never held
     as one text nor all its objects at once. The pages of the mapped file a batch was read
     from are released from resident memory once it is parsed. InputError for an empty file."""
     blob.require_content()
     data, name = blob.data, blob.name
+    batch_bytes = batch_bytes or BATCH_BYTES
     start = len(BOM) if data[:len(BOM)] == BOM else 0
     first_line = 1
     while start < len(data):
@@ -390,10 +430,15 @@ def qrels_from_jsonl(text: str, name: str, depth_checked: bool = False) -> Qrels
     """One judgment per line: ``{"query_id", "doc_id", "grade", "fact"?}`` judges a document
     (or chunk) by id; with ``"start"`` and ``"end"`` (code-point offsets into the document's
     text, end exclusive) it judges that span of it. A file holds one kind or the other. Spans
-    of one query may not overlap (split or merge them: a passage is judged once)."""
+    of one query may not overlap (split or merge them: a passage is judged once).
+
+    Repeats follow one rule for every unit (a span is the item ``doc[start:end]``): a (query,
+    item) judged again with the same grade and fact is one judgment; with another grade or
+    another fact (or none), an error."""
     judgments: dict[str, dict[str, int]] = {}
     first: dict[str, int | str] = {}
     facts: dict[str, dict[str, str]] = {}
+    stated: dict[tuple[str, str], str | None] = {}  # (query, item) → its fact, for repeats
     spans: dict[str, list[tuple[Span, int]]] = {}
     kind: bool | None = None  # True: spans
     for line, obj in json_lines(text, name, depth_checked):
@@ -409,19 +454,33 @@ def qrels_from_jsonl(text: str, name: str, depth_checked: bool = False) -> Qrels
         kind = is_span
         if not is_span:
             add_judgment(judgments, first, qid, doc, grade, name, line)
+            _same_fact(stated, qid, doc, fact, name, line)
             if fact is not None:
                 facts.setdefault(qid, {})[doc] = fact
             continue
         start, end = offsets(obj, name, line, "the span")
         span = Span(doc, start, end, grade, fact)
+        repeat = span.key in judgments.get(qid, {})
         add_judgment(judgments, first, qid, span.key, grade, name, line)
-        spans.setdefault(qid, []).append((span, line))
+        _same_fact(stated, qid, span.key, fact, name, line)
+        if not repeat:
+            spans.setdefault(qid, []).append((span, line))
     if not kind:
         return Qrels(name, judgments, first, facts=facts)
     for qid, given in spans.items():
         _require_apart(given, qid, name)
     return Qrels(name, judgments, first,
                  spans={q: tuple(span for span, _ in given) for q, given in spans.items()})
+
+
+def _same_fact(stated: dict[tuple[str, str], str | None], qid: str, item: str,
+               fact: str | None, name: str, line: int) -> None:
+    """Record the fact of (``qid``, ``item``), refusing a repeat that states another one."""
+    previous = stated.setdefault((qid, item), fact)
+    if previous != fact:
+        shown = ["none" if f is None else f"'{f}'" for f in (previous, fact)]
+        raise InputError(name, f"query '{qid}', item '{item}' states fact {shown[0]} and "
+                         f"again {shown[1]}", "keep one judgment per (query, item)", line)
 
 
 def whole_number(value: Any, key: str, name: str, line: int | str) -> int:
@@ -583,11 +642,13 @@ def run_from_jsonl(text: str, name: str, depth_checked: bool = False) -> RunRows
 
 
 def _latency(value: Any, name: str, line: int) -> float:
-    """A query's ``latency_ms``: a finite number ≥ 0."""
+    """A query's ``latency_ms``: a number from 0 to :data:`MAX_LATENCY_MS` (a larger one, summed
+    over a pipeline's stages or in the cost statistics, could overflow to infinity)."""
     if isinstance(value, bool) or not isinstance(value, (int, float)) or not (
-            0 <= value < float("inf")):
+            0 <= value <= MAX_LATENCY_MS):
         raise InputError(name, f"latency_ms {printable(str(value))[:30]} is not a number of "
-                         "milliseconds ≥ 0", 'write "latency_ms": 12.5, or leave it out', line)
+                         f"milliseconds from 0 to {MAX_LATENCY_MS:,.0f}",
+                         'write "latency_ms": 12.5, or leave it out', line)
     return float(value)
 
 

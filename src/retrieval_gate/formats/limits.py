@@ -20,3 +20,8 @@ stay finite in float64."""
 
 MAX_CUTOFF = 1_000_000
 """The largest cutoff k of a measure name such as ``nDCG@10``."""
+
+MAX_LATENCY_MS = 1e12
+"""The largest ``latency_ms`` of a query in a run (about 31 years). A pipeline's latency is the
+sum over its stages, and the cost statistics sum and subtract latencies: bounded so, none of
+them can overflow float64 to infinity."""

@@ -11,9 +11,10 @@ import re
 import stat
 from functools import cached_property
 
-from retrieval_gate.errors import InputError
+from retrieval_gate.errors import InputError, memory_for
 
 BOM = b"\xef\xbb\xbf"
+_PART_BYTES = 1 << 24  # bytes of a memory-mapped file read before its pages are released
 
 
 def display_name(path: str | os.PathLike[str]) -> str:
@@ -45,8 +46,19 @@ class Blob:
     @cached_property
     def sha256(self) -> str:
         """Lower-case hex SHA-256 of :attr:`data` (computed once; hashlib releases the GIL, so
-        another thread may hash while this one parses)."""
-        return hashlib.sha256(self.data).hexdigest()
+        another thread may hash while this one parses). A memory map is hashed a part at a
+        time, each part's pages released from resident memory once hashed."""
+        if not isinstance(self.data, mmap.mmap):
+            return hashlib.sha256(self.data).hexdigest()
+        digest = hashlib.sha256()
+        view = memoryview(self.data)
+        try:
+            for start in range(0, len(view), _PART_BYTES):
+                digest.update(view[start:start + _PART_BYTES])
+                release_pages(self.data, start, min(start + _PART_BYTES, len(view)))
+        finally:
+            view.release()
+        return digest.hexdigest()
 
     def require_content(self) -> None:
         """InputError if the file holds nothing but white space."""
@@ -69,15 +81,17 @@ def _has_content(data: bytes | mmap.mmap) -> bool:
 def read_blob(path: str | os.PathLike[str], map_from: int | None = None) -> Blob:
     """The file at ``path``, read from one open descriptor; files of ``map_from`` bytes or more
     are memory-mapped rather than copied. InputError if it cannot be read (an empty file is
-    read: see :meth:`Blob.require_content`)."""
+    read: see :meth:`Blob.require_content`); OutOfMemory if the machine refuses the memory."""
     name = display_name(path)
     try:
         with open(path, "rb") as handle:
             size = os.fstat(handle.fileno()).st_size
-            if map_from is not None and size >= max(map_from, 1):
-                data: bytes | mmap.mmap = mmap.mmap(handle.fileno(), 0, access=mmap.ACCESS_READ)
-            else:
-                data = handle.read()
+            with memory_for(f"reading {name}", size):
+                if map_from is not None and size >= max(map_from, 1):
+                    data: bytes | mmap.mmap = mmap.mmap(handle.fileno(), 0,
+                                                        access=mmap.ACCESS_READ)
+                else:
+                    data = handle.read()
     except FileNotFoundError:
         raise InputError(name, "file not found", "check the path") from None
     except IsADirectoryError:
@@ -110,6 +124,21 @@ def release_pages(data: bytes | mmap.mmap, start: int, end: int) -> None:
     if isinstance(data, mmap.mmap) and hasattr(mmap, "MADV_DONTNEED"):
         first = start - start % mmap.PAGESIZE
         data.madvise(mmap.MADV_DONTNEED, first, end - first)
+
+
+def search_released(data: bytes | mmap.mmap, pattern: re.Pattern[bytes], overlap: int = 256
+                    ) -> bool:
+    """Whether ``pattern`` (whose matches are shorter than ``overlap`` bytes) occurs in
+    ``data``; a memory map is searched a part at a time, each part's pages released from
+    resident memory once searched."""
+    if not isinstance(data, mmap.mmap):
+        return pattern.search(data) is not None
+    for start in range(0, len(data), _PART_BYTES):
+        end = min(start + _PART_BYTES + overlap, len(data))
+        if pattern.search(data, start, end) is not None:
+            return True
+        release_pages(data, start, min(start + _PART_BYTES, len(data)))
+    return False
 
 
 def read_bytes(path: str | os.PathLike[str]) -> bytes:

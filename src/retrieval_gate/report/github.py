@@ -26,6 +26,7 @@ import uuid
 from collections.abc import Mapping
 from pathlib import Path
 
+from retrieval_gate.errors import EnvironmentFault
 from retrieval_gate.policy import labels
 from retrieval_gate.report.failure import error_verdict, failure_markdown
 from retrieval_gate.report.model import Report
@@ -114,10 +115,20 @@ def workflow_annotations(report: Report) -> list[str]:
     return _capped("error", errors) + _capped("warning", warnings)
 
 
-def _append(path: str | None, text: str) -> None:
-    if path:
+def _append(variable: str, text: str, env: Mapping[str, str]) -> None:
+    """Append ``text`` to the file the environment ``variable`` names (nothing when unset);
+    EnvironmentFault (exit 74) naming the variable and its file when the machine refuses."""
+    path = env.get(variable)
+    if not path:
+        return
+    try:
         with open(path, "a", encoding="utf-8") as handle:
             handle.write(text)
+    except OSError as exc:
+        reason = exc.strerror or type(exc).__name__
+        raise EnvironmentFault(f"${variable} ({visible(path)}): cannot append ({reason}) — "
+                               "free space or fix the permissions, then run the command "
+                               "again") from None
 
 
 def _outputs(values: Mapping[str, str], env: Mapping[str, str]) -> None:
@@ -126,7 +137,7 @@ def _outputs(values: Mapping[str, str], env: Mapping[str, str]) -> None:
     for name, value in values.items():
         delimiter = f"ghadelimiter_{uuid.uuid4()}"
         text += f"{name}<<{delimiter}\n{value}\n{delimiter}\n"
-    _append(env.get("GITHUB_OUTPUT"), text)
+    _append("GITHUB_OUTPUT", text, env)
 
 
 def default_report_path(env: Mapping[str, str]) -> Path:
@@ -140,7 +151,7 @@ def default_report_path(env: Mapping[str, str]) -> Path:
 def publish(report: Report, markdown: str, json_path: Path,
             env: Mapping[str, str] = os.environ) -> list[str]:
     """Append the summary and the outputs; return the annotation lines to print."""
-    _append(env.get("GITHUB_STEP_SUMMARY"), markdown)
+    _append("GITHUB_STEP_SUMMARY", markdown, env)
     _outputs({"verdict": report.verdict, "exit-code": str(report.exit_code),
               "report": str(json_path)}, env)
     return workflow_annotations(report)
@@ -154,6 +165,6 @@ def publish_failure(message: str, exit_code: int, env: Mapping[str, str] = os.en
     annotations."""
     verdict = error_verdict(exit_code)
     lines = message.rstrip("\n").split("\n")
-    _append(env.get("GITHUB_STEP_SUMMARY"), failure_markdown(message, exit_code))
+    _append("GITHUB_STEP_SUMMARY", failure_markdown(message, exit_code), env)
     _outputs({"verdict": verdict, "exit-code": str(exit_code), "report": ""}, env)
     return _capped("error", [(f"retrieval-gate: {verdict}", line) for line in lines])

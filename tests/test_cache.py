@@ -1,0 +1,208 @@
+"""The cache of parsed inputs never changes a result or an exit code: an entry damaged in any
+way — any file of it emptied, cut short, replaced by an array of another shape or dtype, by
+random bytes or by a folder, deleted, or its manifest damaged — is ignored, and ``gate check``
+gives the JSON report and the exit code of a run without the cache, byte for byte; the entry
+is then written anew, identical to the one first written. Through the real command line."""
+
+from __future__ import annotations
+
+import json
+import os
+import shutil
+import subprocess
+import sys
+import tempfile
+import zlib
+from collections.abc import Iterator
+from pathlib import Path
+
+import numpy as np
+import pytest
+from conftest import gate
+from test_access import DOCS as CORPUS
+
+# the entries a check of CORPUS leaves (its ids, and its own access data), and their arrays
+ENTRIES = {"corpus-lines": ("ids", "keys", "lengths", "places"),
+           "access-csr": ("ids", "keys", "public", "valid_from", "valid_to", "family",
+                          "supersedes", "lines", "acl_start", "acl_codes", "principals")}
+ARRAY_DAMAGE = ["empty", "cut short", "random bytes", "random data", "a bit flipped",
+                "one more dimension", "another dtype", "a folder", "deleted",
+                "one more dimension, listed", "another dtype, listed", "a row short, listed"]
+# data: the array's bytes, after its header; listed: the manifest rewritten to agree
+MANIFEST_DAMAGE = ["empty", "cut short", "random bytes", "a folder", "deleted",
+                   "another checksum", "another array"]
+ENTRY_DAMAGE = ["a file", "an empty folder"]  # in the entry's place
+
+
+def _lines(path: Path, rows: list[dict]) -> None:
+    path.write_text("".join(json.dumps(r) + "\n" for r in rows), encoding="utf-8")
+
+
+@pytest.fixture(scope="module")
+def testset(tmp_path_factory) -> Path:
+    """A snapshot pinning CORPUS (document unit, access data in the corpus), two runs with
+    their manifests and a gate.toml; nothing cached."""
+    folder = tmp_path_factory.mktemp("cached")
+    off = {"RETRIEVAL_GATE_CACHE": "off"}
+    _lines(folder / "corpus.jsonl", CORPUS)
+    _lines(folder / "queries.jsonl", [{"id": "qa", "scope": ["acme"], "as_of": "2026-03-15"},
+                                      {"id": "qg", "scope": ["globex"], "as_of": "2026-02-01"}])
+    _lines(folder / "qrels.jsonl", [{"query_id": "qa", "doc_id": "a1", "grade": 1},
+                                    {"query_id": "qg", "doc_id": "g1", "grade": 1}])
+    code, _, err = gate("snapshot", "freeze", "--queries", folder / "queries.jsonl",
+                        "--qrels", folder / "qrels.jsonl", "--corpus-file",
+                        folder / "corpus.jsonl", "--corpus-version", "c",
+                        "--permissions-version", "p", "--unit", "document", "-m", "Recall@3",
+                        "-m", "Stale@3", "-m", "MixedVersions@3", "-o",
+                        folder / "snapshot.json", env=off)
+    assert code == 0, err
+    for name, ranking in (("base", {"qa": ["a1", "pub"], "qg": ["g1"]}),
+                          ("cand", {"qa": ["g1", "old", "a1"], "qg": ["new", "g1"]})):
+        _lines(folder / f"{name}.jsonl", [{"query_id": q, "items": [
+            {"id": d, "score": 10 - i} for i, d in enumerate(items)]}
+            for q, items in ranking.items()])
+        code, _, err = gate("run-manifest", "--snapshot", folder / "snapshot.json", "--run",
+                            folder / f"{name}.jsonl", "--commit", "c", env=off)
+        assert code == 0, err
+    (folder / "gate.toml").write_text(
+        'snapshot = "snapshot.json"\nbaseline = "base.jsonl"\ncandidate = "cand.jsonl"\n'
+        'resamples = 1000\nmin-queries = 1\nleaks = "warn"\n'
+        '[[gate]]\nmeasure = "Recall@3"\nmargin = 0.1\n')
+    return folder
+
+
+def _check(testset: Path, cache: str | Path) -> tuple[int, str, str]:
+    """``gate check`` of the test set with ``RETRIEVAL_GATE_CACHE=cache``: (exit code, JSON
+    report, standard error)."""
+    outcome = gate("check", "--config", testset / "gate.toml", "--output-format", "json",
+                   env={"RETRIEVAL_GATE_CACHE": str(cache)})
+    assert outcome[0] in (0, 1), outcome[2]
+    return outcome
+
+
+@pytest.fixture(scope="module")
+def uncached(testset) -> tuple[int, str, str]:
+    return _check(testset, "off")
+
+
+@pytest.fixture(scope="module")
+def pristine(testset, uncached, tmp_path_factory) -> Path:
+    """A cache folder holding the test set's two entries, as the first check wrote them."""
+    cache = tmp_path_factory.mktemp("pristine") / "cache"
+    assert _check(testset, cache) == uncached
+    assert sorted(p.name.split("-v1-")[0] for p in cache.iterdir()) == sorted(ENTRIES)
+    return cache
+
+
+def _contents(cache: Path) -> dict[str, dict[str, bytes]]:
+    """Each entry's files (name → bytes); fails on anything else in the cache folder."""
+    return {entry.name: {f.name: f.read_bytes() for f in entry.iterdir()}
+            for entry in cache.iterdir()}
+
+
+def _entry(cache: Path, kind: str) -> Path:
+    (entry,) = cache.glob(f"{kind}-v1-*")
+    return entry
+
+
+def _listed(entry: Path, name: str, array: np.ndarray) -> None:
+    """Rewrite the manifest's line for ``name`` to describe ``array`` and its file."""
+    manifest = json.loads((entry / "manifest.json").read_text())
+    data = (entry / f"{name}.npy").read_bytes()
+    manifest["arrays"][name] = {"dtype": array.dtype.str, "shape": list(array.shape),
+                                "bytes": len(data), "crc32": zlib.crc32(data)}
+    (entry / "manifest.json").write_text(json.dumps(manifest))
+
+
+def _damage(entry: Path, file: str | None, how: str) -> None:
+    if file is None:  # the entry itself
+        shutil.rmtree(entry)
+        if how == "a file":
+            entry.write_bytes(b"")
+        else:
+            entry.mkdir()
+        return
+    path = entry / file
+    data = path.read_bytes()
+    if how in ("empty", "cut short", "random bytes", "random data", "a bit flipped"):
+        random = np.random.default_rng(len(data)).bytes(len(data))
+        size = np.load(path).nbytes if how == "random data" else 0
+        path.write_bytes({"empty": b"", "cut short": data[:-1], "random bytes": random,
+                          "random data": data[:-size] + random[:size],
+                          "a bit flipped": data[:-1] + bytes([data[-1] ^ 1])}[how])
+    elif how in ("a folder", "deleted"):
+        path.unlink()
+        if how == "a folder":
+            path.mkdir()
+    elif how in ("another checksum", "another array"):
+        manifest = json.loads(data)
+        first = next(iter(manifest["arrays"]))
+        if how == "another checksum":
+            manifest["arrays"][first]["crc32"] ^= 1
+        else:
+            manifest["arrays"]["more"] = manifest["arrays"][first]
+        path.write_text(json.dumps(manifest))
+    else:
+        array = np.load(path)
+        changed = {"one more dimension": lambda: np.stack([array, array], axis=-1),
+                   "another dtype": lambda: np.zeros(array.shape, np.float32),
+                   "a row short": lambda: array[:-1]}[how.removesuffix(", listed")]()
+        np.save(path, changed)
+        if how.endswith(", listed"):
+            _listed(entry, path.stem, changed)
+
+
+@pytest.fixture
+def cache(pristine, tmp_path) -> Iterator[Path]:
+    """A copy of the pristine cache, on a file system in memory where there is one: each
+    repair flushes 17 files and folders to the disk, 0.1 s a check on a disk."""
+    shm = Path("/dev/shm")
+    memory = shm.is_dir() and os.access(shm, os.W_OK)
+    with tempfile.TemporaryDirectory(dir=shm if memory else tmp_path) as folder:
+        shutil.copytree(pristine, Path(folder) / "cache")
+        yield Path(folder) / "cache"
+
+
+@pytest.mark.parametrize("how", ARRAY_DAMAGE)
+def test_any_array_file_damaged_changes_nothing_and_is_written_anew(testset, uncached, pristine,
+                                                                   cache, how):
+    """Every array file in turn, one of each entry at a time."""
+    for i in range(max(len(names) for names in ENTRIES.values())):
+        for kind, names in ENTRIES.items():
+            name = names[i % len(names)]
+            # the principals' text is free: a byte short would be forged, not damaged
+            if (name, how) != ("principals", "a row short, listed"):
+                _damage(_entry(cache, kind), f"{name}.npy", how)
+        assert _check(testset, cache) == uncached, i
+        assert _contents(cache) == _contents(pristine), i  # and nothing beside the entries
+
+
+@pytest.mark.parametrize(("file", "how"), [("manifest.json", how) for how in MANIFEST_DAMAGE]
+                         + [(None, how) for how in ENTRY_DAMAGE])
+def test_a_damaged_manifest_or_entry_changes_nothing_and_is_written_anew(
+        testset, uncached, pristine, cache, file, how):
+    for kind in ENTRIES:
+        _damage(_entry(cache, kind), file, how)
+    assert _check(testset, cache) == uncached
+    assert _contents(cache) == _contents(pristine)
+
+
+def test_a_sound_entry_is_read_as_it_is(testset, uncached, cache):
+    before = {p.name: p.stat().st_ino for p in cache.iterdir()}
+    assert _check(testset, cache) == uncached
+    assert {p.name: p.stat().st_ino for p in cache.iterdir()} == before  # neither replaced
+
+
+def test_processes_repairing_one_entry_at_once_all_give_the_result(testset, uncached,
+                                                                   pristine, cache):
+    for kind in ENTRIES:
+        _damage(_entry(cache, kind), "keys.npy", "random bytes")
+    env = {**os.environ, "RETRIEVAL_GATE_CACHE": str(cache)}
+    command = [sys.executable, "-c", "from retrieval_gate.cli import main; main()", "check",
+               "--config", str(testset / "gate.toml"), "--output-format", "json"]
+    running = [subprocess.Popen(command, env=env, stdout=subprocess.PIPE, stderr=subprocess.PIPE,
+                                text=True)
+               for _ in range(2)]
+    outcomes = [p.communicate(timeout=120) for p in running]
+    assert [(p.returncode, *outcome) for p, outcome in zip(running, outcomes)] == [uncached] * 2
+    assert _contents(cache) == _contents(pristine)
