@@ -94,7 +94,7 @@ def read_access(source: Source, under: Source | None = None) -> AccessTable:
     when it has one. With ``under`` (the corpus beneath a pinned permissions file), each
     document's record is merged per field: ``source``'s line's field when it has it, else
     ``under``'s; InputError when a merged record's ``valid_from`` is after its ``valid_to``."""
-    own = _read(source_blob(source))
+    own = _read(source_blob(source, map_from=1 << 24))  # a large file: mapped, read in parts
     base = None if under is None else _corpus_fields(under)
     return own.table if base is None else _merge(own, base).table
 
@@ -126,8 +126,8 @@ def _read(blob: Blob) -> _Fields:
                                    cached["public"].astype(bool), cached["valid_from"],
                                    cached["valid_to"], cached["family"]),
                        cached["supersedes"], cached["lines"])
-    # peak memory: 6.2 times the file (benchmarks/reader_memory.py)
-    with memory_for(f"reading the access data in {blob.name}", 7 * len(blob)):
+    # peak memory: 5.2 times the file (benchmarks/reader_memory.py)
+    with memory_for(f"reading the access data in {blob.name}", 6 * len(blob)):
         fields = _parse(blob)
     table = fields.table
     cache.store(_KIND, blob, {
