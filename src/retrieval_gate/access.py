@@ -16,6 +16,7 @@ is not counted in R or in the ideal ranking.
 
 from __future__ import annotations
 
+import weakref
 from collections.abc import Sequence
 from dataclasses import dataclass
 
@@ -38,9 +39,24 @@ class Askers:
     unknown: dict[str, tuple[str, ...]]
 
 
+_ASKED: weakref.WeakKeyDictionary[AccessTable, dict[tuple[Query, ...], Askers]] = \
+    weakref.WeakKeyDictionary()  # per table, the last query list's askers
+
+
 def askers(table: AccessTable, queries: Sequence[Query]) -> Askers:
     """The scopes and days of ``queries``; ``unknown`` names, per query, the principals of its
-    scope that no document's ACL mentions (they grant nothing)."""
+    scope that no document's ACL mentions (they grant nothing). Built once per table and
+    query list, and kept while the table lives (both runs of a check, and their judgments, ask
+    the same)."""
+    known = _ASKED.setdefault(table, {})
+    key = tuple(queries)
+    if key not in known:
+        known.clear()
+        known[key] = _askers(table, key)
+    return known[key]
+
+
+def _askers(table: AccessTable, queries: tuple[Query, ...]) -> Askers:
     code = {p: i for i, p in enumerate(table.principals)}
     sizes: list[int] = []
     codes: list[int] = []
