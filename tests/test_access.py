@@ -635,3 +635,38 @@ def test_leaks_of_a_budgeted_stage_are_counted_within_its_cutoff(tmp_path: Path)
         ("context", 2, "g1"), ("context", 3, "g2")]
     assert leaks["count"] == 2 and report["leaks"]["baseline"]["count"] == 0
     assert report["candidate"]["means"]["Recall@1 [context]"] == 1.0
+
+
+@pytest.mark.parametrize("permissions", [b"\xef\xbb\xbf\n", b'{"id": "zz"}\n'],
+                         ids=["a byte-order mark alone", "lines without access data"])
+def test_a_permissions_file_without_access_data_restricts_nothing(tmp_path: Path,
+                                                                   permissions: bytes) -> None:
+    """A pinned permissions file that holds no access data is an empty table: every document
+    is public and always in force, and a check reads it without a fault."""
+    queries = [{"id": "q1", "scope": ["acme"]}, {"id": "q2"}]
+    qrels = [{"query_id": "q1", "doc_id": "a1", "grade": 1},
+             {"query_id": "q2", "doc_id": "pub", "grade": 1}]
+    docs = [{"id": d["id"], "text": d["text"]} for d in DOCS]
+    (tmp_path / "permissions.jsonl").write_bytes(permissions)
+    code, err = _cli_snapshot(tmp_path, docs, queries, qrels, ["Recall@3"], "--unit",
+                              "document", "--permissions-file",
+                              str(tmp_path / "permissions.jsonl"))
+    assert code == 0, err
+    run = _cli_run(tmp_path, "run", {"q1": ["a1", "g1"], "q2": ["g1", "pub"]})
+    report = _cli_check(tmp_path, run, run, "Recall@3")
+    assert report["leaks"]["candidate"]["count"] == 0
+    assert _per_query(report)["q1"]["Recall@3"] == 1.0
+
+
+def test_a_check_whose_judgments_are_all_hidden_scores_zero(tmp_path: Path) -> None:
+    """Every judgment is of a document its query may not see: none counts, every query scores
+    0 (the measures' empty-R rule), and nothing faults."""
+    queries = [{"id": "q1", "scope": ["globex"]}, {"id": "q2", "scope": ["globex"]}]
+    qrels = [{"query_id": "q1", "doc_id": "a1", "grade": 1},
+             {"query_id": "q2", "doc_id": "a2", "grade": 1}]
+    code, err = _cli_snapshot(tmp_path, DOCS, queries, qrels, ["Recall@3", "P@3"])
+    assert code == 0, err
+    run = _cli_run(tmp_path, "run", {"q1": ["a1", "pub"], "q2": ["a2", "g1"]})
+    report = _cli_check(tmp_path, run, run, "P@3")
+    assert {q: row["P@3"] for q, row in _per_query(report).items()} == {"q1": 0.0, "q2": 0.0}
+    assert report["leaks"]["candidate"]["count"] == 2

@@ -45,6 +45,7 @@ def test_batches_read_what_the_whole_file_reads_wherever_they_are_cut(bom, size)
     (b'{"id": 1, "id": 2}', "appears twice"),
     (b'{"id": "x"', "invalid JSON"),
     (b"[1]", "not a JSON object"),
+    (b'{"id": "x"}, {"id": "y"}\n{"id": "z", "n": [1\n2]}', "Extra data"),  # 2 lines, 2 objects
 ])
 @pytest.mark.parametrize("size", [1, 40, 1 << 20])
 def test_an_error_names_its_line_in_the_file_in_every_batch(bad, problem, size):
@@ -120,3 +121,17 @@ def test_a_chunk_table_read_in_batches_keeps_every_chunk_and_its_line(tmp_path, 
     assert [i.decode() for i in table.ids] == [r["id"] for r in rows]
     assert [d.decode() for d in table.doc] == [r["doc_id"] for r in rows]
     assert table.lines.tolist() == list(range(1, 16)) and table.tokens.tolist() == [-1] * 15
+
+
+def test_a_text_is_read_only_from_the_line_of_its_own_document(tmp_path):
+    """A place that does not lead to the document's own line (a corpus changed after it was
+    read) gives no text rather than another document's, and no error."""
+    path = tmp_path / "corpus.jsonl"
+    path.write_text('{"id": "a", "text": "A"}\n{"id": "b", "text": "B"}\n')
+    corpus = read_corpus(path)
+    blob = Blob("corpus.jsonl", path.read_bytes())
+    assert document_texts(corpus, blob, ["a", "b"]) == {"a": "A", "b": "B"}
+    swapped = blob.data.replace(b'"a"', b'"x"').replace(b'"b", "text"', b'"a", "text"')
+    assert document_texts(corpus, Blob("corpus.jsonl", swapped), ["a", "b"]) == {}
+    shifted = Blob("corpus.jsonl", b"not json\n" + blob.data)
+    assert document_texts(corpus, shifted, ["a", "b"]) == {}

@@ -91,15 +91,15 @@ def item_access(table: AccessTable, who: Askers, query: np.ndarray, docs: np.nda
     position in ``who``). Vectorised: one hash lookup per item; for an item whose document
     has an ACL, the smaller of its ACL and its asker's scope looked up in the other
     (:func:`~retrieval_gate.sparse.shared`)."""
-    row = IdIndex(table.ids, keys=table.keys).find(docs) if len(table.ids) else \
-        np.full(len(docs), -1, dtype=np.int64)
+    if not len(table.ids):  # no document has access data: every item public, in force
+        every, none = np.ones(len(docs), dtype=bool), np.full(len(docs), -1, dtype=np.int64)
+        return ItemAccess(every, every.copy(), none, none.copy())
+    row = IdIndex(table.ids, keys=table.keys).find(docs)
     known = row >= 0
     at = np.maximum(row, 0)
-    visible = ~known
-    if len(table.ids):
-        visible |= table.public[at]
-        restricted = np.flatnonzero(~visible)
-        visible[restricted] = shared(table.acl, row[restricted], who.scope, query[restricted])
+    visible = ~known | table.public[at]
+    restricted = np.flatnonzero(~visible)
+    visible[restricted] = shared(table.acl, row[restricted], who.scope, query[restricted])
     day = who.as_of[query]
     dated = known & (day != NO_DAY)
     in_force = ~dated | ((table.valid_from[at] <= day) & (day <= table.valid_to[at]))

@@ -370,7 +370,8 @@ def _judge(ranked: RankedRun, qrels: Qrels, answerable: list[str], index: dict[s
     else:
         found = IdIndex(units.ids, units.qidx).find(docs, qidx)
         hit = found >= 0 if ok is None else (found >= 0) & ok
-        grade = np.where(hit, units.grade[np.maximum(found, 0)], 0)
+        grade = np.zeros(len(docs), dtype=units.grade.dtype)  # (no unit left: none judged)
+        grade[hit] = units.grade[found[hit]]
         judged = hit & (grade >= 0)
         unit_rank = np.full(len(units.grade), NEVER, dtype=np.int64)
         np.minimum.at(unit_rank, found[hit], rank[hit])

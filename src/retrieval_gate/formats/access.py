@@ -170,7 +170,8 @@ def _parse(blob: Blob) -> _Fields:
 
     code: dict[str, int] = {}
     parts = [_parse_lines(batch.numbers, batch.objects, code, blob.name)
-             for batch in json_line_batches(blob, _BATCH_BYTES)]
+             for batch in json_line_batches(blob, _BATCH_BYTES)] or [
+        _parse_lines([], [], code, blob.name)]  # no line at all (a byte-order mark alone)
     width = max(part.ids.dtype.itemsize for part in parts)
     ids = np.concatenate([part.ids.astype(f"S{width}", copy=False) for part in parts])
     lines = np.concatenate([part.lines for part in parts])

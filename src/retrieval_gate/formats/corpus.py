@@ -131,7 +131,8 @@ def _line_at(blob: Blob, place: int) -> int:
 def document_texts(corpus: Corpus, blob: Blob, docs: Iterable[str]) -> dict[str, str]:
     """The text of each of ``docs`` in a JSON Lines corpus read from ``blob``, each from its
     own line (found by the document's place, then parsed): nothing else of the file is read.
-    A document that is not in the corpus, or has no text, is left out."""
+    A document that is not in the corpus, or has no text, is left out (as is one whose line
+    does not hold it, which a corpus read from ``blob`` never has)."""
     wanted = sorted(set(docs))
     if corpus.places is None or not wanted:
         return {}
@@ -143,8 +144,12 @@ def document_texts(corpus: Corpus, blob: Blob, docs: Iterable[str]) -> dict[str,
             continue
         start = int(corpus.places[row])
         end = blob.data.find(b"\n", start)
-        value = json.loads(bytes(blob.data[start:None if end < 0 else end]))
-        if isinstance(value.get("text"), str):
+        try:
+            value = json.loads(bytes(blob.data[start:None if end < 0 else end]))
+        except ValueError:
+            continue
+        if isinstance(value, dict) and value.get("id") == doc and isinstance(
+                value.get("text"), str):
             found[doc] = value["text"]
     return found
 

@@ -10,11 +10,12 @@ from __future__ import annotations
 
 import itertools
 import json
+import json.scanner
 import math
 import re
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from dataclasses import dataclass
-from typing import Any
+from typing import Any, cast
 
 import numpy as np
 
@@ -81,6 +82,12 @@ def _finite_float(literal: str) -> float:
     if math.isinf(value):
         raise _OutOfRange(literal)
     return value
+
+
+_STRICT = json.JSONDecoder(object_pairs_hook=_no_duplicates, parse_constant=_reject_constant,
+                           parse_float=_finite_float)  # the parser _parse uses
+_SCAN: Callable[[str, int], tuple[Any, int]] = json.scanner.make_scanner(
+    cast(Any, _STRICT))  # its scanner: (value, end) of the value at a position
 
 
 def printable(text: str) -> str:
@@ -191,8 +198,7 @@ def _parse(text: str, name: str, line: int | None, lines_follow: bool = False) -
     ``lines_follow``, a second value after the first raises :class:`_LinesFollow`."""
     first = 1 if line is None else line
     try:
-        value = json.loads(text, object_pairs_hook=_no_duplicates,
-                           parse_constant=_reject_constant, parse_float=_finite_float)
+        value = _STRICT.decode(text)
     except _DuplicateKey as exc:
         raise InputError(name, f"key '{printable(exc.key)}' appears twice in one object",
                          "keep each key once", line) from None
@@ -252,16 +258,12 @@ def json_lines(text: str, name: str, depth_checked: bool = False, first_line: in
     check_line_ends(text, name, first_line)
     numbered = [(number, line) for number, line in enumerate(text.split("\n"), first_line)
                 if line.strip(" \t\r")]
-    # One parse of the lines as one array (the parser's loop in C, not ours), whose objects'
-    # nesting is then measured; any doubt — an error, a count that differs, a value that is no
-    # object — and the text's nesting is checked before the lines are parsed one by one, which
-    # also finds the exact line of the error.
-    try:
-        values = _parse(f"[{','.join(line for _, line in numbered)}]", name, None)
-    except (InputError, RecursionError):
-        values = None
-    if (isinstance(values, list) and len(values) == len(numbered)
-            and all(isinstance(v, dict) for v in values)):
+    # Each line scanned as one object by the strict parser's own scanner, whose objects'
+    # nesting is then measured; any doubt — an error, a line that is not exactly one object —
+    # and the text's nesting is checked before the lines are parsed one by one, which also
+    # finds the exact line and message of the error.
+    values = _objects(numbered, text)
+    if values is not None:
         deep = None if depth_checked else _first_too_deep(text, values)
         if deep is not None:
             raise InputError(name, _DEPTH_PROBLEM, _DEPTH_FIX, numbered[deep][0])
@@ -275,6 +277,27 @@ def json_lines(text: str, name: str, depth_checked: bool = False, first_line: in
             raise InputError(name, "line is not a JSON object",
                              "write one JSON object per line", number)
         yield number, value
+
+
+def _objects(numbered: list[tuple[int, str]], text: str) -> list[dict[str, Any]] | None:
+    """Each line's object, when every line is exactly one JSON object that :func:`_parse`
+    accepts (white space around it aside); None at any doubt. The scanner of the strict parser
+    reads each line where it starts, so a line holding two objects, or an object spread over
+    two lines, is never taken for two lines of one object each."""
+    if "\\u" in text and _SURROGATE_ESCAPE.search(text):
+        return None  # _parse names the string
+    values: list[dict[str, Any]] = []
+    append = values.append
+    try:
+        for _, line in numbered:
+            value, end = _SCAN(line, 0 if line[:1] == "{" else
+                               len(line) - len(line.lstrip(" \t\n\r")))
+            if end != len(line) and line[end:].strip(" \t\r") or type(value) is not dict:
+                return None
+            append(value)
+    except (ValueError, RecursionError, StopIteration):
+        return None
+    return values
 
 
 def _first_too_deep(text: str, values: list[dict[str, Any]]) -> int | None:
