@@ -670,3 +670,20 @@ def test_a_check_whose_judgments_are_all_hidden_scores_zero(tmp_path: Path) -> N
     report = _cli_check(tmp_path, run, run, "P@3")
     assert {q: row["P@3"] for q, row in _per_query(report).items()} == {"q1": 0.0, "q2": 0.0}
     assert report["leaks"]["candidate"]["count"] == 2
+
+
+def test_a_warning_quoting_a_line_break_stays_one_line(tmp_path: Path) -> None:
+    """A scope principal holding a line break, named by freeze's unknown-principal warning:
+    the warning is one line, the break shown as its escape."""
+    queries = [{"id": "q1", "scope": ["ne\nw"]}]
+    qrels = [{"query_id": "q1", "doc_id": "pub", "grade": 1}]
+    for name, rows in (("corpus", DOCS), ("queries", queries), ("qrels", qrels)):
+        _lines(tmp_path / f"{name}.jsonl", rows)
+    code, out, err = gate("snapshot", "freeze", "--queries", tmp_path / "queries.jsonl",
+                          "--qrels", tmp_path / "qrels.jsonl", "--corpus-file",
+                          tmp_path / "corpus.jsonl", "--corpus-version", "c",
+                          "--permissions-version", "p", "--unit", "document",
+                          "-o", tmp_path / "snapshot.json")
+    assert code == 0, err
+    (warning,) = [line for line in out.splitlines() if line.startswith("warning:")]
+    assert "q1 (ne\\nw)" in warning and "w)" not in out.replace(warning, "")

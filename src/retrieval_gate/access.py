@@ -50,10 +50,12 @@ def askers(table: AccessTable, queries: Sequence[Query]) -> Askers:
     the same)."""
     known = _ASKED.setdefault(table, {})
     key = tuple(queries)
-    if key not in known:
+    found = known.get(key)
+    if found is None:
+        found = _askers(table, key)
         known.clear()
-        known[key] = _askers(table, key)
-    return known[key]
+        known[key] = found
+    return found
 
 
 def _askers(table: AccessTable, queries: tuple[Query, ...]) -> Askers:

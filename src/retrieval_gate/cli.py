@@ -324,7 +324,7 @@ def freeze(queries, queries_version, qrels, qrels_version, corpus_version, corpu
     if frozen.unit_choice is not None:
         _print(frozen.unit_choice.describe())
     for warning in frozen.warnings:
-        _print(f"warning: {warning}")
+        _print(f"warning: {_shown(warning)}")
 
 
 @snapshot.command()
@@ -642,7 +642,7 @@ def pool_merge(snapshot_file, judged, output, qrels_version, freeze_to):
                f"{_shown(done.snapshot.document['qrels']['version'])} — re-run the baseline on "
                "it and approve it, then the candidate")
     for warning in done.warnings:
-        _print(f"warning: {warning}")
+        _print(f"warning: {_shown(warning)}")
 
 
 @cli.group()
