@@ -687,3 +687,19 @@ def test_a_warning_quoting_a_line_break_stays_one_line(tmp_path: Path) -> None:
     assert code == 0, err
     (warning,) = [line for line in out.splitlines() if line.startswith("warning:")]
     assert "q1 (ne\\nw)" in warning and "w)" not in out.replace(warning, "")
+
+
+def test_a_corpus_list_of_ids_is_never_read_for_access_data(tmp_path: Path) -> None:
+    """An id list whose ids hold an access key's spelling (quotes and all) is a list of ids,
+    not JSON Lines with access data."""
+    (tmp_path / "ids.txt").write_text('pub\n"acl"\na1\n')
+    queries = [{"id": "q1"}]
+    qrels = [{"query_id": "q1", "doc_id": "pub", "grade": 1}]
+    for name, rows in (("queries", queries), ("qrels", qrels)):
+        _lines(tmp_path / f"{name}.jsonl", rows)
+    code, _, err = gate("snapshot", "freeze", "--queries", tmp_path / "queries.jsonl",
+                        "--qrels", tmp_path / "qrels.jsonl", "--corpus-file",
+                        tmp_path / "ids.txt", "--corpus-version", "c",
+                        "--permissions-version", "p", "--unit", "document",
+                        "-o", tmp_path / "snapshot.json")
+    assert code == 0, err

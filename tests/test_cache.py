@@ -1,6 +1,6 @@
 """The cache of parsed inputs never changes a result or an exit code: an entry damaged in any
 way — any file of it emptied, cut short, replaced by an array of another shape or dtype, by
-random bytes or by a folder, deleted, or its manifest damaged — is ignored, and ``gate check``
+random bytes, a folder or a pipe, deleted, or its manifest damaged — is ignored, and ``gate check``
 gives the JSON report and the exit code of a run without the cache, byte for byte; the entry
 is then written anew, identical to the one first written. Through the real command line."""
 
@@ -26,7 +26,7 @@ ENTRIES = {"corpus-lines": ("ids", "keys", "lengths", "places"),
            "access-csr": ("ids", "keys", "public", "valid_from", "valid_to", "family",
                           "supersedes", "lines", "acl_start", "acl_codes", "principals")}
 ARRAY_DAMAGE = ["empty", "cut short", "random bytes", "random data", "a bit flipped",
-                "one more dimension", "another dtype", "a folder", "deleted",
+                "one more dimension", "another dtype", "a folder", "a pipe", "deleted",
                 "one more dimension, listed", "another dtype, listed", "a row short, listed"]
 # data: the array's bytes, after its header; listed: the manifest rewritten to agree
 MANIFEST_DAMAGE = ["empty", "cut short", "random bytes", "a folder", "deleted",
@@ -130,10 +130,12 @@ def _damage(entry: Path, file: str | None, how: str) -> None:
         path.write_bytes({"empty": b"", "cut short": data[:-1], "random bytes": random,
                           "random data": data[:-size] + random[:size],
                           "a bit flipped": data[:-1] + bytes([data[-1] ^ 1])}[how])
-    elif how in ("a folder", "deleted"):
+    elif how in ("a folder", "a pipe", "deleted"):
         path.unlink()
         if how == "a folder":
             path.mkdir()
+        elif how == "a pipe":  # nothing ever writes to it: opening it to read must not wait
+            os.mkfifo(path)
     elif how in ("another checksum", "another array"):
         manifest = json.loads(data)
         first = next(iter(manifest["arrays"]))

@@ -45,6 +45,7 @@ import numpy as np
 
 from retrieval_gate.errors import InputError, memory_for
 from retrieval_gate.formats import Source, cache, source_blob
+from retrieval_gate.formats.corpus import holds_documents
 from retrieval_gate.formats.source import Blob, read_blob, search_released
 from retrieval_gate.model import AccessTable
 from retrieval_gate.ranking import IdIndex, hash_ids
@@ -106,10 +107,10 @@ def read_corpus_access(source: Source) -> AccessTable | None:
 
 
 def _corpus_fields(source: Source) -> _Fields | None:
-    """A corpus's access data; None when it is empty or no access key appears in it (a large
-    corpus is memory-mapped and searched, not parsed)."""
+    """A corpus's access data; None when it is empty, a list of ids, or no access key appears
+    in it (a large corpus is memory-mapped and searched, not parsed)."""
     blob = source if isinstance(source, Blob) else read_blob(source, map_from=1 << 24)
-    if blob.data[:1] == b"" or not has_access_data(blob):
+    if not holds_documents(blob) or not has_access_data(blob):
         return None
     fields = _read(blob)
     return fields if len(fields.table.ids) else None

@@ -38,6 +38,7 @@ import json
 import mmap
 import os
 import shutil
+import stat
 import tempfile
 import zlib
 from collections.abc import Callable, Mapping
@@ -128,9 +129,13 @@ def _fits(array: np.ndarray, dtype: str, ndim: int) -> bool:
 
 def _size_and_crc(path: str) -> tuple[int, int]:
     """The size of the file at ``path`` and the CRC-32 of all its bytes (read through a memory
-    map; ValueError for an empty file, which cannot be mapped)."""
-    with open(path, "rb") as handle:
-        size = os.fstat(handle.fileno()).st_size
+    map; ValueError for an empty file, which cannot be mapped, or for anything but a regular
+    file — opened without waiting, so that a pipe in its place cannot block)."""
+    with open(os.open(path, os.O_RDONLY | os.O_NONBLOCK), "rb") as handle:
+        status = os.fstat(handle.fileno())
+        if not stat.S_ISREG(status.st_mode):
+            raise ValueError(f"{path} is not a regular file")
+        size = status.st_size
         with mmap.mmap(handle.fileno(), 0, access=mmap.ACCESS_READ) as data:
             return size, zlib.crc32(data)
 

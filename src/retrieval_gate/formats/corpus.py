@@ -39,6 +39,7 @@ if TYPE_CHECKING:
 _ID_LIST_FIX = "a corpus id list has one document id per line"
 
 
+_DOCUMENTS = re.compile(rb"(?:\xef\xbb\xbf)?\s*\{")
 _KIND = "corpus-lines"  # entries of ids, hashes, lengths and line places ("corpus": no places)
 _ARRAYS = ("ids", "keys", "lengths", "places")
 _CACHED = {"ids": ("S", 1), "keys": ("u8", 1), "lengths": ("i8", 1), "places": ("i8", 1)}
@@ -57,7 +58,7 @@ def read_corpus(source: Source) -> Corpus:
             return Corpus(blob.name, cached["ids"], None, cached["keys"], None)
         return Corpus(blob.name, cached["ids"], cached["lengths"], cached["keys"],
                       cached["places"])
-    documents = re.match(rb"(?:\xef\xbb\xbf)?\s*\{", blob.data[:4096]) is not None
+    documents = holds_documents(blob)
     # peak memory: 1.06 times the file for documents, 6.9 for ids (benchmarks/reader_memory.py)
     with memory_for(f"reading the corpus {blob.name}", (1.1 if documents else 7) * len(blob)):
         corpus = _documents(blob) if documents else _id_list(blob)
@@ -66,6 +67,12 @@ def read_corpus(source: Source) -> Corpus:
                               "lengths": none if corpus.lengths is None else corpus.lengths,
                               "places": none if corpus.places is None else corpus.places})
     return corpus
+
+
+def holds_documents(blob: Blob) -> bool:
+    """Whether a corpus file is JSON Lines documents (its first character, after a byte-order
+    mark and white space, opens an object) rather than a list of ids."""
+    return _DOCUMENTS.match(blob.data[:4096]) is not None
 
 
 def _id_list(blob: Blob) -> Corpus:
