@@ -675,15 +675,8 @@ def test_a_check_whose_judgments_are_all_hidden_scores_zero(tmp_path: Path) -> N
 def test_a_warning_quoting_a_line_break_stays_one_line(tmp_path: Path) -> None:
     """A scope principal holding a line break, named by freeze's unknown-principal warning:
     the warning is one line, the break shown as its escape."""
-    queries = [{"id": "q1", "scope": ["ne\nw"]}]
-    qrels = [{"query_id": "q1", "doc_id": "pub", "grade": 1}]
-    for name, rows in (("corpus", DOCS), ("queries", queries), ("qrels", qrels)):
-        _lines(tmp_path / f"{name}.jsonl", rows)
-    code, out, err = gate("snapshot", "freeze", "--queries", tmp_path / "queries.jsonl",
-                          "--qrels", tmp_path / "qrels.jsonl", "--corpus-file",
-                          tmp_path / "corpus.jsonl", "--corpus-version", "c",
-                          "--permissions-version", "p", "--unit", "document",
-                          "-o", tmp_path / "snapshot.json")
+    code, out, err = _freeze_one_query(tmp_path, _lines(tmp_path / "corpus.jsonl", DOCS),
+                                       {"id": "q1", "scope": ["ne\nw"]})
     assert code == 0, err
     (warning,) = [line for line in out.splitlines() if line.startswith("warning:")]
     assert "q1 (ne\\nw)" in warning and "w)" not in out.replace(warning, "")
@@ -693,13 +686,15 @@ def test_a_corpus_list_of_ids_is_never_read_for_access_data(tmp_path: Path) -> N
     """An id list whose ids hold an access key's spelling (quotes and all) is a list of ids,
     not JSON Lines with access data."""
     (tmp_path / "ids.txt").write_text('pub\n"acl"\na1\n')
-    queries = [{"id": "q1"}]
-    qrels = [{"query_id": "q1", "doc_id": "pub", "grade": 1}]
-    for name, rows in (("queries", queries), ("qrels", qrels)):
-        _lines(tmp_path / f"{name}.jsonl", rows)
-    code, _, err = gate("snapshot", "freeze", "--queries", tmp_path / "queries.jsonl",
-                        "--qrels", tmp_path / "qrels.jsonl", "--corpus-file",
-                        tmp_path / "ids.txt", "--corpus-version", "c",
-                        "--permissions-version", "p", "--unit", "document",
-                        "-o", tmp_path / "snapshot.json")
+    code, _, err = _freeze_one_query(tmp_path, tmp_path / "ids.txt", {"id": "q1"})
     assert code == 0, err
+
+
+def _freeze_one_query(folder: Path, corpus: Path, query: dict) -> tuple[int, str, str]:
+    """``gate snapshot freeze`` of ``query`` judged relevant to ``pub`` in ``corpus``."""
+    _lines(folder / "queries.jsonl", [query])
+    _lines(folder / "qrels.jsonl", [{"query_id": query["id"], "doc_id": "pub", "grade": 1}])
+    return gate("snapshot", "freeze", "--queries", folder / "queries.jsonl", "--qrels",
+                folder / "qrels.jsonl", "--corpus-file", corpus, "--corpus-version", "c",
+                "--permissions-version", "p", "--unit", "document",
+                "-o", folder / "snapshot.json")
