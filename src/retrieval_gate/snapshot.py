@@ -347,7 +347,11 @@ def _interrupted(snapshot: Snapshot, component: str, file: Path, pinned: str, ac
             steps.append(f"to finish it, move {display_name(staged)} over {snapshot.source}")
             break
     for kept in leftovers(file):
-        if sha256_file(kept) == pinned:
+        try:
+            former = sha256_file(kept)
+        except InputError:  # a leftover that cannot be read tells nothing
+            continue
+        if former == pinned:
             steps.append(f"to undo it, move {display_name(kept)} over {display_name(file)}")
             break
     return None if not steps else ("a write of the snapshot with its files was interrupted "
