@@ -329,22 +329,27 @@ def spans(fixture: Path) -> Path:
     return fixture
 
 
+def _span_check(spans: Path, candidate: str) -> dict:
+    """The JSON report of ``gate check`` of ``candidate`` against run.trec, Recall@5 gated."""
+    (spans / "gate.toml").write_text('resamples = 1000\nmin-queries = 1\n[[gate]]\n'
+                                     'measure = "Recall@5"\nmargin = 0.1\n')
+    code, out, err = gate("check", "--config", spans / "gate.toml", "--snapshot",
+                          spans / "snapshot.json", "--baseline", spans / "run.trec",
+                          "--candidate", spans / candidate, "--output-format", "json")
+    assert code in (0, 1), err
+    return json.loads(out)
+
+
 def test_two_chunkings_compare_on_one_span_snapshot(spans):
     manifest = json.loads((spans / "other.trec.manifest.json").read_text())
     assert manifest["chunking"]["file"] == "other.jsonl"
     assert manifest["chunking"]["version"] == "other"
     assert manifest["chunking"]["params"] == {"size": 5}
-    (spans / "gate.toml").write_text('resamples = 1000\nmin-queries = 1\n[[gate]]\n'
-                                     'measure = "Recall@5"\nmargin = 0.1\n')
-    code, out, err = gate("check", "--config", spans / "gate.toml", "--snapshot",
-                          spans / "snapshot.json", "--baseline", spans / "run.trec",
-                          "--candidate", spans / "other.trec", "--output-format", "json")
-    assert code in (0, 1), err
-    report = json.loads(out)
+    report = _span_check(spans, "other.trec")
     assert report["candidate"]["chunking"]["version"] == "other"
     assert report["baseline"]["chunking"]["version"] == "chunks"
     assert report["candidate"]["means"]["Recall@5"] == 1.0  # a[0:100] and b[0:50]: all spans
-    code, out, _ = gate("check", "--config", spans / "gate.toml", "--snapshot",
+    _, out, _ = gate("check", "--config", spans / "gate.toml", "--snapshot",
                         spans / "snapshot.json", "--baseline", spans / "run.trec",
                         "--candidate", spans / "other.trec")
     assert "evidence unit span (min coverage 1); chunking: candidate other (size=5), " \
@@ -363,13 +368,7 @@ def test_a_run_without_any_item_needs_no_places_and_scores_0(spans):
                           "Judged@5", "--output-format", "json")
     assert code == 0, err
     assert json.loads(out)["means"] == {"Recall@5": 0.0, "nDCG@5": 0.0, "Judged@5": 0.0}
-    (spans / "gate.toml").write_text('resamples = 1000\nmin-queries = 1\n[[gate]]\n'
-                                     'measure = "Recall@5"\nmargin = 0.1\n')
-    code, out, err = gate("check", "--config", spans / "gate.toml", "--snapshot",
-                          spans / "snapshot.json", "--baseline", spans / "run.trec",
-                          "--candidate", spans / "empty.jsonl", "--output-format", "json")
-    assert code in (0, 1), err
-    report = json.loads(out)
+    report = _span_check(spans, "empty.jsonl")
     assert report["candidate"]["means"] == {"Recall@5": 0.0, "FactCoverage@5": 0.0,
                                             "nDCG@5": 0.0}
     assert report["baseline"]["means"]["Recall@5"] == 2 / 3  # a[10:20] and a[50:60] of 3

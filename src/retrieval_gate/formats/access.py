@@ -45,7 +45,7 @@ import numpy as np
 
 from retrieval_gate.errors import InputError, memory_for
 from retrieval_gate.formats import Source, cache, source_blob
-from retrieval_gate.formats.corpus import holds_documents
+from retrieval_gate.formats.corpus import holds_documents, joined_ids
 from retrieval_gate.formats.source import Blob, read_blob, search_released
 from retrieval_gate.model import AccessTable
 from retrieval_gate.ranking import IdIndex, hash_ids
@@ -173,8 +173,7 @@ def _parse(blob: Blob) -> _Fields:
     parts = [_parse_lines(batch.numbers, batch.objects, code, blob.name)
              for batch in json_line_batches(blob, _BATCH_BYTES)] or [
         _parse_lines([], [], code, blob.name)]  # no line at all (a byte-order mark alone)
-    width = max(part.ids.dtype.itemsize for part in parts)
-    ids = np.concatenate([part.ids.astype(f"S{width}", copy=False) for part in parts])
+    ids = joined_ids([part.ids for part in parts])
     lines = np.concatenate([part.lines for part in parts])
     principals = tuple(sorted(code))
     rank = np.empty(len(code), dtype=np.int64)  # the parse's code → the sorted principal's

@@ -21,7 +21,7 @@ from __future__ import annotations
 
 import json
 import re
-from collections.abc import Iterable
+from collections.abc import Callable, Iterable
 from typing import TYPE_CHECKING, Any
 
 import numpy as np
@@ -78,8 +78,9 @@ def holds_documents(blob: Blob) -> bool:
 def _id_list(blob: Blob) -> Corpus:
     parts = [(trec.gather_bytes(t.buf, t.starts[0], t.ends[0]), t.lines)
              for t in trec.tokenized(blob.data, blob.name, (0,), 1, _ID_LIST_FIX, ids=(0,))]
-    return _indexed(blob, _joined([part for part, _ in parts]), None,
-                    np.concatenate([lines for _, lines in parts]), None)
+    lines = np.concatenate([lines for _, lines in parts])
+    return _indexed(blob, joined_ids([part for part, _ in parts]), None, None,
+                    lambda i: int(lines[i]))
 
 
 def _documents(blob: Blob) -> Corpus:
@@ -100,7 +101,7 @@ def _documents(blob: Blob) -> Corpus:
                              batch.numbers[sizes.index(-2)])
         lengths.append(np.array(sizes, dtype=np.int64))
         places.append(batch.starts)
-    all_ids = _joined(ids)
+    all_ids = joined_ids(ids)
     del ids
     with_text = np.concatenate(lengths)
     place = np.concatenate(places)
@@ -109,7 +110,8 @@ def _documents(blob: Blob) -> Corpus:
         raise InputError(blob.name, "a document has no 'text' while others have one",
                          "give every document its text, or none (a list of ids)",
                          _line_at(blob, int(place[np.flatnonzero(missing)[0]])))
-    return _indexed(blob, all_ids, None if missing.all() else with_text, None, place)
+    return _indexed(blob, all_ids, None if missing.all() else with_text, place,
+                    lambda i: _line_at(blob, int(place[i])))
 
 
 def _batch_ids(batch: LineBatch, name: str) -> np.ndarray:
@@ -162,23 +164,20 @@ def document_texts(corpus: Corpus, blob: Blob, docs: Iterable[str]) -> dict[str,
 
 
 def _indexed(blob: Blob, ids: np.ndarray, lengths: np.ndarray | None,
-             lines: np.ndarray | None, places: np.ndarray | None) -> Corpus:
-    """The corpus in hash order; InputError naming the second line of an id given twice.
-    Each id's line is given (``lines``), or its place in the file (``places``)."""
+             places: np.ndarray | None, line_of: Callable[[int], int]) -> Corpus:
+    """The corpus in hash order; InputError naming the second line of an id given twice
+    (``line_of``: the line of the id at a position of ``ids`` as given)."""
     keys = hash_ids(ids)
     order = np.argsort(keys, kind="stable")
     keys, ids = keys[order], ids[order]
-    places = None if places is None else places[order]
     pair = _repeated(ids, keys[1:] == keys[:-1])
     if pair is not None:
-        first, second = sorted(_line_at(blob, int(places[i])) if places is not None
-                               else int(lines[order[i]]) if lines is not None else 0
-                               for i in pair)
+        first, second = sorted(line_of(int(order[i])) for i in pair)
         raise InputError(blob.name, f"document '{ids[pair[0]].decode(errors='replace')}' is listed "
                          f"twice (also line {first})", "list each document once", second)
-    if lengths is None:
+    if lengths is None or places is None:
         return Corpus(blob.name, ids, None, keys, None)
-    return Corpus(blob.name, ids, lengths[order], keys, places)
+    return Corpus(blob.name, ids, lengths[order], keys, places[order])
 
 
 def _repeated(ids: np.ndarray, clash: np.ndarray) -> tuple[int, int] | None:
@@ -204,7 +203,7 @@ def read_chunk_table(source: Source) -> ChunkTable:
     none = LineBatch([], [], np.zeros(0, dtype=np.int64))  # a table of no chunk (a BOM alone)
     parts = [_chunk_rows(batch, blob.name) for batch in json_line_batches(blob)] or [
         _chunk_rows(none, blob.name)]
-    ids, docs = (_joined([part[i] for part in parts]) for i in (0, 1))
+    ids, docs = (joined_ids([part[i] for part in parts]) for i in (0, 1))
     start, end, tokens, lines = (np.concatenate([part[i] for part in parts]) for i in range(2, 6))
     _require_distinct(ids, lines, blob.name, "chunk")
     return ChunkTable(blob.name, ids, docs, start, end, tokens, lines)
@@ -230,7 +229,7 @@ def _chunk_rows(batch: LineBatch, name: str) -> tuple[np.ndarray, ...]:
             np.array(batch.numbers, dtype=np.int64))
 
 
-def _joined(parts: list[np.ndarray]) -> np.ndarray:
+def joined_ids(parts: list[np.ndarray]) -> np.ndarray:
     """Byte-string arrays of any widths, concatenated at the widest."""
     width = max(part.dtype.itemsize for part in parts)
     return np.concatenate([part.astype(f"S{width}", copy=False) for part in parts])
