@@ -82,7 +82,7 @@ compare_costs() under that rule agrees). Each cost gate is a family of one here 
 (the mean estimate over the test sets against the population's statistic — the log-normal's
 exact one, or the resampled population's: numpy's ``inverted_cdf`` percentile of the pair's
 198 latencies),
-the bias the report states (:func:`retrieval_gate.cost.expected_bias`, mean over test sets),
+the bias the report states (:func:`retrieval_gate.decide.cost.expected_bias`, mean over test sets),
 the null ratio's spread, and the false-alarm and false-pass rates. **Combined family**: the
 default quality gate (nDCG@10 and Recall@10, the centred null of each pair of systems) with a
 latency mean and p95 gate (+20 %, log-normal σ = 1 null; quality and cost test sets drawn
@@ -118,10 +118,8 @@ from unittest import mock
 
 import numpy as np
 
-from retrieval_gate.cost import PERCENTILE_MIN_QUERIES, compare_costs, min_queries
-from retrieval_gate.formats import read_qrels, read_run
-from retrieval_gate.measures import parse_measures
-from retrieval_gate.policy import (
+from retrieval_gate.decide.cost import PERCENTILE_MIN_QUERIES, compare_costs, min_queries
+from retrieval_gate.decide.policy import (
     DEFAULT_MARGIN,
     REGRESSION_RULES,
     CostGate,
@@ -130,7 +128,9 @@ from retrieval_gate.policy import (
     compare,
     decide,
 )
-from retrieval_gate.scoring import score_run
+from retrieval_gate.formats import read_qrels, read_run
+from retrieval_gate.scoring.measures import parse_measures
+from retrieval_gate.scoring.scores import score_run
 
 ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT / "examples"))  # the example's own fusion script

@@ -6,7 +6,7 @@ Run by hand from the project root, with the venv's Python::
 
 The gate names an estimate when the machine refuses memory while it reads an input ("not
 enough memory for reading the corpus corpus.jsonl: needs about 2.1 GiB"): the file's size times
-the factor its reader gives ``retrieval_gate.errors.memory_for`` (in read_run and read_qrels of
+the factor its reader gives ``retrieval_gate.core.errors.memory_for`` (in read_run and read_qrels of
 retrieval_gate/formats/__init__.py, read_corpus and the access data reader). This script
 measures those factors: the peaks it printed for files of 60 MB were 1.06 (corpus, JSON
 Lines, read in batches), 6.9 (corpus, ids), 5.2 (access data, read in batches; 13.4 read whole), 3.8 and 4.9 (TREC run, pyarrow

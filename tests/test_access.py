@@ -21,15 +21,15 @@ from click.testing import CliRunner
 from conftest import gate
 from scipy.stats import binom
 
-from retrieval_gate.access import askers, item_access
 from retrieval_gate.cli import cli
-from retrieval_gate.errors import InputError
-from retrieval_gate.formats.access import read_access
-from retrieval_gate.gate import check
-from retrieval_gate.model import Query
-from retrieval_gate.policy import GatedMeasure, GatePolicy
-from retrieval_gate.snapshot import freeze, load_snapshot, load_test_set
-from retrieval_gate.validate import record_run
+from retrieval_gate.commands.validate import record_run
+from retrieval_gate.core.errors import InputError
+from retrieval_gate.core.model import Query
+from retrieval_gate.decide.policy import GatedMeasure, GatePolicy
+from retrieval_gate.formats.permissions import read_access
+from retrieval_gate.gating.gate import run_gate
+from retrieval_gate.inputs.snapshot import freeze, load_snapshot, load_test_set
+from retrieval_gate.scoring.visibility import askers, item_access
 
 ROOT = Path(__file__).resolve().parent.parent
 DOCS = [
@@ -141,7 +141,7 @@ def test_leaks_and_stale_items_gain_nothing_and_unacceptable_judgments_leave_r(
     # qa: g1 leaks (and would be "relevant"); old is stale beside new: mixed versions.
     # qg: a1 leaks; new is not yet in force on 2026-02-01: stale, beside old.
     dirty = _run(tmp_path, "dirty", {"qa": ["g1", "old", "new"], "qg": ["a1", "new", "old"]})
-    report = check(snapshot, clean, dirty, GatePolicy(gates=(GatedMeasure("Recall@3"),),
+    report = run_gate(snapshot, clean, dirty, GatePolicy(gates=(GatedMeasure("Recall@3"),),
                                                       min_queries=1))
     base, cand = report.baseline.means, report.candidate.means
     assert base["Recall@3"] == 1.0  # qa: R = 2 (g1's judgment is not counted)
@@ -169,7 +169,7 @@ def test_leak_policy(tmp_path: Path, policy: str, base_leaks: bool, cand_leaks: 
     leaky = {"qa": ["a1", "new", "g1"], "qg": ["g1", "old"]}
     base = _run(tmp_path, "base", leaky if base_leaks else clean)
     cand = _run(tmp_path, "cand", leaky if cand_leaks else clean)
-    report = check(snapshot, base, cand, GatePolicy(gates=(GatedMeasure("Recall@3"),),
+    report = run_gate(snapshot, base, cand, GatePolicy(gates=(GatedMeasure("Recall@3"),),
                                                     min_queries=1, leaks=policy))
     assert report.leaks is not None and report.leaks.fails is fails
     assert ("leak" in report.reasons) is fails
@@ -184,7 +184,7 @@ def test_a_leak_in_any_stage_of_a_pipeline_fails(tmp_path: Path) -> None:
     _lines(tmp_path / "corpus.jsonl", DOCS)
     _lines(tmp_path / "queries.jsonl", QUERIES)
     _lines(tmp_path / "qrels.jsonl", QRELS)
-    from retrieval_gate.stages import StageContract
+    from retrieval_gate.core.stages import StageContract
     freeze(tmp_path / "snapshot.json", queries=tmp_path / "queries.jsonl",
            qrels=tmp_path / "qrels.jsonl", corpus_version="c",
            corpus_file=tmp_path / "corpus.jsonl", permissions_version="p", unit="document",
@@ -203,7 +203,7 @@ def test_a_leak_in_any_stage_of_a_pipeline_fails(tmp_path: Path) -> None:
         record_run(tmp_path / "snapshot.json", None, {}, "abc", "2026-12-01T00:00:00Z",
                    stages=stage_files)
         runs.append(stage_files[-1][1])
-    report = check(tmp_path / "snapshot.json", runs[0], runs[1],
+    report = run_gate(tmp_path / "snapshot.json", runs[0], runs[1],
                    GatePolicy(gates=(GatedMeasure("Recall [context]"),), min_queries=1))
     assert report.leaks is not None and report.leaks.fails
     stages = {(leak.query, leak.stage, leak.document) for leak in report.leaks.candidate.rows}
@@ -235,7 +235,7 @@ def test_false_abstain_is_an_exact_binomial_on_discordant_pairs(
         base_said[ids[i]] = True
     base = _run(tmp_path, "base", rankings, base_said)
     cand = _run(tmp_path, "cand", rankings, cand_said)
-    report = check(snapshot, base, cand, GatePolicy(
+    report = run_gate(snapshot, base, cand, GatePolicy(
         gates=(GatedMeasure("Recall@3"), GatedMeasure("FalseAbstain", 0.05))))
     row = next(c for c in report.comparisons if c.measure == "FalseAbstain")
     discordant = flips_worse + flips_better
@@ -255,7 +255,7 @@ def test_abstain_on_the_unanswerable_slice(tmp_path: Path) -> None:
     cand = _run(tmp_path, "cand", rankings, {q: q == "u0" for q in ids})
     policy = GatePolicy(gates=(GatedMeasure("Abstain", 0.1),), slices=("all", "unanswerable"),
                         min_queries=1)
-    report = check(snapshot, base, cand, policy)
+    report = run_gate(snapshot, base, cand, policy)
     (row,) = report.comparisons
     assert (row.measure, row.slice, row.n) == ("Abstain", "unanswerable", 3)
     assert (row.baseline_mean, row.candidate_mean) == (1.0, 1 / 3)
@@ -269,7 +269,7 @@ def test_without_abstention_decisions_the_report_says_so(tmp_path: Path) -> None
     snapshot = _abstention_set(tmp_path, 2)
     ids = ["q00", "q01", "u0", "u1", "u2"]
     run = _run(tmp_path, "plain", {q: ["pub", "a1"] if q == "u1" else [] for q in ids})
-    report = check(snapshot, run, run, GatePolicy(gates=(GatedMeasure("Recall@3"),)))
+    report = run_gate(snapshot, run, run, GatePolicy(gates=(GatedMeasure("Recall@3"),)))
     sides = {u.query: u.candidate for u in report.unanswerable}
     assert (sides["u1"].returned, sides["u1"].top_score, sides["u1"].leaks,
             sides["u1"].abstained) == (2, 10.0, 1, None)
@@ -278,14 +278,14 @@ def test_without_abstention_decisions_the_report_says_so(tmp_path: Path) -> None
     assert "record no abstention decision" in text
     with pytest.raises(InputError, match="FalseAbstain is gated, and the baseline records no "
                        "abstained decision"):
-        check(snapshot, run, run, GatePolicy(gates=(GatedMeasure("FalseAbstain"),)))
+        run_gate(snapshot, run, run, GatePolicy(gates=(GatedMeasure("FalseAbstain"),)))
 
 
 def test_the_unanswerable_slice_in_config_needs_unanswerable_queries(tmp_path: Path) -> None:
     snapshot = _test_set(tmp_path, QUERIES, QRELS)
     run = _run(tmp_path, "r", {"qa": ["a1"], "qg": ["g1"]})
     with pytest.raises(InputError, match="slice 'unanswerable' is empty"):
-        check(snapshot, run, run, GatePolicy(gates=(GatedMeasure("Recall@3"),),
+        run_gate(snapshot, run, run, GatePolicy(gates=(GatedMeasure("Recall@3"),),
                                              slices=("unanswerable",)))
 
 
@@ -367,7 +367,7 @@ def test_leaks_come_first_in_markdown_and_annotations(tmp_path: Path) -> None:
     snapshot = _test_set(tmp_path, QUERIES, QRELS)
     clean = _run(tmp_path, "clean", {"qa": ["a1"], "qg": ["g1"]})
     leaky = _run(tmp_path, "leaky", {"qa": ["g1", "a1"], "qg": ["g1"]})
-    report = check(snapshot, clean, leaky, GatePolicy(gates=(GatedMeasure("Recall@3"),),
+    report = run_gate(snapshot, clean, leaky, GatePolicy(gates=(GatedMeasure("Recall@3"),),
                                                       min_queries=1))
     markdown = report_markdown(report)
     assert markdown.index("**Leaks:**") < markdown.index("| measure |")
@@ -478,7 +478,7 @@ def test_the_access_cache_holds_documents_named_only_by_supersedes(tmp_path: Pat
     alone, without a row for ``old``; ACLs as dense bitsets) are never read."""
     import hashlib
 
-    from retrieval_gate.ranking import hash_ids
+    from retrieval_gate.core.ranking import hash_ids
 
     code, err = _cli_snapshot(tmp_path, CHAIN, [{"id": "q", "as_of": "2026-02-01"}],
                               [{"query_id": "q", "doc_id": "old", "grade": 1}],

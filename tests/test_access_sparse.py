@@ -16,11 +16,11 @@ import numpy as np
 import pytest
 from conftest import gate
 
-from retrieval_gate import sparse
-from retrieval_gate.access import allowed, askers, item_access
-from retrieval_gate.errors import InputError
-from retrieval_gate.formats.access import read_access, read_corpus_access
-from retrieval_gate.model import Query
+from retrieval_gate.core import sparse
+from retrieval_gate.core.errors import InputError
+from retrieval_gate.core.model import Query
+from retrieval_gate.formats.permissions import read_access, read_corpus_access
+from retrieval_gate.scoring.visibility import allowed, askers, item_access
 
 FIX = "remove the link that closes it (a document supersedes an older version only)"
 

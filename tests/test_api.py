@@ -12,7 +12,7 @@ from conftest import BASELINE, CRANFIELD, ROOT, RUNS, SNAPSHOT, imported_by
 
 import retrieval_gate
 from retrieval_gate import GatedMeasure, GateError, InputError, Report
-from retrieval_gate.errors import NotComparableError
+from retrieval_gate.core.errors import NotComparableError
 from retrieval_gate.formats import read_qrels, read_run
 
 TITLES = RUNS / "bm25-titles.trec"
@@ -160,4 +160,4 @@ def test_every_export_resolves_and_check_is_the_function():
 
 def test_importing_the_package_loads_neither_numpy_nor_the_api():
     assert imported_by("import retrieval_gate", ("numpy", "scipy", "retrieval_gate.api",
-                                                 "retrieval_gate.gate")) == []
+                                                 "retrieval_gate.gating.gate")) == []

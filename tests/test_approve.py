@@ -151,7 +151,7 @@ def test_approve_replaces_a_baseline_of_an_earlier_snapshot_and_records_it(repo)
     manifest = folder / "bm25.trec.manifest.json"
     document = json.loads(manifest.read_text())
     document["snapshot"]["components"]["qrels"]["version"] = "old"
-    from retrieval_gate.snapshot import fingerprint
+    from retrieval_gate.inputs.snapshot import fingerprint
 
     document["snapshot"]["fingerprint"] = old = fingerprint(document["snapshot"]["components"])
     manifest.write_text(json.dumps(document))
@@ -408,7 +408,9 @@ import json, os, shutil, signal, sys
 from pathlib import Path
 
 sys.dont_write_bytecode = True
-from retrieval_gate import approve, cli, schema
+from retrieval_gate import cli
+from retrieval_gate.commands import approve
+from retrieval_gate.formats import schema
 for name in ("snapshot", "run-manifest"):  # import and compile before forking
     schema.problems({}, name, "warm-up")
 approve.utc_now = lambda: "2026-01-01T00:00:00Z"

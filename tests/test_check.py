@@ -11,10 +11,10 @@ import pytest
 from conftest import BASELINE, CRANFIELD, RUNS, SNAPSHOT, gate
 from jsonschema import Draft202012Validator
 
-from retrieval_gate.gate import check
-from retrieval_gate.policy import GatedMeasure, GatePolicy, decide, exit_code, verdict
+from retrieval_gate.decide.policy import GatedMeasure, GatePolicy, decide, exit_code, verdict
+from retrieval_gate.formats.schema import schema
+from retrieval_gate.gating.gate import run_gate
 from retrieval_gate.report.markdown import MARKER
-from retrieval_gate.schema import schema
 
 
 def gate_check(candidate: Path, *extra: str | Path, baseline: Path = BASELINE,
@@ -245,7 +245,7 @@ def test_missing_inputs_are_a_usage_error(tmp_path, monkeypatch):
 
 
 def test_library_call_matches_the_cli():
-    report = check(SNAPSHOT, BASELINE, RUNS / "hybrid.trec",
+    report = run_gate(SNAPSHOT, BASELINE, RUNS / "hybrid.trec",
                    GatePolicy(gates=(GatedMeasure("nDCG@10", 0.01),), resamples=1000))
     assert report.verdict == "pass" and len(report.comparisons) == 1
     assert report.comparisons[0].margin == 0.01

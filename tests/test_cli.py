@@ -245,12 +245,12 @@ def test_json_errors_name_the_place(tmp_path):
 
 
 def test_internal_error_exits_70_without_traceback(monkeypatch):
-    import retrieval_gate.evaluate
+    import retrieval_gate.commands.score
 
     def broken(*args, **kwargs):
         raise ZeroDivisionError("division by zero")
 
-    monkeypatch.setattr(retrieval_gate.evaluate, "score_files", broken)
+    monkeypatch.setattr(retrieval_gate.commands.score, "score_files", broken)
     code, _, err = score(SEEDS / "001_fixture.json")
     assert code == 70 and "bug" in err and "Traceback" not in err
 

@@ -1,4 +1,4 @@
-"""Tests for retrieval_gate.compare: oracles are scipy.stats.binomtest and scipy.stats.bootstrap."""
+"""Tests for retrieval_gate.decide.paired: oracles are scipy.stats.binomtest and scipy.stats.bootstrap."""
 
 from __future__ import annotations
 
@@ -14,7 +14,7 @@ from hypothesis import example, given, settings
 from hypothesis import strategies as st
 from scipy import stats
 
-from retrieval_gate.compare import (
+from retrieval_gate.decide.paired import (
     EXACT_BINOMIAL_MAX,
     BootstrapInterval,
     SignTest,
@@ -67,7 +67,7 @@ def test_exact_tail_oracle_routes_agree():
 def test_module_does_not_import_scipy_stats():
     code = (
         "import numpy as np\n"
-        "import retrieval_gate.compare as c\n"
+        "import retrieval_gate.decide.paired as c\n"
         "c.sign_test(np.array([1.0, -1.0, 0.5]))\n"
         "c.bootstrap_ci(np.array([[1.0, -1.0, 0.5]]), rng=np.random.default_rng(0),"
         " resamples=50)\n"

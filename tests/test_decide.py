@@ -13,15 +13,14 @@ import numpy as np
 import pytest
 from conftest import ROOT, gate
 
-from retrieval_gate.compare import bootstrap_ci
-from retrieval_gate.cost import (
+from retrieval_gate.decide.cost import (
     PERCENTILE_MIN_QUERIES,
     compare_costs,
     expected_bias,
     min_queries,
 )
-from retrieval_gate.gate import check
-from retrieval_gate.policy import (
+from retrieval_gate.decide.paired import bootstrap_ci
+from retrieval_gate.decide.policy import (
     CostGate,
     GatedMeasure,
     GatePolicy,
@@ -30,7 +29,8 @@ from retrieval_gate.policy import (
     labels,
     verdict,
 )
-from retrieval_gate.schema import schema
+from retrieval_gate.formats.schema import schema
+from retrieval_gate.gating.gate import run_gate
 
 PYDOC = ROOT / "examples" / "pydoc"
 POLICIES = ROOT / "examples" / "policies"
@@ -195,7 +195,7 @@ def test_a_percentile_has_its_own_minimum_number_of_queries() -> None:
 
 
 def test_a_cost_gate_takes_its_own_min_queries_from_the_config(tmp_path: Path) -> None:
-    from retrieval_gate.config import config_from_mapping
+    from retrieval_gate.inputs.config import config_from_mapping
 
     config = config_from_mapping({"cost": [{"metric": "latency_ms", "stat": "p95",
                                             "max-increase": 0.2, "min-queries": 30}]},
@@ -335,11 +335,11 @@ def test_quality_and_cost_are_one_family_in_the_report(tmp_path: Path) -> None:
 def test_too_small_comparisons_leave_the_family() -> None:
     snapshot, baseline = PYDOC / "snapshot.json", ROOT / "baselines" / "pydoc"
     candidate = PYDOC / "runs" / "bm25-truncated.trec"
-    alone = check(snapshot, baseline, candidate, GatePolicy(gates=(GatedMeasure("Recall@10",
+    alone = run_gate(snapshot, baseline, candidate, GatePolicy(gates=(GatedMeasure("Recall@10",
                                                                                 0.08),)))
     for other in (GatedMeasure("Recall@10", 0.0, slice="exceptions", min_queries=500),
                   GatedMeasure("nDCG@10", 0.08, slice="exceptions")):  # 12 < 25 queries
-        report = check(snapshot, baseline, candidate,
+        report = run_gate(snapshot, baseline, candidate,
                        GatePolicy(gates=(GatedMeasure("Recall@10", 0.08), other)))
         assert report.family == alone.family == 1
         ours = next(c for c in report.comparisons if c.slice == "all")

@@ -15,10 +15,10 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 from retrieval_gate import ScoringPolicy, parse_measures, score_run
-from retrieval_gate.errors import InputError
-from retrieval_gate.evidence import attach_chunks
+from retrieval_gate.core.errors import InputError
 from retrieval_gate.formats import read_qrels, read_run
 from retrieval_gate.formats.corpus import read_chunk_table, read_corpus
+from retrieval_gate.scoring.evidence import attach_chunks
 
 MEASURES = ["Recall@2", "Recall@5", "P@5", "Hit@1", "Hit@2", "RR@5", "AP@5", "nDCG@5",
             "Judged@5", "FactCoverage@2", "FactCoverage@5", "AllFacts@2", "AllFacts@5"]
@@ -493,8 +493,8 @@ def test_chunk_judgments_with_a_pinned_chunk_table_score_the_chunks(tmp_path):
     code, _, err = gate("run-manifest", "--snapshot", tmp_path / "snapshot.json", "--run",
                         tmp_path / "run.trec", "--chunking-version", "halves")
     assert code == 0, err
-    from retrieval_gate.gate import check
-    from retrieval_gate.policy import GatedMeasure, GatePolicy
-    report = check(tmp_path / "snapshot.json", tmp_path / "run.trec", tmp_path / "run.trec",
+    from retrieval_gate.decide.policy import GatedMeasure, GatePolicy
+    from retrieval_gate.gating.gate import run_gate
+    report = run_gate(tmp_path / "snapshot.json", tmp_path / "run.trec", tmp_path / "run.trec",
                    GatePolicy(gates=(GatedMeasure("RR@10"),), min_queries=1))
     assert report.baseline.means["RR@10"] == 0.5  # d#1 at rank 2, as trec_eval scores it

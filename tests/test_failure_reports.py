@@ -11,8 +11,8 @@ from xml.etree import ElementTree
 import pytest
 from click.testing import CliRunner
 
-from retrieval_gate import schema
 from retrieval_gate.cli import cli
+from retrieval_gate.formats import schema
 
 ROOT = Path(__file__).resolve().parent.parent
 

@@ -501,7 +501,7 @@ def test_to_spans_survives_hostile_ids_quotes_and_offsets(tmp_path, query, chunk
 
 def _read_lines(read) -> tuple[str, object]:
     """("ok", what ``read()`` returned) or ("refused", None) for an InputError."""
-    from retrieval_gate.errors import InputError
+    from retrieval_gate.core.errors import InputError
 
     try:
         return "ok", read()

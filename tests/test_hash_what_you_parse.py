@@ -12,11 +12,11 @@ from pathlib import Path
 import pytest
 from conftest import gate
 
-from retrieval_gate.errors import GateError, NotComparableError
-from retrieval_gate.gate import check
-from retrieval_gate.pipeline import score_stages
-from retrieval_gate.runmanifest import load_checked_run, make_run_manifest
-from retrieval_gate.snapshot import load_snapshot, load_test_set
+from retrieval_gate.core.errors import GateError, NotComparableError
+from retrieval_gate.gating.gate import run_gate
+from retrieval_gate.gating.pipeline import score_stages
+from retrieval_gate.inputs.run_manifest import load_checked_run, make_run_manifest
+from retrieval_gate.inputs.snapshot import load_snapshot, load_test_set
 
 QUERIES = '{"id": "q1"}\n{"id": "q2"}\n{"id": "q3"}\n'
 QRELS = "q1 0 d1 1\nq2 0 d2 1\nq3 0 d3 1\n"
@@ -77,7 +77,7 @@ def test_a_run_swapped_during_check_never_passes_for_the_pinned_one(testset):
     """A thread keeps swapping the candidate between its pinned content and another while the
     gate runs: each check either refuses it (exit 3) or scores exactly the pinned content."""
     run = testset / "run.trec"
-    pinned = check(testset / "snapshot.json", run, run)
+    pinned = run_gate(testset / "snapshot.json", run, run)
     expected = pinned.candidate.means
     stop = threading.Event()
 
@@ -94,7 +94,7 @@ def test_a_run_swapped_during_check_never_passes_for_the_pinned_one(testset):
     try:
         for _ in range(40):
             try:
-                report = check(testset / "snapshot.json", run, run)
+                report = run_gate(testset / "snapshot.json", run, run)
             except NotComparableError:
                 outcomes.add("refused")
                 continue

@@ -17,9 +17,9 @@ from conftest import BASELINE, CRANFIELD, gate
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from retrieval_gate.errors import InputError
+from retrieval_gate.core.errors import InputError
+from retrieval_gate.core.limits import MAX_CUTOFF, MAX_GRADE, MAX_ID_BYTES, MAX_JSON_DEPTH
 from retrieval_gate.formats import read_run
-from retrieval_gate.formats.limits import MAX_CUTOFF, MAX_GRADE, MAX_ID_BYTES, MAX_JSON_DEPTH
 
 QRELS = "q1 0 d1 2\nq1 0 d2 0\nq2 0 d3 1\n"
 RUN = "q1 Q0 d1 1 3.0 t\nq1 Q0 d2 2 2.0 t\nq2 Q0 d3 1 1.0 t\n"
@@ -430,7 +430,7 @@ def test_arrow_reader_leaves_long_ids_to_the_numpy_reader(tmp_path, monkeypatch)
 def test_length_aware_hashing_equals_hash_ids():
     """One long id among many short ones takes the length-sorted path; hashes and equality of
     neighbours are those of the plain word-by-word computation."""
-    from retrieval_gate import ranking
+    from retrieval_gate.core import ranking
 
     rng = np.random.default_rng(7)
     ids = [bytes(rng.integers(1, 256, size=int(n)).astype(np.uint8))
@@ -518,7 +518,7 @@ def test_trec_reader_never_fails_internally(tmp_path, lines, noise, at):
 def test_a_key_value_option_holding_any_lone_surrogate_is_refused(tmp_path):
     """Not only the \\udc80-\\udcff that stand for undecodable argv bytes: any lone surrogate."""
     from retrieval_gate.cli import _key_values
-    from retrieval_gate.errors import InputError
+    from retrieval_gate.core.errors import InputError
 
     for pair in ("\ud800=x", "k=\udfff", "k=\udc80"):
         with pytest.raises(InputError, match="is not UTF-8 text"):

@@ -47,10 +47,9 @@ import pytest
 from conftest import ROOT
 from test_injection import PAYLOADS, assert_no_foreign_command
 
-from retrieval_gate.config import load_config
-from retrieval_gate.gate import check
-from retrieval_gate.report.html import NAME, TEXT, report_html
-from retrieval_gate.report.model import (
+from retrieval_gate.core.untrusted import capped, visible
+from retrieval_gate.gating.gate import run_gate
+from retrieval_gate.gating.outcome import (
     FunnelReport,
     FunnelRow,
     QueryChange,
@@ -58,8 +57,9 @@ from retrieval_gate.report.model import (
     UnanswerableRow,
     UnanswerableSide,
 )
+from retrieval_gate.inputs.config import load_config
+from retrieval_gate.report.html import NAME, TEXT, report_html
 from retrieval_gate.report.text import headline, p_value, signed
-from retrieval_gate.untrusted import capped, visible
 
 EXAMPLES = {"cranfield": "pyproject.toml", "pipeline": "examples/pydoc/pipeline.toml",
             "policies": "examples/policies/gate.toml", "spans": "examples/pydoc/gate.toml"}
@@ -75,7 +75,7 @@ def build(config: str) -> Report:
     with pytest.MonkeyPatch.context() as patch:
         patch.chdir(ROOT)
         cfg = load_config(config)
-        return check(cfg.snapshot, cfg.baseline, cfg.candidate, cfg.policy, str(cfg.source))
+        return run_gate(cfg.snapshot, cfg.baseline, cfg.candidate, cfg.policy, str(cfg.source))
 
 
 @pytest.fixture(scope="module")
@@ -487,7 +487,7 @@ def test_the_row_shows_the_bound_that_decided_in_the_browser(browser, tmp_path):
     with pytest.MonkeyPatch.context() as patch:
         patch.chdir(ROOT)
         cfg = load_config("pyproject.toml")
-        report = check(cfg.snapshot, cfg.baseline, "examples/cranfield/runs/bm25-titles.trec",
+        report = run_gate(cfg.snapshot, cfg.baseline, "examples/cranfield/runs/bm25-titles.trec",
                        cfg.policy, str(cfg.source))
     ndcg = next(c for c in report.comparisons if c.measure == "nDCG@10")
     assert ndcg.decision == "inconclusive" and ndcg.ci_high < 0

@@ -40,11 +40,11 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 from markdown_it import MarkdownIt
 
-from retrieval_gate.gate import check
-from retrieval_gate.policy import GatedMeasure, GatePolicy
+from retrieval_gate.core.untrusted import capped, command_safe, visible
+from retrieval_gate.decide.policy import GatedMeasure, GatePolicy
+from retrieval_gate.gating.gate import run_gate
 from retrieval_gate.report.markdown import MARKER, MAX_CHARS, NAME, TEXT, report_markdown
 from retrieval_gate.report.text import report_text
-from retrieval_gate.untrusted import capped, command_safe, visible
 
 PAYLOADS = [
     "\n::add-mask::secret", "x\r::warning title=forged::pwn", "y\r\n::notice::crlf",
@@ -456,7 +456,7 @@ _BASE: list = []
 def _report():
     """A real regression report (the titles-only Cranfield run), built once."""
     if not _BASE:
-        _BASE.append(check(SNAPSHOT, BASELINE, RUNS / "bm25-titles.trec",
+        _BASE.append(run_gate(SNAPSHOT, BASELINE, RUNS / "bm25-titles.trec",
                            GatePolicy(gates=(GatedMeasure("Recall@10", 0.02),),
                                       resamples=200)))
     return _BASE[0]

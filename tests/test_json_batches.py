@@ -10,7 +10,7 @@ import sys
 
 import pytest
 
-from retrieval_gate.errors import InputError
+from retrieval_gate.core.errors import InputError
 from retrieval_gate.formats.corpus import document_texts, read_chunk_table, read_corpus
 from retrieval_gate.formats.jsonfmt import json_line_batches, json_lines
 from retrieval_gate.formats.source import Blob

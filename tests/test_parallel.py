@@ -1,4 +1,4 @@
-"""retrieval_gate.parallel.both: the first computation in a forked child, with the result and
+"""retrieval_gate.core.parallel.both: the first computation in a forked child, with the result and
 the error a serial run would give — and gate check, scoring the baseline that way, writes the
 same report byte for byte."""
 
@@ -16,9 +16,9 @@ from pathlib import Path
 import pytest
 from conftest import BASELINE, CRANFIELD, ROOT, gate
 
-import retrieval_gate.gate
-from retrieval_gate.errors import InputError
-from retrieval_gate.parallel import both
+import retrieval_gate.gating.gate
+from retrieval_gate.core.errors import InputError
+from retrieval_gate.core.parallel import both
 
 forks = pytest.mark.skipif(not sys.platform.startswith("linux")
                            or len(os.sched_getaffinity(0)) < 2,
@@ -91,7 +91,7 @@ def test_the_child_dies_with_its_parent(tmp_path):
     pid_file = tmp_path / "child"
     script = f"""
 import os, pathlib, signal, time
-from retrieval_gate.parallel import both
+from retrieval_gate.core.parallel import both
 
 def slow():
     pid_file = pathlib.Path({str(pid_file)!r})
@@ -127,7 +127,7 @@ def running(pid: int) -> bool:
 
 
 def test_an_interrupt_is_deferred_while_a_child_is_forked():
-    from retrieval_gate.parallel import _interrupts_held
+    from retrieval_gate.core.parallel import _interrupts_held
 
     with pytest.raises(KeyboardInterrupt), _interrupts_held():
         os.kill(os.getpid(), signal.SIGINT)
@@ -244,7 +244,7 @@ def test_check_scores_the_baseline_in_a_child_with_the_same_report(monkeypatch, 
     monkeypatch.setattr(pickle, "loads", lambda data: delivered.append(True) or real_loads(data))
 
     def report(parallel_bytes: range, out: str) -> bytes:
-        monkeypatch.setattr(retrieval_gate.gate, "PARALLEL_BYTES", parallel_bytes)
+        monkeypatch.setattr(retrieval_gate.gating.gate, "PARALLEL_BYTES", parallel_bytes)
         code, _, err = gate("check", *EXAMPLES[example], "--json", tmp_path / out,
                             "--fail-on", "never")
         assert code == 0, err

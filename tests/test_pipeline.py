@@ -23,16 +23,16 @@ import pytest
 from click.testing import CliRunner
 
 from retrieval_gate.cli import cli
-from retrieval_gate.errors import InputError
-from retrieval_gate.gate import check
-from retrieval_gate.policy import CostGate, GatedMeasure, GatePolicy
+from retrieval_gate.commands.validate import record_run
+from retrieval_gate.core.errors import InputError
+from retrieval_gate.core.stages import StageContract, parse_contract
+from retrieval_gate.decide.policy import CostGate, GatedMeasure, GatePolicy
+from retrieval_gate.gating.gate import run_gate
+from retrieval_gate.inputs.snapshot import freeze
 from retrieval_gate.report.json import report_json
 from retrieval_gate.report.junit import report_junit
 from retrieval_gate.report.markdown import report_markdown
 from retrieval_gate.report.text import report_text
-from retrieval_gate.snapshot import freeze
-from retrieval_gate.stages import StageContract, parse_contract
-from retrieval_gate.validate import record_run
 
 STAGES = (StageContract("candidates", 4), StageContract("reranked", 2),
           StageContract("context", None, 100))
@@ -98,7 +98,7 @@ def test_funnel_by_hand(pipeline: Path) -> None:
     # The candidate's packer trims d1 to 40 tokens: 60 + 40 = 100, exactly the budget — in.
     candidate = _run(pipeline, "cand", {**BASELINE, "context": [
         _ranking("q1", [("d2", 60), ("d1", 40)]), _ranking("q2", [("d5", 30)])]})
-    report = check(pipeline / "snapshot.json", baseline, candidate,
+    report = run_gate(pipeline / "snapshot.json", baseline, candidate,
                    GatePolicy(gates=(GatedMeasure("Recall [context]"),), min_queries=1))
     funnel = report.funnel
     assert funnel is not None and funnel.units == 6
@@ -131,7 +131,7 @@ def test_budget_boundary_an_item_crossing_it_is_out(pipeline: Path) -> None:
         _ranking("q1", [("d2", 60), ("d1", 41), ("d3", 10)]), _ranking("q2", [("d5", 30)])]})
     exact = _run(pipeline, "exact", {**BASELINE, "context": [
         _ranking("q1", [("d2", 60), ("d1", 40), ("d3", 0)]), _ranking("q2", [("d5", 30)])]})
-    report = check(pipeline / "snapshot.json", over, exact,
+    report = run_gate(pipeline / "snapshot.json", over, exact,
                    GatePolicy(gates=(GatedMeasure("Recall [context]"),), min_queries=1))
     assert report.baseline.means["Recall [context]"] == (1 / 4 + 1 / 2) / 2
     assert report.candidate.means["Recall [context]"] == (3 / 4 + 1 / 2) / 2
@@ -207,7 +207,7 @@ def test_latency_gate_on_a_known_ratio(tmp_path: Path, increase: float, decision
     baseline, candidate = _latency_set(tmp_path, 60, 1.5)
     policy = GatePolicy(gates=(GatedMeasure("Recall@1"),),
                         costs=(CostGate("latency_ms", "p95", max_increase=increase),))
-    report = check(tmp_path / "snapshot.json", baseline, candidate, policy)
+    report = run_gate(tmp_path / "snapshot.json", baseline, candidate, policy)
     row = next(r for r in report.costs if r.stat == "p95")
     # Every query takes 1.5 times as long: every resample's ratio is 1.5.
     assert row.ratio == pytest.approx(1.5) and row.ratio_low == pytest.approx(1.5)
@@ -256,7 +256,7 @@ def test_a_p95_of_too_few_queries_certifies_nothing_and_the_report_says_why(
     baseline, candidate = _latency_set(tmp_path, 30, 1.5)
     policy = GatePolicy(gates=(GatedMeasure("Recall@1"),),
                         costs=(CostGate("latency_ms", "p95", max_increase=0.2),))
-    report = check(tmp_path / "snapshot.json", baseline, candidate, policy)
+    report = run_gate(tmp_path / "snapshot.json", baseline, candidate, policy)
     row = next(r for r in report.costs if r.stat == "p95" and r.gate is not None)
     assert row.ratio == pytest.approx(1.5) and row.decision == "inconclusive"
     assert report.verdict == "inconclusive" and report.family == 1  # Recall@1 alone
@@ -283,7 +283,7 @@ def test_context_budget_gate_is_absolute(tmp_path: Path) -> None:
                         costs=(CostGate("context_tokens", "mean", max=4),))
     with pytest.raises(InputError, match="a cost is gated, and the baseline records no "
                        "context_tokens"):
-        check(tmp_path / "snapshot.json", baseline, candidate, policy)
+        run_gate(tmp_path / "snapshot.json", baseline, candidate, policy)
 
 
 def test_a_run_without_latency_has_no_latency_rows(tmp_path: Path) -> None:
@@ -295,7 +295,7 @@ def test_a_run_without_latency_has_no_latency_rows(tmp_path: Path) -> None:
            measures=["Recall@1"])
     run = _lines(tmp_path / "run.jsonl", [_ranking(q, [("d", 1)]) for q in ids])
     record_run(tmp_path / "snapshot.json", run, {}, "abc", "2026-12-01T00:00:00Z")
-    report = check(tmp_path / "snapshot.json", run, run,
+    report = run_gate(tmp_path / "snapshot.json", run, run,
                    GatePolicy(gates=(GatedMeasure("Recall@1"),)))
     assert report.costs == () and report.funnel is None
     assert not any("latency" in w for w in report.warnings)
@@ -352,7 +352,7 @@ def test_short_lists_are_counted_and_score_no_better(tmp_path: Path) -> None:
     short = _lines(tmp_path / "short.jsonl", [_ranking(q, [("a", 1)]) for q in ids])
     for run in (full, short):
         record_run(tmp_path / "snapshot.json", run, {}, "abc", "2026-12-01T00:00:00Z")
-    report = check(tmp_path / "snapshot.json", full, short,
+    report = run_gate(tmp_path / "snapshot.json", full, short,
                    GatePolicy(gates=(GatedMeasure("P@3"),), min_queries=1))
     assert report.baseline.unjudged_share == 0.0
     assert report.candidate.unjudged_share == pytest.approx(2 / 3)  # 2 empty slots of 3
@@ -375,7 +375,7 @@ def test_reports_show_the_funnel_and_a_regression_names_the_stage(pipeline: Path
         _ranking("q1", [("x1", 5)]), _ranking("q2", [("x1", 5)])]})
     # Two queries cannot certify a regression (the sign test's smallest p is 0.25): the
     # headline's wording for one is checked on the same report, its verdict set by hand.
-    report = check(pipeline / "snapshot.json", baseline, dropped,
+    report = run_gate(pipeline / "snapshot.json", baseline, dropped,
                    GatePolicy(gates=(GatedMeasure("Recall [context]"),), min_queries=1))
     assert report.funnel is not None and report.funnel.worst is not None
     assert (report.funnel.worst.kind, report.funnel.worst.baseline,
@@ -418,19 +418,19 @@ def test_snapshot_measures_must_read_a_stage_of_its_pipeline(tmp_path: Path, mea
 
 
 def test_stage_files_travel_with_an_approved_baseline(pipeline: Path) -> None:
-    from retrieval_gate.approve import approve_baseline
+    from retrieval_gate.commands.approve import approve_baseline
 
     run = _run(pipeline, "base", BASELINE)
     approval = approve_baseline(run, pipeline / "baselines", pipeline / "snapshot.json")
     assert sorted(p.name for p in approval.run.parent.iterdir()) == [
         "candidates.jsonl", "context.jsonl", "context.jsonl.manifest.json", "reranked.jsonl"]
-    report = check(pipeline / "snapshot.json", pipeline / "baselines", run,
+    report = run_gate(pipeline / "snapshot.json", pipeline / "baselines", run,
                    GatePolicy(gates=(GatedMeasure("Recall [context]"),), min_queries=1))
     assert report.funnel is not None and all(r.diff == 0 for r in report.funnel.losses)
 
 
 def test_resampled_percentiles_are_numpys() -> None:
-    from retrieval_gate.cost import _Sorted
+    from retrieval_gate.decide.cost import _Sorted
 
     rng = np.random.default_rng(7)
     for n in (1, 2, 5, 997, 5_000):
@@ -451,7 +451,7 @@ def test_a_budgeted_stage_that_passes_on_nothing_needs_no_token_counts(pipeline:
     baseline = _run(pipeline, "base", BASELINE)
     empty = _run(pipeline, "empty", {**BASELINE, "context": [{"query_id": "q1", "items": []},
                                                              {"query_id": "q2", "items": []}]})
-    report = check(pipeline / "snapshot.json", baseline, empty,
+    report = run_gate(pipeline / "snapshot.json", baseline, empty,
                    GatePolicy(gates=(GatedMeasure("Recall [context]"),), min_queries=1))
     assert report.candidate.means["Recall [context]"] == 0.0
     assert report.funnel is not None

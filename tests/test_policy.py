@@ -12,11 +12,9 @@ from conftest import BASELINE, RUNS, SNAPSHOT
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from retrieval_gate.compare import bootstrap_ci, holm, sign_test
-from retrieval_gate.config import config_from_mapping
-from retrieval_gate.errors import EXIT_INVALID, GateError
-from retrieval_gate.gate import check
-from retrieval_gate.policy import (
+from retrieval_gate.core.errors import EXIT_INVALID, GateError
+from retrieval_gate.decide.paired import bootstrap_ci, holm, sign_test
+from retrieval_gate.decide.policy import (
     DEFAULT_MIN_QUERIES,
     GatedMeasure,
     GatePolicy,
@@ -26,6 +24,8 @@ from retrieval_gate.policy import (
     labels,
     percent,
 )
+from retrieval_gate.gating.gate import run_gate
+from retrieval_gate.inputs.config import config_from_mapping
 from retrieval_gate.report.github import workflow_annotations
 from retrieval_gate.report.junit import report_junit
 from retrieval_gate.report.markdown import report_markdown
@@ -168,7 +168,7 @@ def test_the_bound_is_the_bootstrap_upper_end_at_alpha_over_m():
 
 
 def test_too_few_queries_in_a_real_report_give_a_note_and_a_warning():
-    report = check(SNAPSHOT, BASELINE, RUNS / "hybrid.trec",
+    report = run_gate(SNAPSHOT, BASELINE, RUNS / "hybrid.trec",
                    GatePolicy(resamples=1000, min_queries=226))
     assert report.verdict == "inconclusive"
     for c in report.comparisons:
@@ -271,7 +271,7 @@ def test_the_reason_of_a_decision_the_interval_does_not_show():
 
 
 def test_every_renderer_labels_the_levels_the_policy_uses():
-    report = check(SNAPSHOT, BASELINE, RUNS / "bm25-titles.trec",
+    report = run_gate(SNAPSHOT, BASELINE, RUNS / "bm25-titles.trec",
                    GatePolicy(alpha=0.1, resamples=1000))
     assert {c.decision for c in report.comparisons} == {"regression", "inconclusive"}
     outputs = {"text": report_text(report), "markdown": report_markdown(report),

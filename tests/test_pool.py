@@ -16,11 +16,11 @@ from pathlib import Path
 import pytest
 from conftest import BASELINE, CRANFIELD, ROOT, gate
 
-from retrieval_gate.errors import InputError
-from retrieval_gate.gate import check
-from retrieval_gate.instead import corpus_texts
-from retrieval_gate.pool import TEXT_LIMIT, collect_pool, json_line
-from retrieval_gate.snapshot import load_snapshot, load_test_set
+from retrieval_gate.commands.pool import TEXT_LIMIT, collect_pool, json_line
+from retrieval_gate.core.errors import InputError
+from retrieval_gate.gating.gate import run_gate
+from retrieval_gate.gating.instead import corpus_texts
+from retrieval_gate.inputs.snapshot import load_snapshot, load_test_set
 
 CANDIDATE = "runs/bm25-titles.trec"
 
@@ -137,7 +137,7 @@ def test_export_lines_carry_the_query_the_text_and_no_grade(cranfield):
 def test_the_candidates_pool_is_what_gate_check_counts_as_unjudged(cranfield):
     code, out, err = export(cranfield)
     assert code == 0, err
-    report = check(cranfield / "snapshot.json", cranfield / "baseline", cranfield / CANDIDATE)
+    report = run_gate(cranfield / "snapshot.json", cranfield / "baseline", cranfield / CANDIDATE)
     unjudged = report.candidate.unjudged_share
     assert unjudged is not None
     assert len(read_lines(cranfield / "pool.jsonl")) == round(unjudged * 225 * 10) == 1857
@@ -234,14 +234,14 @@ def test_repeats_with_the_same_grade_are_accepted(cranfield):
 def test_a_freeze_that_fails_writes_nothing(cranfield, monkeypatch):
     """The new snapshot is frozen from the merged judgments' bytes before either file is
     written: when freezing fails, the judgments file is not created, or keeps its content."""
-    import retrieval_gate.pool
+    import retrieval_gate.commands.pool
 
     def refuse(*args, **kwargs):
         assert not (cranfield / "qrels-pool.jsonl").exists() or (
             cranfield / "qrels-pool.jsonl").read_text() == "old\n"  # not written yet
         raise InputError("--freeze", "refused", "for the test")
 
-    monkeypatch.setattr(retrieval_gate.pool, "freeze", refuse)
+    monkeypatch.setattr(retrieval_gate.commands.pool, "freeze", refuse)
     assert export(cranfield, "-k", "1")[0] == 0
     grade_all(cranfield / "pool.jsonl", cranfield / "judged.jsonl")
     args = ("--freeze", cranfield / "snapshot-pool.json")

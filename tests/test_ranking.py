@@ -6,7 +6,7 @@ from __future__ import annotations
 import numpy as np
 import pytest
 
-from retrieval_gate import ranking
+from retrieval_gate.core import ranking
 
 
 def brute_distinct(qcodes: np.ndarray, keys: np.ndarray) -> bool:

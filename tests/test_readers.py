@@ -8,7 +8,7 @@ from pathlib import Path
 import numpy as np
 import pytest
 
-from retrieval_gate.errors import InputError
+from retrieval_gate.core.errors import InputError
 from retrieval_gate.formats import read_qrels, read_run, trec
 from retrieval_gate.formats.source import read_bytes
 
@@ -52,7 +52,7 @@ def test_arrow_reader_matches_numpy_reader(arrow, run):
 def test_arrow_ids_hash_as_the_numpy_ids(arrow, tmp_path):
     """Hashes taken from Arrow's buffers equal hash_ids of the same ids in an S array, for
     ids of every length around the eight-byte word size, ASCII or not."""
-    from retrieval_gate.ranking import hash_ids
+    from retrieval_gate.core.ranking import hash_ids
 
     ids = [("x" * n + "é" * (n % 3)) for n in range(1, 20)] + ["a", "Z9", "é"]
     (tmp_path / "r").write_text("".join(f"q Q0 {d} 1 1.0 t\n" for d in ids), encoding="utf-8")
@@ -66,7 +66,7 @@ def test_arrow_reader_query_codes_and_order(arrow, tmp_path):
     """Query ids that share long prefixes, differ only in length or in their ninth byte, and
     come back after another query get the numpy reader's codes; ranking both gives the same
     ranked run (ties broken by id, duplicates refused)."""
-    from retrieval_gate.ranking import rank_run
+    from retrieval_gate.core.ranking import rank_run
 
     qids = ["query-000001", "query-000002", "q", "query-000001", "qq", "query-0000010"]
     lines = [f"{q} Q0 d{i % 7}x{'y' * (i % 11)} {i} {float(i % 3)} t\n"

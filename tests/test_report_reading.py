@@ -14,10 +14,10 @@ import pytest
 from conftest import BASELINE, ROOT, RUNS, SNAPSHOT, gate
 from test_report_words import _set
 
-import retrieval_gate.gate as gate_check
+import retrieval_gate.gating.gate as gate_check
+from retrieval_gate.core.untrusted import visible
+from retrieval_gate.inputs.snapshot import fingerprint
 from retrieval_gate.report.text import p_value, signed
-from retrieval_gate.snapshot import fingerprint
-from retrieval_gate.untrusted import visible
 
 WIDTH = 160  # characters of a comparison table's line in the text report, at most
 

@@ -9,11 +9,11 @@ from pathlib import Path
 from click.testing import CliRunner
 
 from retrieval_gate.cli import cli
-from retrieval_gate.gate import check
-from retrieval_gate.policy import GatedMeasure, GatePolicy
+from retrieval_gate.commands.validate import record_run
+from retrieval_gate.decide.policy import GatedMeasure, GatePolicy
+from retrieval_gate.gating.gate import run_gate
+from retrieval_gate.inputs.snapshot import freeze
 from retrieval_gate.report.text import report_text
-from retrieval_gate.snapshot import freeze
-from retrieval_gate.validate import record_run
 
 ROOT = Path(__file__).resolve().parent.parent
 
@@ -50,7 +50,7 @@ POLICY = GatePolicy(gates=(GatedMeasure("Recall@3"),), min_queries=1)
 def test_what_was_retrieved_instead_by_hand(tmp_path: Path) -> None:
     runs = _set(tmp_path, {"base": {"q1": ["d1", "d9", "d2"], "q2": ["d3"]},
                            "cand": {"q1": ["d8", "d2", "d7"], "q2": ["d3"]}})
-    report = check(tmp_path / "snapshot.json", runs["base"], runs["cand"], POLICY)
+    report = run_gate(tmp_path / "snapshot.json", runs["base"], runs["cand"], POLICY)
     (q1,) = report.instead
     assert q1.query == "q1"
     assert [(e.unit, e.grade, e.baseline_rank, e.candidate_rank) for e in q1.evidence] == [
@@ -65,7 +65,7 @@ def test_what_was_retrieved_instead_by_hand(tmp_path: Path) -> None:
 
 def test_identical_runs_say_nothing_changed(tmp_path: Path) -> None:
     runs = _set(tmp_path, {"base": {"q1": ["d1"], "q2": ["d3"]}})
-    report = check(tmp_path / "snapshot.json", runs["base"], runs["base"], POLICY)
+    report = run_gate(tmp_path / "snapshot.json", runs["base"], runs["base"], POLICY)
     text = report_text(report)
     assert report.unchanged and text.startswith("PASS: nothing changed")
     assert "Detectable drop" not in text and not report.instead
@@ -73,7 +73,7 @@ def test_identical_runs_say_nothing_changed(tmp_path: Path) -> None:
 
 def test_pool_bias_is_warned_only_when_the_candidate_surfaces_clearly_more(
         tmp_path: Path, monkeypatch) -> None:
-    import retrieval_gate.gate as gate_check
+    import retrieval_gate.gating.gate as gate_check
 
     monkeypatch.setattr(gate_check, "POOL_ITEMS", 1)  # a test set of 6 slots
     runs = _set(tmp_path, {"base": {"q1": ["d1", "d2", "d9"], "q2": ["d3", "d8", "d7"]},
@@ -82,18 +82,18 @@ def test_pool_bias_is_warned_only_when_the_candidate_surfaces_clearly_more(
                            "judged": {"q1": ["d1", "d2"], "q2": ["d3"]},
                            "short": {"q1": ["d1"], "q2": ["d3"]}})
     # the same three unjudged items in both: no news
-    shared = check(tmp_path / "snapshot.json", runs["base"], runs["same"], POLICY)
+    shared = run_gate(tmp_path / "snapshot.json", runs["base"], runs["same"], POLICY)
     assert not any("pool bias" in w for w in shared.warnings)
     # unjudged items: none of the baseline's 3 (its other 3 slots are empty), 4 of the
     # candidate's 6 slots
-    report = check(tmp_path / "snapshot.json", runs["judged"], runs["new"], POLICY)
+    report = run_gate(tmp_path / "snapshot.json", runs["judged"], runs["new"], POLICY)
     (warning,) = [w for w in report.warnings if "pool bias" in w]
     assert warning.startswith("the candidate surfaces 4 more unjudged items in its top 3 "
                               "than the baseline (baseline 0.0%, candidate 66.7% of the "
                               "slots): they score as non-relevant")
     # fewer items are no unjudged items (a packing bug, a short list): judging cannot help —
     # unjudged or empty, the candidate's slots would be 4 of 6 against the baseline's 3
-    short = check(tmp_path / "snapshot.json", runs["base"], runs["short"], POLICY)
+    short = run_gate(tmp_path / "snapshot.json", runs["base"], runs["short"], POLICY)
     assert not any("pool bias" in w for w in short.warnings)
 
 
@@ -101,7 +101,7 @@ def test_pool_bias_without_a_cutoff_counts_items_not_empty_rankings(tmp_path: Pa
                                                                      monkeypatch) -> None:
     """A gated measure without @k reads whole rankings: an empty ranking is no unjudged item,
     and a candidate that returns less (a packing bug) is no pool bias."""
-    import retrieval_gate.gate as gate_check
+    import retrieval_gate.gating.gate as gate_check
 
     monkeypatch.setattr(gate_check, "POOL_ITEMS", 1)
     runs = _set(tmp_path, {"base": {"q1": ["d1", "d9"], "q2": ["d3", "d8"]},
@@ -111,9 +111,9 @@ def test_pool_bias_without_a_cutoff_counts_items_not_empty_rankings(tmp_path: Pa
     policy = GatePolicy(gates=(GatedMeasure("Recall"),), min_queries=1)
     # the baseline's 2 unjudged of 4 items; q2 empty: 1 unjudged of 2 — a higher share of
     # what it returned was never the question, and an empty list is no unjudged item
-    empty = check(tmp_path / "snapshot.json", runs["base"], runs["empty"], policy)
+    empty = run_gate(tmp_path / "snapshot.json", runs["base"], runs["empty"], policy)
     assert not empty.pool_bias and not any("pool bias" in w for w in empty.warnings)
-    more = check(tmp_path / "snapshot.json", runs["base"], runs["more"], policy)
+    more = run_gate(tmp_path / "snapshot.json", runs["base"], runs["more"], policy)
     assert more.pool_bias
     (warning,) = [w for w in more.warnings if "pool bias" in w]
     assert warning.startswith("the candidate surfaces 2 more unjudged items in its rankings "
@@ -122,7 +122,7 @@ def test_pool_bias_without_a_cutoff_counts_items_not_empty_rankings(tmp_path: Pa
 
 
 def test_inconclusive_says_how_many_queries_would_decide() -> None:
-    report = check(ROOT / "examples/pydoc/snapshot.json", ROOT / "baselines/pydoc",
+    report = run_gate(ROOT / "examples/pydoc/snapshot.json", ROOT / "baselines/pydoc",
                    ROOT / "examples/pydoc/runs/bm25-200.trec",
                    GatePolicy(gates=(GatedMeasure("Recall@10", 0.03),)))
     first = report_text(report).splitlines()[0]

@@ -10,10 +10,10 @@ import pytest
 from click.testing import CliRunner
 
 from retrieval_gate.cli import cli
-from retrieval_gate.config import config_from_mapping, parse_gate_option
-from retrieval_gate.errors import InputError
-from retrieval_gate.gate import check
-from retrieval_gate.policy import GatedMeasure, GatePolicy
+from retrieval_gate.core.errors import InputError
+from retrieval_gate.decide.policy import GatedMeasure, GatePolicy
+from retrieval_gate.gating.gate import run_gate
+from retrieval_gate.inputs.config import config_from_mapping, parse_gate_option
 
 ROOT = Path(__file__).resolve().parent.parent
 SNAPSHOT = ROOT / "examples" / "pydoc" / "snapshot.json"
@@ -22,7 +22,7 @@ TRUNCATED = ROOT / "examples" / "pydoc" / "runs" / "bm25-truncated.trec"
 
 
 def _check(*gates: GatedMeasure, slices: tuple[str, ...] = ("all",)):
-    return check(SNAPSHOT, BASELINE, TRUNCATED, GatePolicy(gates=gates, slices=slices))
+    return run_gate(SNAPSHOT, BASELINE, TRUNCATED, GatePolicy(gates=gates, slices=slices))
 
 
 def test_a_margin_per_slice() -> None:

@@ -13,9 +13,9 @@ from conftest import CRANFIELD, ROOT, gate
 from jsonschema import Draft202012Validator
 
 from retrieval_gate.formats.jsonfmt import loads
-from retrieval_gate.runmanifest import comparability, load_run_manifest
-from retrieval_gate.schema import SCHEMA_NAMES, schema, schema_text
-from retrieval_gate.snapshot import fingerprint, load_snapshot
+from retrieval_gate.formats.schema import SCHEMA_NAMES, schema, schema_text
+from retrieval_gate.inputs.run_manifest import comparability, load_run_manifest
+from retrieval_gate.inputs.snapshot import fingerprint, load_snapshot
 
 FREEZE = ["--queries-version", "q-v1", "--qrels-version", "j-v1", "--corpus-version", "c-v1",
           "--chunking-version", "whole", "--permissions-version", "public"]
@@ -405,7 +405,7 @@ def test_shipped_cranfield_example_validates():
 # -- one vocabulary for the scoring policy ---------------------------------------------------
 
 def test_policy_vocabulary_is_the_schemas_and_the_options():
-    from retrieval_gate.scoring_policy import POLICY_NAMES, ScoringPolicy, policy_choices
+    from retrieval_gate.scoring.rules import POLICY_NAMES, ScoringPolicy, policy_choices
 
     scoring = schema("snapshot")["properties"]["scoring"]["properties"]
     for name in POLICY_NAMES:

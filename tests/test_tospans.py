@@ -14,9 +14,9 @@ from conftest import ROOT, gate
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from retrieval_gate.chunkcut import Boundaries, Cut, cut_spans
-from retrieval_gate.errors import InputError
-from retrieval_gate.tospans import _apart, _Piece, conversion_lines, spans_text, to_spans
+from retrieval_gate.commands.to_spans import _apart, _Piece, conversion_lines, spans_text, to_spans
+from retrieval_gate.core.errors import InputError
+from retrieval_gate.scoring.chunkcut import Boundaries, Cut, cut_spans
 
 PYDOC = ROOT / "examples" / "pydoc"
 FROM_CHUNKS = PYDOC / "chunk-judgments"

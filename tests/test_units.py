@@ -199,7 +199,7 @@ def test_judgments_outside_the_corpus_are_invalid_everywhere(tmp_path: Path,
     assert code == 0, err
     snapshot = json.loads((tmp_path / "snapshot.json").read_text())
     shutil.copy(other, tmp_path / "corpus.jsonl")
-    from retrieval_gate.snapshot import sha256_file
+    from retrieval_gate.inputs.snapshot import sha256_file
 
     snapshot["corpus"]["sha256"] = sha256_file(tmp_path / "corpus.jsonl")
     (tmp_path / "snapshot.json").write_text(json.dumps(snapshot))

@@ -5,7 +5,7 @@ arguments winning over it) returns a :class:`Report`; :func:`score` scores one r
 ``gate score`` does, and :func:`load_snapshot` loads a snapshot. Underneath, the library
 mirrors the command line: read inputs with :mod:`retrieval_gate.formats`, parse measures with
 :func:`parse_measure`, score a run with :func:`score_run`, and run the orchestrator
-:func:`retrieval_gate.gate.check` on paths and a :class:`GatePolicy`. The names below are
+:func:`run_gate` on paths and a :class:`GatePolicy`. The names below are
 imported lazily, so that ``import retrieval_gate`` and ``gate --help`` load neither numpy nor
 scipy.
 """
@@ -17,34 +17,36 @@ from typing import TYPE_CHECKING, Any
 
 if TYPE_CHECKING:  # what type checkers see; at run time __getattr__ imports on first use
     from retrieval_gate.api import check, score
-    from retrieval_gate.errors import GateError, InputError
-    from retrieval_gate.measures import Measure, parse_measure, parse_measures
-    from retrieval_gate.model import Qrels, Query
-    from retrieval_gate.policy import GatedMeasure, GatePolicy
-    from retrieval_gate.report.model import Report
-    from retrieval_gate.scoring import Scores, score_run
-    from retrieval_gate.scoring_policy import ScoringPolicy
-    from retrieval_gate.snapshot import load_snapshot
+    from retrieval_gate.core.errors import GateError, InputError
+    from retrieval_gate.core.model import Qrels, Query
+    from retrieval_gate.decide.policy import GatedMeasure, GatePolicy
+    from retrieval_gate.gating.gate import run_gate
+    from retrieval_gate.gating.outcome import Report
+    from retrieval_gate.inputs.snapshot import load_snapshot
+    from retrieval_gate.scoring.measures import Measure, parse_measure, parse_measures
+    from retrieval_gate.scoring.rules import ScoringPolicy
+    from retrieval_gate.scoring.scores import Scores, score_run
 
 __version__ = "0.1.0"
 
 _EXPORTS = {
     "check": "retrieval_gate.api",
     "score": "retrieval_gate.api",
-    "GatePolicy": "retrieval_gate.policy",
-    "GatedMeasure": "retrieval_gate.policy",
-    "Report": "retrieval_gate.report.model",
-    "load_snapshot": "retrieval_gate.snapshot",
-    "GateError": "retrieval_gate.errors",
-    "InputError": "retrieval_gate.errors",
-    "Measure": "retrieval_gate.measures",
-    "parse_measure": "retrieval_gate.measures",
-    "parse_measures": "retrieval_gate.measures",
-    "Qrels": "retrieval_gate.model",
-    "Query": "retrieval_gate.model",
-    "ScoringPolicy": "retrieval_gate.scoring_policy",
-    "Scores": "retrieval_gate.scoring",
-    "score_run": "retrieval_gate.scoring",
+    "GatePolicy": "retrieval_gate.decide.policy",
+    "GatedMeasure": "retrieval_gate.decide.policy",
+    "Report": "retrieval_gate.gating.outcome",
+    "run_gate": "retrieval_gate.gating.gate",
+    "load_snapshot": "retrieval_gate.inputs.snapshot",
+    "GateError": "retrieval_gate.core.errors",
+    "InputError": "retrieval_gate.core.errors",
+    "Measure": "retrieval_gate.scoring.measures",
+    "parse_measure": "retrieval_gate.scoring.measures",
+    "parse_measures": "retrieval_gate.scoring.measures",
+    "Qrels": "retrieval_gate.core.model",
+    "Query": "retrieval_gate.core.model",
+    "ScoringPolicy": "retrieval_gate.scoring.rules",
+    "Scores": "retrieval_gate.scoring.scores",
+    "score_run": "retrieval_gate.scoring.scores",
 }
 
 __all__ = [
@@ -63,6 +65,7 @@ __all__ = [
     "load_snapshot",
     "parse_measure",
     "parse_measures",
+    "run_gate",
     "score",
     "score_run",
 ]

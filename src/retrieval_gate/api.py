@@ -2,9 +2,9 @@
 scores one run as ``gate score`` does.
 
 Both are exported at the top level (``retrieval_gate.check``, ``retrieval_gate.score``) and
-raise :class:`~retrieval_gate.errors.GateError` for input the gate refuses: an
-:class:`~retrieval_gate.errors.InputError` (exit code 2) or a
-:class:`~retrieval_gate.errors.NotComparableError` (exit code 3), with the same one-line
+raise :class:`~retrieval_gate.core.errors.GateError` for input the gate refuses: an
+:class:`~retrieval_gate.core.errors.InputError` (exit code 2) or a
+:class:`~retrieval_gate.core.errors.NotComparableError` (exit code 3), with the same one-line
 messages as the command line. A regression is not an exception: it is the returned
 report's ``verdict`` and ``exit_code``.
 """
@@ -17,13 +17,13 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any, Literal, Union, get_args
 
 if TYPE_CHECKING:
-    from retrieval_gate.config import GateInputs
+    from retrieval_gate.core.model import Qrels, RunRows
+    from retrieval_gate.decide.policy import FailOn, GatedMeasure
     from retrieval_gate.formats import Source
-    from retrieval_gate.measures import Measure
-    from retrieval_gate.model import Qrels, RunRows
-    from retrieval_gate.policy import FailOn, GatedMeasure
-    from retrieval_gate.report.model import Report
-    from retrieval_gate.scoring import Scores
+    from retrieval_gate.gating.outcome import Report
+    from retrieval_gate.inputs.config import GateInputs
+    from retrieval_gate.scoring.measures import Measure
+    from retrieval_gate.scoring.scores import Scores
 
 __all__ = ["check", "score"]
 
@@ -48,12 +48,12 @@ def check(candidate: PathLike | None = None, *, baseline: PathLike | None = None
     The verdict is ``report.verdict`` (``pass``, ``regression``, ``inconclusive``) and
     ``report.exit_code`` what ``gate check`` would exit with (0 passes). Input the gate
     refuses raises InputError (exit 2) or NotComparableError (exit 3)."""
-    from retrieval_gate.gate import check as run_check
+    from retrieval_gate.gating.gate import run_gate
 
     folder = Path(root) if root is not None else Path(".")
     inputs = _inputs(folder, (snapshot, baseline, candidate), config, _gates(gates),
                      _fail_on(fail_on))
-    return run_check(inputs.snapshot, inputs.baseline, inputs.candidate, inputs.policy,
+    return run_gate(inputs.snapshot, inputs.baseline, inputs.candidate, inputs.policy,
                      inputs.config)
 
 
@@ -68,10 +68,10 @@ def score(qrels: Qrels | Source, run: RunRows | Source,
     :class:`Measure` objects; ``policy`` holds :class:`ScoringPolicy` fields (``threshold=2``,
     ``missing="zero"``, ...). Use :func:`retrieval_gate.score_run` for query sets, doc maps,
     corpora and chunk tables."""
+    from retrieval_gate.core.model import Qrels, RunRows
     from retrieval_gate.formats import read_qrels, read_run
-    from retrieval_gate.model import Qrels, RunRows
-    from retrieval_gate.scoring import score_run
-    from retrieval_gate.scoring_policy import ScoringPolicy
+    from retrieval_gate.scoring.rules import ScoringPolicy
+    from retrieval_gate.scoring.scores import score_run
 
     judged = qrels if isinstance(qrels, Qrels) else read_qrels(qrels)
     ranked = run if isinstance(run, RunRows) else read_run(run)
@@ -81,10 +81,10 @@ def score(qrels: Qrels | Source, run: RunRows | Source,
 def _inputs(folder: Path, paths: tuple[PathLike | None, PathLike | None, PathLike | None],
             config: PathLike | Literal[False] | None, gates: tuple[GatedMeasure, ...],
             fail_on: FailOn | None) -> GateInputs:
-    """:func:`~retrieval_gate.config.gate_inputs` for (snapshot, baseline, candidate) given
+    """:func:`~retrieval_gate.inputs.config.gate_inputs` for (snapshot, baseline, candidate) given
     here; a path given neither here nor in the file is an error naming the argument."""
-    from retrieval_gate.config import gate_inputs
-    from retrieval_gate.errors import InputError
+    from retrieval_gate.core.errors import InputError
+    from retrieval_gate.inputs.config import gate_inputs
 
     snapshot, baseline, candidate = (_within(folder, path) for path in paths)
     try:
@@ -113,8 +113,8 @@ def _config_path(folder: Path, config: PathLike | Literal[False] | None) -> str 
 
 def _fail_on(fail_on: FailOn | None) -> FailOn | None:
     """``fail_on`` if it is one of the choices (None keeps the configuration's)."""
-    from retrieval_gate.errors import InputError
-    from retrieval_gate.policy import FailOn
+    from retrieval_gate.core.errors import InputError
+    from retrieval_gate.decide.policy import FailOn
 
     choices = get_args(FailOn)
     if fail_on is None or fail_on in choices:
@@ -126,7 +126,7 @@ def _fail_on(fail_on: FailOn | None) -> FailOn | None:
 def _gates(gates: str | GatedMeasure | Iterable[str | GatedMeasure]
            ) -> tuple[GatedMeasure, ...]:
     """Gates as :class:`GatedMeasure` objects: strings are ``MEASURE[:SLICE]=MARGIN``."""
-    from retrieval_gate.policy import GatedMeasure
+    from retrieval_gate.decide.policy import GatedMeasure
 
     many = (gates,) if isinstance(gates, (str, GatedMeasure)) else tuple(gates)
     return tuple(g if isinstance(g, GatedMeasure) else _gate(g) for g in many)
@@ -134,8 +134,8 @@ def _gates(gates: str | GatedMeasure | Iterable[str | GatedMeasure]
 
 def _gate(text: str) -> GatedMeasure:
     """One ``MEASURE[:SLICE]=MARGIN`` string; its error speaks of ``gates``, not ``--gate``."""
-    from retrieval_gate.config import parse_gate_option
-    from retrieval_gate.errors import InputError
+    from retrieval_gate.core.errors import InputError
+    from retrieval_gate.inputs.config import parse_gate_option
 
     try:
         return parse_gate_option(text)
@@ -147,7 +147,7 @@ def _gate(text: str) -> GatedMeasure:
 
 def _measures(measures: str | Measure | Iterable[str | Measure]) -> tuple[Measure, ...]:
     """Measures parsed from their names (Measure objects kept), in order, without repeats."""
-    from retrieval_gate.measures import Measure, parse_measure
+    from retrieval_gate.scoring.measures import Measure, parse_measure
 
     many = (measures,) if isinstance(measures, (str, Measure)) else tuple(measures)
     return tuple(dict.fromkeys(m if isinstance(m, Measure) else parse_measure(m) for m in many))

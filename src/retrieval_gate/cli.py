@@ -9,7 +9,7 @@ import sys
 import click
 
 from retrieval_gate import __version__
-from retrieval_gate.errors import (
+from retrieval_gate.core.errors import (
     EXIT_ENVIRONMENT,
     EXIT_INTERNAL,
     EXIT_INTERRUPTED,
@@ -43,7 +43,7 @@ class _Gate(click.Group):
         except (click.exceptions.Exit, click.ClickException):
             raise
         except Exception as exc:  # noqa: BLE001 — a bug: say so, and ask for a report
-            from retrieval_gate.untrusted import command_safe, visible
+            from retrieval_gate.core.untrusted import command_safe, visible
 
             message = command_safe(visible(f"{type(exc).__name__}: {exc}"))
             click.echo(f"internal error: {message} — this is a bug in "
@@ -56,7 +56,7 @@ def _report(message: str, kind: str = "error") -> None:
     """``error: LINE`` (or ``KIND: LINE``) on standard error for each line of ``message``. Messages quote input
     (ids, paths): any other line break or control character in a line is shown as an escape,
     and no line can be a GitHub workflow command (the runner reads standard error too)."""
-    from retrieval_gate.untrusted import command_safe, visible
+    from retrieval_gate.core.untrusted import command_safe, visible
 
     for line in message.rstrip("\n").split("\n"):
         click.echo(command_safe(f"{kind}: {visible(line)}"), err=True)
@@ -64,7 +64,7 @@ def _report(message: str, kind: str = "error") -> None:
 
 def _shown(value: object) -> str:
     """A name or path from the input, as one visible run of text (its line breaks escaped)."""
-    from retrieval_gate.untrusted import visible
+    from retrieval_gate.core.untrusted import visible
 
     return visible(str(value))
 
@@ -76,7 +76,7 @@ def _print(text: str, nl: bool = True, json: bool = False) -> None:
     text quotes input: names, ids, paths)."""
     import os
 
-    from retrieval_gate.untrusted import command_safe, visible
+    from retrieval_gate.core.untrusted import command_safe, visible
 
     safe = command_safe if os.environ.get("GITHUB_ACTIONS") == "true" else str
     shown = str if json else visible
@@ -86,17 +86,17 @@ def _print(text: str, nl: bool = True, json: bool = False) -> None:
 def environment_fault(exc: OSError | MemoryError) -> GateError:
     """The one-line error for an operating-system refusal that reached the command line: an
     environment fault (exit 74), except a file name too long for the system, which is a bad
-    path in the input (exit 2). A MemoryError is :class:`~retrieval_gate.errors.OutOfMemory`:
+    path in the input (exit 2). A MemoryError is :class:`~retrieval_gate.core.errors.OutOfMemory`:
     the one a reader raised, naming its input and what it needs
-    (:func:`~retrieval_gate.errors.memory_for`), else one saying that the machine refused an
+    (:func:`~retrieval_gate.core.errors.memory_for`), else one saying that the machine refused an
     allocation."""
     import errno
 
     if isinstance(exc, MemoryError):
         return exc if isinstance(exc, OutOfMemory) else OutOfMemory.of()
 
-    from retrieval_gate.errors import InputError
-    from retrieval_gate.untrusted import capped
+    from retrieval_gate.core.errors import InputError
+    from retrieval_gate.core.untrusted import capped
 
     what = capped(str(exc.filename), 200) if exc.filename is not None else "standard output"
     reason = exc.strerror or type(exc).__name__
@@ -151,7 +151,7 @@ def _keep_freed_memory() -> None:
 
 def _policy_options(command):
     """The ``--threshold`` option and one option per scoring policy (model.POLICY_HELP)."""
-    from retrieval_gate.scoring_policy import POLICY_HELP, POLICY_NAMES, policy_choices
+    from retrieval_gate.scoring.rules import POLICY_HELP, POLICY_NAMES, policy_choices
 
     for name in reversed(POLICY_NAMES):
         choices = policy_choices(name)
@@ -191,10 +191,10 @@ def score(files, measures, k, threshold, unjudged, duplicates, missing, extra, u
           queries, doc_map, corpus, chunks, min_coverage, qrels_format, run_format,
           output_format, output):
     """Score a run per query: gate score QRELS RUN, or gate score FIXTURE.json."""
-    from retrieval_gate.evaluate import choose_measures, score_files
+    from retrieval_gate.commands.score import choose_measures, score_files
     from retrieval_gate.formats.atomic import write_text_atomic
-    from retrieval_gate.report.scores import scores_document, scores_text, to_json
-    from retrieval_gate.scoring_policy import ScoringPolicy
+    from retrieval_gate.report.score_table import scores_document, scores_text, to_json
+    from retrieval_gate.scoring.rules import ScoringPolicy
 
     policy = ScoringPolicy(threshold, unjudged, duplicates, missing, extra, unlabeled)
     chosen = choose_measures(measures, k)
@@ -215,7 +215,7 @@ def score(files, measures, k, threshold, unjudged, duplicates, missing, extra, u
 def _utf8(option: str, text: str, what: str = "it") -> str:
     """``text`` if it is UTF-8 text; InputError otherwise (bytes that are not UTF-8 reach
     Python as lone surrogates: shown as \\xNN; a surrogate no byte stands for as \\udXXX)."""
-    from retrieval_gate.errors import InputError
+    from retrieval_gate.core.errors import InputError
 
     try:
         shown = text.encode("utf-8", "surrogateescape").decode("utf-8", "backslashreplace")
@@ -231,7 +231,7 @@ def _key_values(option: str, pairs: tuple[str, ...]) -> dict[str, object]:
     one, else a string."""
     import json
 
-    from retrieval_gate.errors import InputError
+    from retrieval_gate.core.errors import InputError
 
     result: dict[str, object] = {}
     for pair in pairs:
@@ -251,7 +251,7 @@ def _key_values(option: str, pairs: tuple[str, ...]) -> dict[str, object]:
 @click.argument("name", type=click.Choice(["snapshot", "run-manifest", "config", "report"]))
 def schema_command(name):
     """Print one of the JSON Schemas (2020-12) shipped with retrieval-gate."""
-    from retrieval_gate.schema import schema_text
+    from retrieval_gate.formats.schema import schema_text
 
     click.echo(schema_text(name), nl=False)
 
@@ -305,9 +305,9 @@ def freeze(queries, queries_version, qrels, qrels_version, corpus_version, corpu
            permissions_file, name, measures, gain, stages, threshold, unjudged, duplicates,
            missing, extra, unlabeled, output):
     """Pin queries, qrels, corpus, chunking, permissions and the scoring policy."""
-    from retrieval_gate.scoring_policy import ScoringPolicy
-    from retrieval_gate.snapshot import freeze as freeze_snapshot
-    from retrieval_gate.stages import parse_contract
+    from retrieval_gate.core.stages import parse_contract
+    from retrieval_gate.inputs.snapshot import freeze as freeze_snapshot
+    from retrieval_gate.scoring.rules import ScoringPolicy
 
     contracts = [parse_contract(_utf8("--stage", text)) for text in stages]
     frozen = freeze_snapshot(
@@ -333,7 +333,7 @@ def freeze(queries, queries_version, qrels, qrels_version, corpus_version, corpu
 def diff(old, new):
     """What changed in the test set from snapshot OLD to snapshot NEW: queries added, removed
     or reworded, judgments added, removed or regraded (each snapshot's files must be there)."""
-    from retrieval_gate.testset_diff import test_set_change
+    from retrieval_gate.commands.snapshot_diff import test_set_change
 
     _print(f"{_shown(old)} → {_shown(new)}: {test_set_change(old, new).summary()}")
 
@@ -349,8 +349,8 @@ def validate(snapshot_file, runs, run_manifest):
 
     Exit 0 valid, 2 invalid, 3 not what the manifest claims (a file's hash differs, a run made
     on another snapshot)."""
-    from retrieval_gate.validate import validate as validate_all
-    from retrieval_gate.validate import validation_text
+    from retrieval_gate.commands.validate import validate as validate_all
+    from retrieval_gate.commands.validate import validation_text
 
     _print(validation_text(validate_all(snapshot_file, runs, run_manifest)), nl=False)
 
@@ -383,7 +383,7 @@ def validate(snapshot_file, runs, run_manifest):
 def run_manifest(snapshot_file, run, stages, timed_on, system, commit, created, chunks,
                  chunking_version, chunking_params, output):
     """Write the manifest of a run made on a snapshot (after checking the run against it)."""
-    from retrieval_gate.validate import record_run
+    from retrieval_gate.commands.validate import record_run
 
     pairs = [_stage_file(text) for text in stages]
     target, loaded = record_run(snapshot_file, run, _key_values("--system", system), commit,
@@ -398,8 +398,8 @@ def run_manifest(snapshot_file, run, stages, timed_on, system, commit, created, 
 
 def _stage_file(text: str) -> tuple[str, str]:
     """``NAME=FILE`` → (name, file)."""
-    from retrieval_gate.errors import InputError
-    from retrieval_gate.stages import STAGE_NAME
+    from retrieval_gate.core.errors import InputError
+    from retrieval_gate.core.stages import STAGE_NAME
 
     name, sep, file = _utf8("--stage", text).partition("=")
     if not sep or not file or not STAGE_NAME.fullmatch(name):
@@ -450,8 +450,8 @@ def check(ctx, snapshot_file, baseline, candidate, config, fail_on, gates, no_co
     (only with --fail-on inconclusive)."""
     import os
 
-    from retrieval_gate.config import gate_inputs, parse_gate_option
-    from retrieval_gate.gate import check as run_check
+    from retrieval_gate.gating.gate import run_gate
+    from retrieval_gate.inputs.config import gate_inputs, parse_gate_option
     from retrieval_gate.report.files import write_reports
 
     if github is None:
@@ -460,7 +460,7 @@ def check(ctx, snapshot_file, baseline, candidate, config, fail_on, gates, no_co
         inputs = gate_inputs(snapshot_file, baseline, candidate, config, fail_on,
                              gates=tuple(parse_gate_option(_utf8("--gate", g)) for g in gates),
                              no_config=no_config)
-        report = run_check(inputs.snapshot, inputs.baseline, inputs.candidate, inputs.policy,
+        report = run_gate(inputs.snapshot, inputs.baseline, inputs.candidate, inputs.policy,
                            inputs.config)
         out = write_reports(report, output_format, json_out, markdown_out, junit_out, github,
                             html_out)
@@ -515,8 +515,8 @@ def baseline() -> None:
 def approve(candidate, to, snapshot_file, force, commit):
     """Make a candidate run the approved baseline: its run and manifest become the next version
     in the baseline folder, switched in with one atomic rename."""
-    from retrieval_gate.approve import approve_baseline
-    from retrieval_gate.config import find_config, snapshot_path
+    from retrieval_gate.commands.approve import approve_baseline
+    from retrieval_gate.inputs.config import find_config, snapshot_path
 
     config = find_config()  # its gates are recorded as the measures the approval gates
     done = approve_baseline(candidate, to, snapshot_path(snapshot_file), force, commit,
@@ -559,7 +559,7 @@ def init(queries, qrels, corpus_file, unit, chunking_version, chunks_file, snaps
          baseline, candidate):
     """Start gating this repository: freeze a snapshot from the files, write gate.toml and
     .github/workflows/retrieval-gate.yml — never over an existing file."""
-    from retrieval_gate.init import initialise
+    from retrieval_gate.commands.init import initialise
 
     done = initialise(queries, qrels, snapshot=snapshot_file, corpus_file=corpus_file,
                       unit=unit or None, chunking_version=chunking_version,
@@ -577,7 +577,7 @@ def init(queries, qrels, corpus_file, unit, chunking_version, chunks_file, snaps
 def history(folder):
     """Print a baseline folder's approvals, oldest first: when, commit, snapshot, system and the
     means of the measures."""
-    from retrieval_gate.history import history_table
+    from retrieval_gate.commands.history import history_table
 
     _print(history_table(folder), nl=False)
 
@@ -602,8 +602,8 @@ def pool() -> None:
 def pool_export(snapshot_file, candidate, baseline, k, output):
     """Write the unjudged items of the candidate's top k (and the baseline's) for assessors:
     each line's "grade" is null until an assessor fills it in."""
-    from retrieval_gate.config import snapshot_path
-    from retrieval_gate.pool import export_pool
+    from retrieval_gate.commands.pool import export_pool
+    from retrieval_gate.inputs.config import snapshot_path
 
     done = export_pool(snapshot_path(snapshot_file), candidate, output, baseline, k)
     runs = " and the ".join(done.roles)
@@ -628,8 +628,8 @@ def pool_export(snapshot_file, candidate, baseline, k, output):
                    "judgments. Every file must lie in its folder or below.")
 def pool_merge(snapshot_file, judged, output, qrels_version, freeze_to):
     """Merge an assessor's grades into the snapshot's judgments (and freeze a new snapshot)."""
-    from retrieval_gate.config import snapshot_path
-    from retrieval_gate.pool import merge_pool
+    from retrieval_gate.commands.pool import merge_pool
+    from retrieval_gate.inputs.config import snapshot_path
 
     done = merge_pool(snapshot_path(snapshot_file), judged, output,
                       None if qrels_version is None else _utf8("--qrels-version",
@@ -669,7 +669,7 @@ def qrels() -> None:
 def to_spans(qrels_file, chunks, corpus, evidence, snap, qrels_format, output):
     """Turn chunk judgments into span judgments that any chunking can be compared on: each
     judgment narrowed to its evidence, overlapping chunks split or merged."""
-    from retrieval_gate.tospans import conversion_lines, write_spans
+    from retrieval_gate.commands.to_spans import conversion_lines, write_spans
 
     done = write_spans(output, qrels_file, chunks, corpus, evidence, snap, qrels_format)
     _print("\n".join(conversion_lines(done, output, chunks, evidence)))

@@ -11,7 +11,7 @@ A call runs the gate as ``gate check`` would in pytest's rootdir: with the confi
 there (``gate.toml``, else ``[tool.retrieval-gate]`` of ``pyproject.toml``; ``config=`` names
 another, ``config=False`` reads none), arguments winning over it, relative paths taken from the
 rootdir whatever the current folder. A verdict that passes (exit code 0) returns the
-:class:`~retrieval_gate.report.model.Report`; any other fails the test with the plain-text
+:class:`~retrieval_gate.gating.outcome.Report`; any other fails the test with the plain-text
 report as the message (``pytest.fail``, no traceback). Input the gate refuses — invalid (exit
 2) or not comparable (exit 3) — fails the test with the error's text, also without a traceback.
 
@@ -38,9 +38,9 @@ import pytest
 
 if TYPE_CHECKING:
     from retrieval_gate.api import PathLike
-    from retrieval_gate.errors import GateError
-    from retrieval_gate.policy import FailOn, GatedMeasure
-    from retrieval_gate.report.model import Report
+    from retrieval_gate.core.errors import GateError
+    from retrieval_gate.decide.policy import FailOn, GatedMeasure
+    from retrieval_gate.gating.outcome import Report
 
 __all__ = ["GateFixture", "retrieval_gate"]
 
@@ -81,7 +81,7 @@ class GateFixture:
         """Run the gate (arguments as :func:`retrieval_gate.check`, paths relative to the
         rootdir); return the report if its exit code is 0, else fail the test."""
         from retrieval_gate.api import check
-        from retrieval_gate.errors import GateError
+        from retrieval_gate.core.errors import GateError
 
         paths = self._report_paths()
         try:
@@ -124,7 +124,7 @@ def _written(report: Report, paths: tuple[Path, Path] | None) -> str:
 def _refused(exc: GateError, paths: tuple[Path, Path] | None) -> NoReturn:
     """Fail the test with the gate's error, after writing its reports to ``paths`` (a
     courtesy, as ``gate check`` does: the error is what must reach the user)."""
-    from retrieval_gate.errors import EnvironmentFault, GateError
+    from retrieval_gate.core.errors import EnvironmentFault, GateError
     from retrieval_gate.report.files import write_failure_reports
 
     if paths is not None and not isinstance(exc, EnvironmentFault):
@@ -139,7 +139,7 @@ def _refused(exc: GateError, paths: tuple[Path, Path] | None) -> NoReturn:
 def _shown(message: str) -> str:
     """An error message as ``gate check`` prints it: the input it quotes (ids, paths) cannot
     break or forge a line, nor make one a GitHub workflow command."""
-    from retrieval_gate.untrusted import command_safe, visible
+    from retrieval_gate.core.untrusted import command_safe, visible
 
     return "\n".join(command_safe(visible(line)) for line in message.rstrip("\n").split("\n"))
 

@@ -1,4 +1,6 @@
-"""Readers: files → the model. The format is detected from the content (a JSON document, JSON
+"""Layer 2, formats: files → the model, and writing files safely.
+
+Readers: files → the model. The format is detected from the content (a JSON document, JSON
 Lines, or TREC text) unless the caller forces it with ``format=``."""
 
 from __future__ import annotations
@@ -10,10 +12,10 @@ from dataclasses import dataclass
 from types import ModuleType
 from typing import Any, TypeVar, Union
 
-from retrieval_gate.errors import InputError, memory_for
+from retrieval_gate.core.errors import InputError, memory_for
+from retrieval_gate.core.model import Qrels, Query, RunRows
 from retrieval_gate.formats import trec
 from retrieval_gate.formats.source import Blob, read_blob
-from retrieval_gate.model import Qrels, Query, RunRows
 
 T = TypeVar("T")
 QRELS_FORMATS = ("trec", "json", "jsonl")
@@ -54,7 +56,7 @@ def read_qrels(source: Source, format: str | None = None) -> Qrels:
     """Qrels as TREC (``qid iter docid grade``), JSONL (``{"query_id","doc_id","grade"}``),
     or JSON (``{"q": {"d": grade}}`` graded, ``{"q": ["d"]}`` binary).
 
-    Out of memory: :class:`~retrieval_gate.errors.OutOfMemory` naming the file, and about 8
+    Out of memory: :class:`~retrieval_gate.core.errors.OutOfMemory` naming the file, and about 8
     times its size for TREC, 14 for JSON (benchmarks/reader_memory.py measured peaks of 7.1
     and 13.8)."""
     _check_format(format, QRELS_FORMATS, "--qrels-format")
@@ -97,7 +99,7 @@ def read_run(source: Source, format: str | None = None) -> RunRows:
     ``{"q": ["d1", "d2"]}``), or JSONL (``{"query_id", "items": [{"id", "score"?,
     "doc_id"?}]}``). A large run is memory-mapped, and read with pyarrow when it can be.
 
-    Out of memory: :class:`~retrieval_gate.errors.OutOfMemory` naming the file, and about 5
+    Out of memory: :class:`~retrieval_gate.core.errors.OutOfMemory` naming the file, and about 5
     times its size for TREC, 15 for JSON (benchmarks/reader_memory.py measured peaks of 3.8
     with pyarrow, 4.9 without, and 14.6)."""
     _check_format(format, RUN_FORMATS, "--run-format")

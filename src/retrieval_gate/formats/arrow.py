@@ -22,11 +22,11 @@ from typing import Any
 
 import numpy as np
 
-from retrieval_gate.formats.limits import MAX_ID_BYTES
+from retrieval_gate.core.limits import MAX_ID_BYTES
+from retrieval_gate.core.model import RowLines, RunRows
+from retrieval_gate.core.ranking import hash_spans, same_as_previous
 from retrieval_gate.formats.source import BOM, Blob, read_blob, release_pages
 from retrieval_gate.formats.trec import ByteSpans, byte_ranges
-from retrieval_gate.model import RowLines, RunRows
-from retrieval_gate.ranking import hash_spans, same_as_previous
 
 _MIN_BYTES = 1 << 24  # below this, importing pyarrow costs more than it saves
 MAP_FROM = _MIN_BYTES  # runs this large are memory-mapped rather than copied
@@ -99,7 +99,7 @@ def _read_table(region: Any) -> Any:
 def _read_columns(mapped: bytes | mmap.mmap, name: str) -> RunRows | None:
     """Split a run with pyarrow's CSV reader, a region of whole lines at a time; None if a line
     does not have six non-empty fields (a blank line, a leading, trailing or doubled space), an
-    id is longer than :data:`~retrieval_gate.formats.limits.MAX_ID_BYTES`, a score is not a
+    id is longer than :data:`~retrieval_gate.core.limits.MAX_ID_BYTES`, a score is not a
     finite number, or a line is a comment.
 
     While the rows of one region are stored, pyarrow already splits the next one (in a second

@@ -37,7 +37,7 @@ from collections.abc import Iterable, Iterator
 from contextlib import contextmanager
 from dataclasses import dataclass
 
-from retrieval_gate.errors import EnvironmentFault, GateError, InputError
+from retrieval_gate.core.errors import EnvironmentFault, GateError, InputError
 
 __all__ = ["leftovers", "staged_texts", "sync_folder", "write_text_atomic", "write_texts"]
 

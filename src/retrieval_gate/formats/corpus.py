@@ -26,12 +26,12 @@ from typing import TYPE_CHECKING, Any
 
 import numpy as np
 
-from retrieval_gate.errors import InputError, memory_for
+from retrieval_gate.core.errors import InputError, memory_for
+from retrieval_gate.core.limits import MAX_ID_BYTES
+from retrieval_gate.core.model import ChunkTable, Corpus
+from retrieval_gate.core.ranking import IdIndex, hash_ids
 from retrieval_gate.formats import Source, cache, source_blob, trec
-from retrieval_gate.formats.limits import MAX_ID_BYTES
 from retrieval_gate.formats.source import Blob
-from retrieval_gate.model import ChunkTable, Corpus
-from retrieval_gate.ranking import IdIndex, hash_ids
 
 if TYPE_CHECKING:
     from retrieval_gate.formats.jsonfmt import LineBatch

@@ -19,14 +19,15 @@ from typing import Any, cast
 
 import numpy as np
 
-from retrieval_gate.errors import InputError
-from retrieval_gate.formats.limits import (
+from retrieval_gate.core.errors import InputError
+from retrieval_gate.core.limits import (
     MAX_GRADE,
     MAX_ID_BYTES,
     MAX_JSON_DEPTH,
     MAX_LATENCY_MS,
     MIN_GRADE,
 )
+from retrieval_gate.core.model import Qrels, Query, RunRows, Span
 from retrieval_gate.formats.source import BOM, Blob, check_utf8, release_pages
 from retrieval_gate.formats.trec import (
     CR_FIX,
@@ -35,7 +36,6 @@ from retrieval_gate.formats.trec import (
     add_judgment,
     grade_range_problem,
 )
-from retrieval_gate.model import Qrels, Query, RunRows, Span
 
 _DEPTH_STEP = np.zeros(256, dtype=np.int8)
 _DEPTH_STEP[[ord("["), ord("{")]] = 1
@@ -101,7 +101,7 @@ def _line_of(text: str, position: int, first_line: int) -> int:
 
 def check_depth(text: str, name: str, first_line: int = 1) -> None:
     """InputError naming the line where arrays and objects nest deeper than
-    :data:`~retrieval_gate.formats.limits.MAX_JSON_DEPTH`; brackets inside strings do not
+    :data:`~retrieval_gate.core.limits.MAX_JSON_DEPTH`; brackets inside strings do not
     count. Linear in the text and vectorised; nothing is parsed.
 
     A string runs from a quote to the next quote not escaped by an odd run of backslashes, or
@@ -233,7 +233,7 @@ def _parse(text: str, name: str, line: int | None, lines_follow: bool = False) -
 
 def loads(text: str, name: str, line: int | None = None) -> Any:
     """Parse one JSON document strictly: nesting at most
-    :data:`~retrieval_gate.formats.limits.MAX_JSON_DEPTH`, no duplicate keys, no NaN/Infinity,
+    :data:`~retrieval_gate.core.limits.MAX_JSON_DEPTH`, no duplicate keys, no NaN/Infinity,
     numbers within float64, no lone surrogate escape; errors name the line or the JSON path."""
     check_depth(text, name, 1 if line is None else line)
     return _parse(text, name, line)
@@ -303,7 +303,7 @@ def _objects(numbered: list[tuple[int, str]], text: str) -> list[dict[str, Any]]
 def _first_too_deep(text: str, values: list[dict[str, Any]]) -> int | None:
     """The position of the first of ``values`` (the objects parsed from ``text``, one a line)
     whose arrays and objects nest deeper than
-    :data:`~retrieval_gate.formats.limits.MAX_JSON_DEPTH` (the object itself is one level), or
+    :data:`~retrieval_gate.core.limits.MAX_JSON_DEPTH` (the object itself is one level), or
     None. When the text holds no more brackets than objects, none nests at all."""
     if text.count("{") + text.count("[") == len(values):
         return None
@@ -383,7 +383,7 @@ def path(*keys: str | int) -> str:
 
 def check_id(value: Any, name: str, where: int | str, what: str) -> str:
     """``value`` if it is a non-empty string without NUL of at most
-    :data:`~retrieval_gate.formats.limits.MAX_ID_BYTES` UTF-8 bytes; else InputError."""
+    :data:`~retrieval_gate.core.limits.MAX_ID_BYTES` UTF-8 bytes; else InputError."""
     if not isinstance(value, str) or not value or "\x00" in value:
         raise InputError(name, f"{what} {json.dumps(value)[:60]} is not a non-empty string",
                          f"write the {what} as a non-empty JSON string", where)

@@ -11,7 +11,7 @@ import re
 import stat
 from functools import cached_property
 
-from retrieval_gate.errors import InputError, memory_for
+from retrieval_gate.core.errors import InputError, memory_for
 
 BOM = b"\xef\xbb\xbf"
 _PART_BYTES = 1 << 24  # bytes of a memory-mapped file read before its pages are released

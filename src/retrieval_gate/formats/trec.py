@@ -23,11 +23,11 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from retrieval_gate.errors import InputError
-from retrieval_gate.formats.limits import MAX_GRADE, MAX_ID_BYTES, MIN_GRADE
+from retrieval_gate.core.errors import InputError
+from retrieval_gate.core.limits import MAX_GRADE, MAX_ID_BYTES, MIN_GRADE
+from retrieval_gate.core.model import Qrels, RunRows
+from retrieval_gate.core.ranking import hash_spans, same_as_previous
 from retrieval_gate.formats.source import BOM, check_utf8, release_pages
-from retrieval_gate.model import Qrels, RunRows
-from retrieval_gate.ranking import hash_spans, same_as_previous
 
 _WHITESPACE = np.zeros(256, dtype=bool)
 _WHITESPACE[list(b" \t\n\r\x0b\x0c")] = True
@@ -98,7 +98,7 @@ def compact(buf: np.ndarray, starts: np.ndarray, ends: np.ndarray
 @dataclass(frozen=True, eq=False)
 class ByteSpans:
     """Item ids as one byte buffer: id ``i`` is ``data[offsets[i]:offsets[i + 1]]``, with its
-    hash computed when read (:class:`~retrieval_gate.model.ItemIds`). Memory is linear in the
+    hash computed when read (:class:`~retrieval_gate.core.model.ItemIds`). Memory is linear in the
     ids' total length, however unequal their lengths."""
 
     data: np.ndarray
@@ -140,7 +140,7 @@ def tokenized(data: bytes | mmap.mmap, name: str, fields: tuple[int, ...], neede
     InputError for the file not being UTF-8, a NUL byte, a carriage return that does not end a
     line (old Mac line ends would otherwise read as one long line), a data line with fewer than
     ``needed`` fields, a field listed in ``ids`` longer than
-    :data:`~retrieval_gate.formats.limits.MAX_ID_BYTES`, or no data line at all. Every check
+    :data:`~retrieval_gate.core.limits.MAX_ID_BYTES`, or no data line at all. Every check
     is vectorised: linear in the file's size."""
     check_utf8(data, name)
     first_line = 1

@@ -15,11 +15,11 @@ from __future__ import annotations
 import html
 from xml.etree import ElementTree
 
-from retrieval_gate.errors import EXIT_INVALID, EXIT_NOT_COMPARABLE
+from retrieval_gate.core.errors import EXIT_INVALID, EXIT_NOT_COMPARABLE
+from retrieval_gate.core.untrusted import capped, visible
 from retrieval_gate.report.markdown import LINE, MARKER, escape
-from retrieval_gate.report.scores import to_json
+from retrieval_gate.report.score_table import to_json
 from retrieval_gate.report.sections import failure_step
-from retrieval_gate.untrusted import capped, visible
 
 __all__ = ["error_verdict", "failure_html", "failure_json", "failure_junit",
            "failure_markdown"]

@@ -14,9 +14,9 @@ import os
 from pathlib import Path
 
 from retrieval_gate.formats.atomic import staged_texts
+from retrieval_gate.gating.outcome import Report
 from retrieval_gate.report.json import report_json
 from retrieval_gate.report.markdown import report_markdown
-from retrieval_gate.report.model import Report
 from retrieval_gate.report.text import report_text
 
 __all__ = ["write_failure_reports", "write_reports"]

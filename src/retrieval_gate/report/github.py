@@ -4,7 +4,7 @@ step outputs.
 - Summary: the Markdown report appended to ``$GITHUB_STEP_SUMMARY`` (at most
   :data:`~retrieval_gate.report.markdown.MAX_CHARS` characters, far below GitHub's 1 MiB).
 - Standard output (:func:`workflow_safe`): the report, every line made
-  :func:`~retrieval_gate.untrusted.command_safe` and the whole between
+  :func:`~retrieval_gate.core.untrusted.command_safe` and the whole between
   ``::stop-commands::TOKEN`` and ``::TOKEN::`` (a fresh random token each run), so nothing read
   from the inputs can run as a workflow command; then the gate's own annotations.
 - Annotations: ``::error`` for each regression, ``::warning`` for each inconclusive comparison
@@ -26,13 +26,13 @@ import uuid
 from collections.abc import Mapping
 from pathlib import Path
 
-from retrieval_gate.errors import EnvironmentFault
-from retrieval_gate.policy import labels
+from retrieval_gate.core.errors import EnvironmentFault
+from retrieval_gate.core.untrusted import capped, command_safe, visible
+from retrieval_gate.decide.policy import labels
+from retrieval_gate.gating.outcome import Report
 from retrieval_gate.report.failure import error_verdict, failure_markdown
-from retrieval_gate.report.model import Report
 from retrieval_gate.report.sections import cost_detail, leak_summary
 from retrieval_gate.report.text import signed
-from retrieval_gate.untrusted import capped, command_safe, visible
 
 __all__ = [
     "error_verdict",

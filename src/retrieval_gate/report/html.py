@@ -11,7 +11,7 @@ resource nor run an injected script.
 
 Every string from the inputs (paths, the snapshot's name, system fields, slices, measure names,
 query ids and texts, warnings) goes through :func:`escape`: cut to a length per kind of value,
-made :func:`~retrieval_gate.untrusted.visible`, HTML-escaped (also in attribute values), and
+made :func:`~retrieval_gate.core.untrusted.visible`, HTML-escaped (also in attribute values), and
 with ``::`` and ``##[`` written as character references, so that no line of the file is a
 GitHub workflow command when a job prints it. Deterministic: the same report gives the same
 bytes (no clock time, no random identifiers).
@@ -28,8 +28,9 @@ from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
 from typing import Any
 
-from retrieval_gate.policy import GatePolicy, Labels, labels
-from retrieval_gate.report.model import Comparison, FunnelReport, QueryRow, Report, RunSummary
+from retrieval_gate.core.untrusted import capped, visible
+from retrieval_gate.decide.policy import GatePolicy, Labels, labels
+from retrieval_gate.gating.outcome import Comparison, FunnelReport, QueryRow, Report, RunSummary
 from retrieval_gate.report.sections import (
     abstention_note,
     cost_notes,
@@ -53,7 +54,6 @@ from retrieval_gate.report.text import (
     p_value,
     signed,
 )
-from retrieval_gate.untrusted import capped, visible
 
 __all__ = ["CONTENT_SECURITY_POLICY", "escape", "report_html"]
 

@@ -9,9 +9,9 @@ from __future__ import annotations
 import dataclasses
 from typing import Any
 
-from retrieval_gate.policy import CostGate
-from retrieval_gate.report.model import FunnelReport, Report, RunSummary
-from retrieval_gate.report.scores import to_json
+from retrieval_gate.decide.policy import CostGate
+from retrieval_gate.gating.outcome import FunnelReport, Report, RunSummary
+from retrieval_gate.report.score_table import to_json
 
 __all__ = ["report_document", "report_json"]
 

@@ -4,7 +4,7 @@ A regression is a ``<failure>``; an inconclusive comparison is a ``<failure>`` t
 fails on inconclusive, else a passing case whose ``<system-out>`` says so; the statistics are in
 each case's ``<system-out>``. Deterministic (no timestamps).
 
-Every attribute and text is made :func:`~retrieval_gate.untrusted.visible`: the control
+Every attribute and text is made :func:`~retrieval_gate.core.untrusted.visible`: the control
 characters XML 1.0 forbids in names from the inputs (which ElementTree would write as they are,
 giving a document no parser accepts), lone surrogates and U+FFFE/U+FFFF become escapes such as
 ``\\x01``; ElementTree escapes ``&``, ``<``, ``>`` and quotes."""
@@ -13,11 +13,11 @@ from __future__ import annotations
 
 from xml.etree import ElementTree
 
-from retrieval_gate.policy import labels
-from retrieval_gate.report.model import Report
+from retrieval_gate.core.untrusted import visible
+from retrieval_gate.decide.policy import labels
+from retrieval_gate.gating.outcome import Report
 from retrieval_gate.report.sections import cost_detail, leak_summary
 from retrieval_gate.report.text import p_value, signed
-from retrieval_gate.untrusted import visible
 
 __all__ = ["report_junit"]
 

@@ -6,7 +6,7 @@ Every value from the inputs is shown as text, never as markup — as GitHub rend
 including what it adds afterwards (@-mentions, #-references, bare links):
 
 - in table cells and list items (:func:`escape`): cut to a length per kind of value with "…";
-  made :func:`~retrieval_gate.untrusted.visible` (a CR, LF or U+2028 cannot end the
+  made :func:`~retrieval_gate.core.untrusted.visible` (a CR, LF or U+2028 cannot end the
   cell or the line); ``&``, ``<``, ``>`` and ``"`` as HTML entities (no raw HTML); every other
   ASCII character that can start Markdown, ``\\ ` * _ [ ] ( ) ! # + - . | ~ $ =``,
   backslash-escaped (no link, image, emphasis, code, heading, list, math or extra table cell);
@@ -27,8 +27,9 @@ from __future__ import annotations
 import html
 import re
 
-from retrieval_gate.policy import labels
-from retrieval_gate.report.model import Report, RunSummary
+from retrieval_gate.core.untrusted import capped, visible
+from retrieval_gate.decide.policy import labels
+from retrieval_gate.gating.outcome import Report, RunSummary
 from retrieval_gate.report.sections import (
     abstention_note,
     cost_first,
@@ -56,7 +57,6 @@ from retrieval_gate.report.text import (
     p_value,
     signed,
 )
-from retrieval_gate.untrusted import capped, visible
 
 __all__ = ["MARKER", "MAX_CHARS", "code", "escape", "html_text", "report_markdown"]
 

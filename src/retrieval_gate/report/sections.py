@@ -9,11 +9,11 @@ import math
 import shlex
 from collections.abc import Callable
 
-from retrieval_gate.cost import CostRow
-from retrieval_gate.errors import InputError
-from retrieval_gate.measures import parse_measure
-from retrieval_gate.policy import percent
-from retrieval_gate.report.model import Comparison, FunnelReport, Report, UnanswerableSide
+from retrieval_gate.core.errors import InputError
+from retrieval_gate.decide.cost import CostRow
+from retrieval_gate.decide.policy import percent
+from retrieval_gate.gating.outcome import Comparison, FunnelReport, Report, UnanswerableSide
+from retrieval_gate.scoring.measures import parse_measure
 
 __all__ = ["abstention_note", "cost_detail", "cost_first", "cost_notes", "cost_rule",
            "cost_table", "failure_step", "funnel_table", "holm_phrase", "instead_lines",

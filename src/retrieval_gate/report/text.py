@@ -4,18 +4,19 @@ evidence funnel, newly failing queries, largest per-query drops, what was retrie
 and only then unanswerable queries, costs, warnings, the statistics and definitions.
 
 Every string from the inputs (paths, the snapshot's name, slices, query ids and texts,
-warnings) is made :func:`~retrieval_gate.untrusted.visible` first, so a CR, LF, U+2028
+warnings) is made :func:`~retrieval_gate.core.untrusted.visible` first, so a CR, LF, U+2028
 or escape sequence in it can neither break a line of the table nor forge one (a fake
 ``PASS: ...``); and every line is made
-:func:`~retrieval_gate.untrusted.command_safe`, so none is a GitHub workflow command."""
+:func:`~retrieval_gate.core.untrusted.command_safe`, so none is a GitHub workflow command."""
 
 from __future__ import annotations
 
 from collections.abc import Callable
 from dataclasses import replace
 
-from retrieval_gate.policy import GatePolicy, Labels, labels, nothing_gated
-from retrieval_gate.report.model import Comparison, QueryChange, Report, RunSummary
+from retrieval_gate.core.untrusted import command_safe, visible
+from retrieval_gate.decide.policy import GatePolicy, Labels, labels, nothing_gated
+from retrieval_gate.gating.outcome import Comparison, QueryChange, Report, RunSummary
 from retrieval_gate.report.sections import (
     abstention_note,
     cost_first,
@@ -33,7 +34,6 @@ from retrieval_gate.report.sections import (
     timed_on,
     unanswerable_rows,
 )
-from retrieval_gate.untrusted import command_safe, visible
 
 __all__ = ["chunkings", "deciding_bound", "decision_cell", "decision_reason", "headline",
            "in_words", "mean_cell", "p_value", "report_text", "signed", "undecided"]

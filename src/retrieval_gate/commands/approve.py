@@ -1,0 +1,334 @@
+"""``gate baseline approve``: make a candidate run the approved baseline.
+
+Approval checks the candidate against the snapshot (its manifest names the snapshot's
+fingerprint, its run file has the pinned hash, it scores under the snapshot's policy), records
+an ``approved`` object in the manifest (``at``, ``by``, ``commit``, ``scores``: the mean of each
+snapshot measure; ``gated``: the measures the configuration gates), and refuses to replace a
+baseline made on another snapshot without ``force``.
+
+It writes the baseline folder as :mod:`retrieval_gate.inputs.baseline_folder` describes: the run and
+its manifest go whole into a hidden staging folder (each file and the folder flushed to the
+disk), which is renamed to the next version ``v<N>``; one atomic rename of ``CURRENT`` then
+switches the baseline; the previous version and any leftovers of interrupted approvals are
+deleted last. Whenever the process stops — an error, Ctrl-C, SIGKILL, a power cut after the
+flushes — the folder's baseline is the old one or the new one, whole. Approvals of one folder
+take turns (an exclusive ``flock`` on the folder, where the system has one).
+"""
+
+from __future__ import annotations
+
+import errno
+import getpass
+import hashlib
+import json
+import os
+import shutil
+import tempfile
+from collections.abc import Iterator, Sequence
+from contextlib import contextmanager
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+from retrieval_gate.commands.validate import check_run
+from retrieval_gate.core.errors import EnvironmentFault, InputError, NotComparableError
+from retrieval_gate.decide.policy import GatedMeasure
+from retrieval_gate.formats import schema
+from retrieval_gate.formats.atomic import sync_folder, write_text_atomic
+from retrieval_gate.inputs.baseline_folder import POINTER, BaselineFolder, read_folder
+from retrieval_gate.inputs.run_manifest import (
+    RunManifest,
+    manifest_path,
+    read_run_manifest,
+    resolve_commit,
+    utc_now,
+)
+from retrieval_gate.inputs.snapshot import Snapshot, load_snapshot, load_test_set
+from retrieval_gate.scoring.measures import parse_measure
+
+
+@dataclass(frozen=True)
+class Approval:
+    """An approval done: the run and manifest written, the baseline run it replaced (if any),
+    the means recorded, and leftovers it could not delete (the next approval retries);
+    ``unchanged`` when the candidate already was the approved baseline (nothing written), and
+    the snapshot change it records when the test set moved on."""
+
+    run: Path
+    manifest: Path
+    replaced: tuple[Path, ...]
+    scores: dict[str, float | None]
+    kept: tuple[str, ...] = ()
+    unchanged: bool = False
+    snapshot_change: dict[str, str] | None = None
+
+
+def approver() -> str:
+    """Who approves: ``GITHUB_ACTOR`` in GitHub Actions, else the login name."""
+    try:
+        return os.environ.get("GITHUB_ACTOR") or getpass.getuser()
+    except (KeyError, OSError):  # no login name (some containers)
+        return "unknown"
+
+
+def approve_baseline(candidate: str | os.PathLike[str], to: str | os.PathLike[str],
+                     snapshot: str | os.PathLike[str], force: bool = False,
+                     commit: str | None = None,
+                     gates: Sequence[GatedMeasure] | None = None) -> Approval:
+    """Check ``candidate`` against ``snapshot`` and make it, with its manifest, the baseline of
+    the folder ``to`` (created if needed); see the module docstring. ``gates``, the gates of
+    the configuration the approval runs under, are recorded as the measures it gates
+    (``approved.gated`` and the history line's ``gated``: :func:`gated_measures`).
+
+    A candidate whose files and snapshot are those of the approved baseline is a no-op
+    (``unchanged``: nothing written, no history line). A baseline made on an earlier snapshot
+    of the same name is replaced — the test set evolved — and the change is recorded in the
+    approval (``approved.snapshot_change``) and the folder's history. ``commit`` is the source
+    commit to record (default: :func:`~retrieval_gate.inputs.run_manifest.resolve_commit`).
+
+    Errors: InputError (exit 2) for a candidate or a folder that is not what it should be, or
+    no commit to record; NotComparableError (exit 3) for a baseline there made on a snapshot
+    of another name (unless ``force``) or a candidate that changed while it was copied;
+    EnvironmentFault (exit 74) when the folder cannot be created or written."""
+    snap = load_snapshot(snapshot)
+    checked = check_run(snap, load_test_set(snap), candidate, "candidate")
+    source = Path(checked.path)
+    means = checked.scores.means()
+    document = dict(checked.manifest.document)
+    document["approved"] = {"at": utc_now(), "by": approver(),
+                            "commit": resolve_commit(commit, "--commit"), "scores": means}
+    if gates is not None:
+        document["approved"]["gated"] = gated_measures(gates, snap)
+    copies = [(source, checked.manifest.document["run"]["sha256"])]
+    chunks = checked.manifest.chunks_file()
+    if chunks is not None:  # the run's chunk table travels with it, beside it
+        document["chunking"] = {**document["chunking"], "file": chunks.name}
+        copies.append((chunks, document["chunking"]["sha256"]))
+    if checked.manifest.stages:  # a pipeline run's stages travel with it, side by side
+        files = checked.manifest.stage_files()
+        document["stages"] = [{"name": name, "file": file.name, "sha256": sha}
+                              for name, file, sha in files]
+        copies.extend((file, sha) for _, file, sha in files[:-1])
+    names = [file.name for file, _ in copies] + [manifest_path(source).name]
+    if len(set(names)) < len(names):
+        twice = min(n for n in names if names.count(n) > 1)
+        raise InputError(checked.manifest.source, f"two of the run's files are named {twice}, "
+                         "and the approved version keeps them side by side in one folder",
+                         "rename one (stage files, chunk table, run) and rewrite the run's "
+                         "manifest")
+    folder = Path(to)
+    schema.validate(document, "run-manifest", str(manifest_path(folder / source.name)))
+    if folder.exists() and not folder.is_dir():
+        raise InputError(str(folder), "is a file, not a baseline folder",
+                         "give a folder such as baselines/NAME")
+    _create(folder)
+    with _writing(folder), _turn(folder):
+        before = read_folder(folder)
+        previous = _require_replaceable(before, snap, force)
+        if previous is not None and before.version is not None and _same_files(
+                previous, checked.manifest):  # nothing to write; an earlier one's leftovers go
+            run = before.run or source
+            return Approval(run, manifest_path(run), (), means, _delete(before.leftovers()),
+                            unchanged=True)
+        change = None
+        if previous is not None and previous.fingerprint != snap.fingerprint:
+            change = {"from": previous.fingerprint, "to": snap.fingerprint}
+            document["approved"]["snapshot_change"] = change
+        version = _stage(before, copies, manifest_path(source).name,
+                         json.dumps(document, indent=2, ensure_ascii=False) + "\n")
+        write_text_atomic(folder / POINTER, f"{version}\n", durable=True)
+        append_history(folder, history_line(version, document, snap))
+        kept = _delete(read_folder(folder).leftovers())
+    run = folder / version / source.name
+    return Approval(run, manifest_path(run), (before.run,) if before.run else (), means, kept,
+                    snapshot_change=change)
+
+
+def _require_replaceable(before: BaselineFolder, snap: Snapshot, force: bool
+                         ) -> RunManifest | None:
+    """The manifest of the baseline in the folder (None for none). InputError for a
+    first-layout run named like the pointer file; NotComparableError when it was made on a
+    snapshot of another name — another test set, not a later version of this one — unless
+    ``force``."""
+    if before.run is None:
+        return None
+    if before.version is None and before.run.name == POINTER:
+        raise InputError(str(before.run), f"is named {POINTER}, the name an approval gives "
+                         "the file that points at the approved version",
+                         "rename the run and its manifest, then approve again")
+    previous = read_run_manifest(before.run)
+    made_on = previous.document["snapshot"].get("name")
+    if made_on != snap.name and previous.fingerprint != snap.fingerprint and not force:
+        raise NotComparableError(
+            f"{manifest_path(before.run)}: the baseline there was made on snapshot "
+            f"'{made_on}' ({previous.fingerprint}), the candidate on '{snap.name}' "
+            f"({snap.fingerprint}) — another test set: approve into another folder, or pass "
+            "--force to replace it")
+    return previous
+
+
+def _same_files(previous: RunManifest, candidate: RunManifest) -> bool:
+    """Whether the candidate is the approved baseline again: the same run, stage and chunk
+    table bytes, made on the same snapshot."""
+    def pinned(m: RunManifest) -> tuple[object, ...]:
+        return (m.fingerprint, m.document["run"]["sha256"],
+                tuple(sha for _, _, sha in m.stage_files()),
+                (m.chunking or {}).get("sha256"), (m.chunking or {}).get("version"))
+    return pinned(previous) == pinned(candidate)
+
+
+def gated_measures(gates: Sequence[GatedMeasure], snap: Snapshot) -> list[str]:
+    """The snapshot measures ``gates`` decide on, by their names in the snapshot (parsed with
+    its gain; without ``[stage]``, on the last stage of a pipeline), in the gates' order, once
+    each. Report-only gates, decisions (Abstain, FalseAbstain) and names that are not one of
+    the snapshot's measures are left out: they are not scores the approval records."""
+    names: dict[str, None] = {}
+    for gate in gates:
+        if gate.report_only:
+            continue
+        try:
+            measure = parse_measure(gate.measure, snap.gain)
+        except InputError:
+            continue
+        if snap.stages and measure.stage is None:
+            measure = measure.at_stage(snap.stages[-1].name)
+        if measure in snap.measures:
+            names[str(measure)] = None
+    return list(names)
+
+
+HISTORY = "history.jsonl"
+
+
+def history_line(version: str, document: dict[str, Any], snap: Snapshot) -> dict[str, Any]:
+    """One approval in the folder's history: when, by whom, from which commit, the version,
+    the snapshot (and the one it replaced), the system, the run's hash and its means — and
+    the measures gated, when the approval ran under a configuration."""
+    approved = document["approved"]
+    line = {"at": approved["at"], "by": approved["by"], "commit": approved["commit"],
+            "version": version, "snapshot": {"name": snap.name, "fingerprint": snap.fingerprint},
+            "system": document["system"], "run_sha256": document["run"]["sha256"],
+            "means": approved["scores"]}
+    for key in ("gated", "snapshot_change"):
+        if key in approved:
+            line[key] = approved[key]
+    return line
+
+
+def append_history(folder: Path, line: dict[str, Any]) -> None:
+    """Add ``line`` to the folder's ``history.jsonl`` (rewritten whole, atomically)."""
+    path = folder / HISTORY
+    before = path.read_text(encoding="utf-8") if path.exists() else ""
+    write_text_atomic(path, before + json.dumps(line, sort_keys=True, ensure_ascii=False)
+                      + "\n", durable=True)
+
+
+def _stage(before: BaselineFolder, copies: list[tuple[Path, str]], manifest_name: str,
+           manifest: str) -> str:
+    """Write the files ``copies`` (each with the hash it was checked with: the run, and its
+    chunk table if any) and ``manifest`` whole into a hidden staging folder, flushed to the
+    disk, and rename it to the next version; returns that version's name. On failure the
+    staging folder is deleted."""
+    folder = before.path
+    staging = Path(tempfile.mkdtemp(".tmp", ".approve-", folder))
+    try:
+        umask = os.umask(0)
+        os.umask(umask)
+        os.chmod(staging, 0o777 & ~umask)
+        for source, sha256 in copies:
+            _copy(source, staging / source.name, sha256)
+        _create_file(staging / manifest_name, manifest.encode("utf-8"))
+        sync_folder(staging)
+        version = before.next_version()
+        os.rename(staging, folder / version)
+    except BaseException:
+        shutil.rmtree(staging, ignore_errors=True)
+        raise
+    sync_folder(folder)
+    return version
+
+
+def _copy(source: Path, target: Path, sha256: str) -> None:
+    """Copy ``source`` to the new file ``target``, flushed to the disk; NotComparableError if
+    the bytes copied do not have the hash that was checked (the file changed meanwhile)."""
+    digest = hashlib.sha256()
+    with open(source, "rb") as reading, open(target, "xb") as writing:
+        for block in iter(lambda: reading.read(1 << 20), b""):
+            digest.update(block)
+            writing.write(block)
+        writing.flush()
+        os.fsync(writing.fileno())
+    if digest.hexdigest() != sha256:
+        raise NotComparableError(f"{source}: the file changed while it was being approved — "
+                                 "approve it again once it is complete")
+
+
+def _create_file(path: Path, data: bytes) -> None:
+    """A new file holding ``data``, flushed to the disk."""
+    with open(path, "xb") as handle:
+        handle.write(data)
+        handle.flush()
+        os.fsync(handle.fileno())
+
+
+def _delete(paths: list[Path]) -> tuple[str, ...]:
+    """Delete ``paths`` (files and folders); what could not be deleted, with the reason."""
+    kept = []
+    for path in paths:
+        try:
+            if path.is_dir() and not path.is_symlink():
+                shutil.rmtree(path)
+            else:
+                path.unlink(missing_ok=True)
+        except OSError as exc:
+            kept.append(f"{path} ({exc.strerror or type(exc).__name__})")
+    return tuple(kept)
+
+
+def _create(folder: Path) -> None:
+    """Create the baseline folder and its parents; EnvironmentFault when the machine refuses
+    (no permission, a read-only file system, a parent that is a file)."""
+    try:
+        folder.mkdir(parents=True, exist_ok=True)
+    except OSError as exc:
+        reason = exc.strerror or type(exc).__name__
+        blocker = next((p for p in folder.parents if p.exists() and not p.is_dir()), None)
+        if blocker is not None:
+            reason += f": {blocker} is a file"
+        raise EnvironmentFault(f"{folder}: cannot create the baseline folder ({reason}) — "
+                               "approve into a folder that can be created here, or fix the "
+                               "permissions") from None
+
+
+@contextmanager
+def _writing(folder: Path) -> Iterator[None]:
+    """An OSError while the baseline is written becomes an EnvironmentFault naming the folder
+    (and the file, when the system names it)."""
+    try:
+        yield
+    except OSError as exc:
+        reason = exc.strerror or type(exc).__name__
+        where = f": {exc.filename}" if exc.filename else ""
+        raise EnvironmentFault(f"{folder}: cannot write the new baseline ({reason}{where}) — "
+                               "free space or fix the permissions, then approve again") from None
+
+
+@contextmanager
+def _turn(folder: Path) -> Iterator[None]:
+    """Hold an exclusive lock on ``folder`` so that concurrent approvals of it take turns. No
+    lock where the system or the file system has none (Windows; flock on NFS folders)."""
+    try:
+        import fcntl
+    except ImportError:
+        yield
+        return
+    fd = os.open(folder, os.O_RDONLY)
+    try:
+        try:
+            fcntl.flock(fd, fcntl.LOCK_EX)
+        except OSError as exc:
+            if exc.errno not in (errno.EBADF, errno.ENOLCK, errno.EOPNOTSUPP, errno.EINVAL):
+                raise
+        yield
+    finally:
+        os.close(fd)

@@ -1,0 +1,118 @@
+"""``gate init``: from a folder of queries, judgments and (optionally) a corpus to a gated
+repository — a snapshot frozen from the files, a starter ``gate.toml`` and the GitHub workflow
+— each step saying what it wrote and what to commit. Nothing is overwritten: when any target
+exists, nothing is written at all. The three files land together or not at all: everything is
+checked and staged first, then renamed into place; a failure on the way (a file where a folder
+must be, a folder that cannot be written) removes what was placed and the folders made.
+"""
+
+from __future__ import annotations
+
+import os
+import re
+from dataclasses import dataclass
+from importlib import resources
+from pathlib import Path
+
+from retrieval_gate.core.errors import InputError
+from retrieval_gate.formats.atomic import write_texts
+from retrieval_gate.inputs.snapshot import freeze, manifest_text
+from retrieval_gate.scoring.units import UnitChoice
+
+WORKFLOW = Path(".github") / "workflows" / "retrieval-gate.yml"
+_SAFE = re.compile(r"(?!/)(?!.*\.\.)[A-Za-z0-9._/-]{1,200}")
+
+
+@dataclass(frozen=True)
+class Initialised:
+    """What ``gate init`` wrote (paths) and the next steps, in words."""
+
+    written: tuple[Path, ...]
+    next_steps: tuple[str, ...]
+    unit: UnitChoice
+
+
+def initialise(queries: str | os.PathLike[str], qrels: str | os.PathLike[str], *,
+               snapshot: str | os.PathLike[str] | None = None,
+               corpus_file: str | os.PathLike[str] | None = None, unit: str | None = None,
+               chunking_version: str | None = None,
+               chunks_file: str | os.PathLike[str] | None = None,
+               baseline: str = "baselines/main", candidate: str = "runs/candidate.trec",
+               root: str | os.PathLike[str] = ".") -> Initialised:
+    """Freeze ``snapshot`` (default: ``snapshot.json`` beside the queries) from the files —
+    the evidence unit as :func:`~retrieval_gate.inputs.snapshot.freeze` chooses it, refused when the
+    judgments look like chunk ids and no unit is given — and write ``gate.toml`` and the
+    workflow under ``root``, all three or none; InputError (exit 2) naming every target that
+    already exists, before anything is written; EnvironmentFault (exit 74) when the machine
+    refuses a write or a folder."""
+    base = Path(root)
+    target = Path(snapshot) if snapshot else Path(queries).parent / "snapshot.json"
+    for option, value in (("--baseline", baseline), ("--candidate", candidate),
+                          ("--snapshot", _relative(target, base)),
+                          *([("--chunking-version", chunking_version)] if chunking_version
+                            else [])):
+        if not _SAFE.fullmatch(value):
+            what = "name" if option == "--chunking-version" else "relative path"
+            raise InputError(option, f"'{value[:60]}' is not a plain {what} (letters, digits, "
+                             ". _ - /)", f"use a plain {what}: it goes into the workflow's "
+                             "shell lines" + (" and into gate.toml" if what != "name" else ""))
+    if (unit == "chunk" or (unit is None and chunking_version)) and corpus_file and not chunks_file:
+        raise InputError("--chunks", "is needed: chunk judgments with a pinned corpus place "
+                         "each run's chunk ids in its documents by the judged chunking's chunk "
+                         "table", "give the chunk table with --chunks FILE (or leave out "
+                         "--corpus-file)")
+    config, workflow = base / "gate.toml", base / WORKFLOW
+    existing = [p for p in (target, config, workflow) if p.exists()]
+    if existing:
+        raise InputError(str(existing[0]), "exists already" + (
+            f" (and {', '.join(map(str, existing[1:]))})" if len(existing) > 1 else ""),
+            "gate init writes only new files: move them away, or edit them by hand")
+    frozen = freeze(target, queries=queries, qrels=qrels, corpus_version=(
+        "in-file" if corpus_file else "unversioned"), corpus_file=corpus_file,
+        permissions_version="public", unit=unit, chunking_version=chunking_version,
+        chunks_file=chunks_file, write=False)
+    snapshot_path = _relative(target, base)
+    write_texts([(target, manifest_text(frozen)),
+                 (config, _config(snapshot_path, baseline, candidate)),
+                 (workflow, _workflow(snapshot_path, baseline, candidate,
+                                      chunking_version if frozen.unit == "chunk" else None))],
+                folders=True)
+    declare = ("" if frozen.unit != "chunk" else
+               f" --chunking-version {chunking_version}" if chunks_file is None else
+               f" --chunks {chunks_file} --chunking-version {chunking_version}")
+    steps = (
+        f"commit {target}, {config} and {workflow} (and the files the snapshot pins)",
+        (f"make your retriever's run of every query in {frozen.source}'s query set, write its "
+        f"manifest: gate run-manifest --snapshot {snapshot_path} --run RUN --system "
+        f"name=my-retriever{declare}"),
+        (f"approve it as the baseline: gate baseline approve --candidate RUN --to {baseline} — "
+        "and commit the folder"),
+        (f"edit the REPLACE parts of {workflow} (how your retriever makes {candidate}); from then "
+        "on, every pull request is gated"))
+    assert frozen.unit_choice is not None
+    return Initialised((target, config, workflow), steps, frozen.unit_choice)
+
+
+def _relative(path: Path, base: Path) -> str:
+    return Path(os.path.relpath(path.resolve(), base.resolve())).as_posix()
+
+
+def _config(snapshot: str, baseline: str, candidate: str) -> str:
+    return (f'# retrieval-gate: gate check reads this file (see its README for every key).\n'
+            f'snapshot = "{snapshot}"\nbaseline = "{baseline}"\ncandidate = "{candidate}"\n\n'
+            '[[gate]]\nmeasure = "Recall@10"\nmargin = 0.02\n\n'
+            '[[gate]]\nmeasure = "nDCG@10"\nmargin = 0.02\n')
+
+
+def _workflow(snapshot: str, baseline: str, candidate: str, chunking: str | None) -> str:
+    """The example workflow with this repository's paths; with chunk judgments, its run
+    manifests declare the chunking the runs are made with."""
+    text = resources.files("retrieval_gate").joinpath("templates/retrieval-gate.yml").read_text(
+        encoding="utf-8")
+    for old, new in (("eval/snapshot.json", snapshot), ("baselines/my-retriever", baseline),
+                     ("runs/candidate.trec", candidate)):
+        text = text.replace(old, new)
+    if chunking is not None:
+        text = text.replace("--system retriever=my-retriever",
+                            f"--system retriever=my-retriever --chunking-version {chunking}")
+    return text

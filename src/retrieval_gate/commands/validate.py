@@ -1,0 +1,167 @@
+"""``gate validate`` as one library call: a snapshot and, optionally, runs checked against it."""
+
+from __future__ import annotations
+
+import os
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+from retrieval_gate.core.errors import InputError
+from retrieval_gate.core.stages import StageContract
+from retrieval_gate.core.untrusted import visible
+from retrieval_gate.formats import Source
+from retrieval_gate.formats.corpus import read_chunk_table
+from retrieval_gate.formats.source import read_blob
+from retrieval_gate.gating.pipeline import match_stages, score_stages, stage_sources
+from retrieval_gate.inputs.run_manifest import (
+    RunManifest,
+    chunking_record,
+    load_run_chunks,
+    make_run_manifest,
+    manifest_path,
+    read_run_file,
+    read_run_manifest,
+    require_made_on,
+    resolve_run,
+    stage_record,
+    verify_run_hash,
+    write_run_manifest,
+)
+from retrieval_gate.inputs.snapshot import Snapshot, TestSet, load_snapshot, load_test_set
+from retrieval_gate.scoring.scores import Scores
+
+
+@dataclass(frozen=True, eq=False)
+class CheckedRun:
+    """A run whose manifest names the snapshot and whose rankings score under its policy."""
+
+    path: str
+    manifest: RunManifest
+    scores: Scores
+
+
+@dataclass(frozen=True, eq=False)
+class Validation:
+    snapshot: Snapshot
+    test_set: TestSet
+    runs: tuple[CheckedRun, ...]
+
+
+def check_run(snapshot: Snapshot, test_set: TestSet, run: str | os.PathLike[str],
+              role: str = "run", manifest: str | os.PathLike[str] | None = None) -> CheckedRun:
+    """Load ``run`` and its manifest (each ranking's hash — every stage of a pipeline run —
+    checked on the bytes read), require that the manifest names ``snapshot`` (exit 3 with the
+    differences), and score those bytes under the snapshot's policy (which checks the run's
+    format, duplicates, query coverage — missing and extra queries — and the snapshot's
+    pipeline contract)."""
+    run = resolve_run(run)
+    loaded = read_run_manifest(run, manifest)
+    require_made_on(snapshot, (loaded, role))
+    rankings = []
+    for contract, file, pinned in stage_sources(snapshot, loaded, run):
+        blob = read_run_file(file)
+        verify_run_hash(loaded, blob.sha256, pinned, None if contract is None else contract.name)
+        rankings.append((contract, blob))
+    if loaded.stages and not snapshot.stages:  # the other stages are not read: check them
+        for name, file, pinned in loaded.stage_files()[:-1]:
+            verify_run_hash(loaded, read_run_file(file).sha256, pinned, name)
+    scored = score_stages(snapshot, test_set, rankings, chunks=load_run_chunks(loaded))
+    return CheckedRun(loaded.run, loaded, scored.scores)
+
+
+def record_run(snapshot: str | os.PathLike[str], run: str | os.PathLike[str] | None,
+               system: Mapping[str, Any] | None = None, commit: str | None = None,
+               created: str | None = None, output: str | os.PathLike[str] | None = None,
+               chunks: str | os.PathLike[str] | None = None, chunking_version: str | None = None,
+               chunking_params: Mapping[str, Any] | None = None,
+               stages: Sequence[tuple[str, str | os.PathLike[str]]] = (),
+               timed_on: str | None = None) -> tuple[Path, Snapshot]:
+    """Check ``run`` against ``snapshot`` (hashes, test set, scoring) and write its manifest to
+    ``output`` (default: beside the run), pinning the bytes that were scored — the run's, and
+    those of its chunk table ``chunks`` (with the chunking's optional version and parameters);
+    returns where it went and the snapshot. A pipeline run gives ``stages`` instead, (name,
+    file) in pipeline order: the last one is the run; with a contract in the snapshot, each of
+    its stages must be among them. ``timed_on`` says where the run's latencies were measured."""
+    if chunks is None and chunking_version is None and chunking_params:
+        raise InputError("--chunking-param", "describes a chunking, and none is named",
+                         "name it with --chunking-version V, or give its chunk table with "
+                         "--chunks FILE")
+    if stages:
+        names = [name for name, _ in stages]
+        twice = sorted({n for n in names if names.count(n) > 1})
+        if twice:
+            raise InputError("--stage", f"stage '{twice[0]}' is given twice",
+                             "give each stage once, in pipeline order")
+        if run is not None and Path(run).resolve() != Path(stages[-1][1]).resolve():
+            raise InputError("--run", "a pipeline run is its last stage", "leave out --run, "
+                             "or give the run as the last --stage")
+        run = stages[-1][1]
+    if run is None:
+        raise InputError("--run", "no run is given", "give the run with --run FILE, or a "
+                         "pipeline's stages with --stage NAME=FILE")
+    loaded = load_snapshot(snapshot)
+    test_set = load_test_set(loaded)
+    judged = loaded.document["chunking"]
+    if judged.get("unit") == "chunk" and chunking_version is None and (
+            chunks is None or "sha256" not in judged):
+        said = ("a run's manifest must say which chunking the run was made with" if chunks is None
+                else "it pins no chunk table to compare the run's with")
+        raise InputError("--chunking-version", "is needed: the snapshot judges chunks of "
+                         f"chunking '{judged.get('version')}', and {said}", "pass "
+                         "--chunking-version (the run's chunking)" + (
+                             " or --chunks FILE (its chunk table)" if chunks is None else ""))
+    blobs = {name: read_run_file(file) for name, file in stages}
+    blob = blobs[stages[-1][0]] if stages else read_run_file(run)
+    table_blob = None if chunks is None else read_blob(chunks)
+    table = None if table_blob is None else read_chunk_table(table_blob)
+    if loaded.stages:
+        matched = match_stages(loaded, list(blobs), "--stage")
+        rankings: list[tuple[StageContract | None, Source]] = [
+            (contract, blobs[name]) for contract, name in matched]
+    else:
+        rankings = [(None, blob)]
+    score_stages(loaded, test_set, rankings, chunks=table)
+    target = Path(output) if output else manifest_path(run)
+    chunking = (None if chunks is None and chunking_version is None else chunking_record(
+        table_blob, chunks, target, chunking_version, chunking_params))
+    records = [stage_record(name, blobs[name], file, target) for name, file in stages]
+    document = make_run_manifest(loaded, blob, system, commit, created, chunking, records,
+                                 timed_on)
+    write_run_manifest(document, target)
+    return target, loaded
+
+
+def validate(snapshot: str | os.PathLike[str], runs: Sequence[str | os.PathLike[str]] = (),
+             run_manifest: str | os.PathLike[str] | None = None) -> Validation:
+    """Check a snapshot (schema, paths, file hashes, queries against qrels) and each run
+    against it. ``run_manifest`` names the manifest of the single run given, when it does not
+    lie beside it. Raises the first problem found (exit 2 invalid, 3 not what it claims)."""
+    if run_manifest is not None and len(runs) != 1:
+        raise InputError("--run-manifest", "applies to exactly one RUN",
+                         "give one run with its manifest, or put each manifest beside its run")
+    loaded = load_snapshot(snapshot)
+    test_set = load_test_set(loaded)
+    checked = tuple(check_run(loaded, test_set, run, "run", run_manifest) for run in runs)
+    return Validation(loaded, test_set, checked)
+
+
+def validation_text(result: Validation) -> str:
+    """One line for the snapshot, then one per run."""
+    snap, tests = result.snapshot, result.test_set
+    judgments = sum(len(j) for j in tests.qrels.judgments.values())
+    head = (f"{visible(snap.source)}: valid — snapshot '{visible(snap.name)}', fingerprint "
+            f"{snap.fingerprint}; "
+            f"{len(tests.queries)} queries ({len(tests.answerable)} answerable, "
+            f"{len(tests.unanswerable)} unanswerable), {judgments} judgments (unit {snap.unit}); "
+            "every pinned "
+            "file matches its hash")
+    lines = [head, *(f"warning: {visible(w)}" for w in tests.warnings)]
+    for run in result.runs:
+        system = ", ".join(f"{visible(k)}={visible(str(v))}"
+                           for k, v in run.manifest.system.items()) or "no system"
+        lines.append(f"{visible(run.path)}: valid — made on this snapshot ({system}); "
+                     f"{len(run.scores.query_ids)} queries scored")
+        lines += [f"warning: {visible(w)}" for w in run.scores.warnings]
+    return "\n".join(lines) + "\n"

@@ -1,0 +1,456 @@
+"""The gate's policy, its decision rule, and the paired comparison of two runs' per-query values.
+
+Every gated (measure, slice) is one comparison. The gate decides as one **family** of m
+members: the comparisons that can say ``regression`` — those that gate (not report-only), are
+not too small for their gate's own ``min-queries``, and have at least the policy's
+``min-queries`` — and the relative cost gates that can (see :mod:`retrieval_gate.decide.cost`).
+Comparisons outside it can never say ``regression``, so they cannot raise a false alarm, and
+the family need not spend any of α on them. For a comparison with margin δ (the largest mean
+drop that is not material), mean per-query difference d̄ = mean(candidate − baseline) and n
+queries:
+
+- ``[ci_low, ci_high]`` — the two-sided 1 − α bootstrap interval of d̄ (the one reports show);
+- ``ci_high_adjusted`` — the upper end of the two-sided 1 − α/m interval: the family's m
+  bounds at that level (the cost gates' adjusted low ends among them) hold together with
+  probability ≥ 1 − α (Bonferroni);
+- ``sign_p_holm`` — the one-sided sign-test p-value toward regression, Holm-adjusted over the
+  family's quality comparisons (a further condition: it only makes regression harder); a
+  comparison outside the family keeps its own p-value.
+
+Decision, with n ≥ ``min_queries`` (fewer queries certify nothing: ``inconclusive``, and
+``decision_note`` says why):
+
+- ``regression`` — rule ``estimate`` (default): d̄ ≤ −δ, ``ci_high_adjusted`` < 0 and
+  ``sign_p_holm`` < α (a significant drop whose estimate reaches the margin); rule
+  ``interval``: additionally ``ci_high_adjusted`` < −δ (the drop exceeds the margin with
+  confidence);
+- ``pass`` — ``ci_low`` > −δ: non-inferior (any drop is smaller than the margin);
+- ``inconclusive`` — otherwise: this test set cannot tell.
+
+What each verdict guarantees (up to the bootstrap's approximation; measured by
+``benchmarks/calibration.py``):
+
+- ``regression``, rule ``estimate``: when no member of the family is truly worse (every true
+  mean difference ≥ 0, no gated cost truly higher), the gate says ``regression`` with
+  probability ≤ α/2 ≤ α — the chance that one of the m simultaneous bounds misses on its
+  side. The sign test must agree as well; the second factor of 2 absorbs the bootstrap's
+  small-sample optimism.
+- ``regression``, rule ``interval``: the same bound when every true drop is smaller than its
+  margin (and every true cost ratio below 1 + max-increase) — a change that is not material
+  is flagged at most α of the time.
+- ``pass`` of the whole gate: every comparison must pass, so if any comparison truly drops by δ
+  or more, the gate says ``pass`` with probability ≤ α/2 (one-sided lower end of the
+  unadjusted 1 − α interval). Requiring all comparisons to pass is an intersection-union test:
+  no multiplicity adjustment is needed, and one would only make ``pass`` harder to reach.
+
+``improvement`` is a separate flag (``ci_low`` > 0, with n ≥ ``min_queries``). The overall
+verdict is ``regression`` if any comparison is, else ``inconclusive`` if any is, else ``pass``
+— and ``inconclusive`` when nothing was decided at all (every gate report-only or too small to
+decide): no evidence is not a pass. The exit code follows ``fail_on``.
+"""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass, field
+from typing import Any, Literal
+
+import numpy as np
+
+from retrieval_gate.core.errors import EXIT_INCONCLUSIVE, EXIT_PASS, EXIT_REGRESSION
+from retrieval_gate.decide.paired import bootstrap_ci, holm, minimum_detectable_drop, sign_test
+
+Decision = Literal["pass", "regression", "inconclusive"]
+FailOn = Literal["regression", "inconclusive", "never"]
+RegressionRule = Literal["estimate", "interval"]
+REGRESSION_RULES: tuple[RegressionRule, ...] = ("estimate", "interval")
+DEFAULT_MARGIN = 0.02
+DEFAULT_MIN_QUERIES = 25  # the smallest test set at which the calibration holds the guarantee
+POWER = 0.8  # power of the minimum detectable drop
+
+
+@dataclass(frozen=True)
+class GatedMeasure:
+    """A measure the gate decides on (its name, resolved against the snapshot later), its
+    margin, and optionally the one slice it is gated on (else every slice of the policy),
+    whether it is only reported, and its own minimum number of queries (below it the
+    comparison is too small to decide and does not count in the verdict)."""
+
+    measure: str
+    margin: float = DEFAULT_MARGIN
+    slice: str | None = None
+    report_only: bool = False
+    min_queries: int | None = None
+
+
+@dataclass(frozen=True)
+class CostGate:
+    """A gated cost (see :mod:`retrieval_gate.decide.cost`): ``metric`` and ``stat``, and either
+    ``max_increase`` (relative to the baseline's) or ``max`` (an absolute budget);
+    ``min_queries``, as for a :class:`GatedMeasure`: below it the gate is too small to decide
+    (it does not lower the statistic's own floor, :func:`retrieval_gate.decide.cost.min_queries`)."""
+
+    metric: str
+    stat: str
+    max_increase: float | None = None
+    max: float | None = None
+    min_queries: int | None = None
+
+    @property
+    def name(self) -> str:
+        return f"{self.metric} {self.stat}"
+
+    def describe(self) -> str:
+        if self.max is not None:
+            return f"≤ {self.max:g}"
+        assert self.max_increase is not None
+        return f"≤ +{100 * self.max_increase:g}%"
+
+
+@dataclass(frozen=True)
+class GatePolicy:
+    """Everything the decision depends on besides the data. Defaults: Recall@10 and nDCG@10
+    with margin 0.02, the ``all`` slice, α = 0.05, 10,000 BCa resamples with seed 0, tie band 0,
+    regression rule ``estimate``, at least 25 queries to certify anything, fail on regression.
+    """
+
+    gates: tuple[GatedMeasure, ...] = (GatedMeasure("Recall@10"), GatedMeasure("nDCG@10"))
+    slices: tuple[str, ...] = ("all",)
+    costs: tuple[CostGate, ...] = ()
+    leaks: Literal["fail", "candidate", "warn"] = "fail"
+    alpha: float = 0.05
+    resamples: int = 10_000
+    seed: int = 0
+    tie_band: float = 0.0
+    bootstrap: Literal["bca", "percentile"] = "bca"
+    regression_rule: RegressionRule = "estimate"
+    min_queries: int = DEFAULT_MIN_QUERIES
+    fail_on: FailOn = "regression"
+    power: float = field(default=POWER, init=False)
+
+    def __post_init__(self) -> None:
+        if self.regression_rule not in REGRESSION_RULES:
+            raise ValueError(f"regression_rule must be one of {REGRESSION_RULES}, got "
+                             f"{self.regression_rule!r}")
+        if isinstance(self.min_queries, bool) or not isinstance(self.min_queries, int) \
+                or self.min_queries < 1:
+            raise ValueError(f"min_queries must be an integer ≥ 1, got {self.min_queries!r}")
+
+    def as_dict(self) -> dict[str, object]:
+        return {
+            "gates": [{k: v for k, v in vars(g).items() if v is not None and v is not False}
+                      for g in self.gates],
+            "slices": list(self.slices),
+            "costs": [{k: v for k, v in vars(g).items() if v is not None} for g in self.costs],
+            "leaks": self.leaks,
+            "alpha": self.alpha,
+            "resamples": self.resamples,
+            "seed": self.seed,
+            "tie_band": self.tie_band,
+            "bootstrap": self.bootstrap,
+            "regression_rule": self.regression_rule,
+            "min_queries": self.min_queries,
+            "fail_on": self.fail_on,
+            "power": self.power,
+        }
+
+
+def decide(n: int, mean_diff: float, ci_low: float, ci_high: float, sign_p_holm: float,
+           margin: float, alpha: float, *, ci_high_adjusted: float | None = None,
+           rule: RegressionRule = "estimate", min_queries: int = DEFAULT_MIN_QUERIES
+           ) -> Decision:
+    """The decision rule of the module docstring. ``ci_high_adjusted`` is the family's bound
+    (``None``: ``ci_high``, a family of one); ``n < min_queries`` (and ``n == 0``) →
+    ``inconclusive``."""
+    if n == 0 or n < min_queries:
+        return "inconclusive"
+    bound = ci_high if ci_high_adjusted is None else ci_high_adjusted
+    below = -margin if rule == "interval" else 0.0
+    if mean_diff <= -margin and bound < below and sign_p_holm < alpha:
+        return "regression"
+    if ci_low > -margin:
+        return "pass"
+    return "inconclusive"
+
+
+def decision_note(n: int, min_queries: int) -> str | None:
+    """Why a comparison certifies nothing whatever its interval, or None: no query, or fewer
+    than ``min_queries`` (an interval from a few queries — one query, or two equal ones, give
+    an interval of zero width — says nothing about the queries the test set lacks)."""
+    if n == 0:
+        return "no query in this slice: nothing is certified"
+    if n < min_queries:
+        return (f"only {n} {'query' if n == 1 else 'queries'}, fewer than min-queries = "
+                f"{min_queries}: neither pass nor regression is certified")
+    return None
+
+
+def verdict(decisions: list[Decision]) -> Decision:
+    """``regression`` if any, else ``inconclusive`` if any, else ``pass``; ``inconclusive`` for
+    no decision at all: nothing was gated, and nothing certifies a pass."""
+    if "regression" in decisions:
+        return "regression"
+    return "inconclusive" if "inconclusive" in decisions or not decisions else "pass"
+
+
+def nothing_gated(comparisons: Sequence[Comparison]) -> str:
+    """Why no comparison counts in the verdict, in words: ``every gated comparison has fewer
+    queries than its min-queries (Recall@10 on 'paraphrase': 13 < 15)``, ``every gate is
+    report-only``, or both."""
+    small = [c for c in comparisons if c.too_small and not c.report_only]
+    listed = ", ".join(f"{c.measure} on '{c.slice}': {c.n} < {c.min_queries}" for c in small)
+    if not comparisons:
+        return "no measure is gated"
+    if not small:
+        return "every gate is report-only"
+    why = ("every gated comparison has fewer queries than its min-queries"
+           if len(small) == len(comparisons) else
+           "every gate is report-only or has fewer queries than its min-queries")
+    return f"{why} ({listed})"
+
+
+def exit_code(overall: Decision, fail_on: FailOn) -> int:
+    """0 pass; 1 regression; 4 inconclusive under ``fail_on = inconclusive`` (else 0); always 0
+    under ``fail_on = never``."""
+    if fail_on == "never" or overall == "pass":
+        return EXIT_PASS
+    if overall == "regression":
+        return EXIT_REGRESSION
+    return EXIT_INCONCLUSIVE if fail_on == "inconclusive" else EXIT_PASS
+
+
+# --------------------------------------------------------------------------------------------
+# Labels
+
+
+def percent(p: float) -> str:
+    """A probability as a percentage for a label, four significant digits: 0.95 → ``95``,
+    0.975 → ``97.5``, 0.99375 → ``99.38``."""
+    return f"{100 * p:.4g}"
+
+
+@dataclass(frozen=True)
+class Labels:
+    """The words every report uses for the policy's levels and rule, from one place, so that no
+    renderer prints a level the gate did not use.
+
+    - ``ci``: the shown interval, e.g. ``95% CI`` (two-sided 1 − α);
+    - ``intervals``: both levels in one phrase, e.g. ``95% intervals (97.5% for regression:
+      Bonferroni over 2 comparisons)``, or ``… over 3 comparisons, 1 of them a cost``;
+    - ``power``: the minimum detectable drop's power, e.g. ``80% power``;
+    - ``rule``: the decision rule in one sentence;
+    - ``bound``: the regression bound ``ci_high_adjusted``, e.g. ``97.5% bound`` (two-sided
+      1 − α/m).
+    """
+
+    ci: str
+    intervals: str
+    power: str
+    rule: str
+    bound: str
+
+
+def labels(policy: GatePolicy, family: int, costs: int = 0) -> Labels:
+    """The :class:`Labels` of ``policy`` for the family the decision used: ``family`` members
+    (the report's :attr:`~retrieval_gate.gating.outcome.Report.family`; 0 and 1 both give the
+    unadjusted level), ``costs`` of them relative cost gates."""
+    m = max(family, 1)
+    shown = percent(1 - policy.alpha)
+    level = percent(1 - policy.alpha / m)
+    of_them = (f", {costs} of them {'a cost' if costs == 1 else 'costs'}" if costs else "")
+    intervals = (f"{shown}% intervals" if m == 1 else
+                 f"{shown}% intervals ({level}% for regression: Bonferroni over {m} "
+                 f"comparisons{of_them})")
+    if policy.regression_rule == "interval":
+        regression = (f"regression when the whole {level}% interval lies below −margin and "
+                      f"the Holm-adjusted sign test p < {policy.alpha:g}")
+    else:
+        regression = (f"regression when Δ ≤ −margin, the {level}% interval lies below 0 and "
+                      f"the Holm-adjusted sign test p < {policy.alpha:g}")
+    rule = (f"{regression}; pass when the {shown}% interval's low end > −margin; neither with "
+            f"fewer than {policy.min_queries} queries; else inconclusive")
+    return Labels(f"{shown}% CI", intervals, f"{percent(policy.power)}% power", rule,
+                  f"{level}% bound")
+
+
+def family_level(alpha: float, family: int | None, members: int, what: str) -> float:
+    """α/m, the Bonferroni level of a family of m = ``family`` members (None: the ``members``
+    counted by the caller alone); ValueError when ``family`` counts fewer than those."""
+    if family is not None and family < members:
+        raise ValueError(f"family must count at least the {members} {what} in it, got {family}")
+    return alpha / max(members if family is None else family, 1)
+
+
+# --------------------------------------------------------------------------------------------
+# The comparison
+
+
+@dataclass(frozen=True)
+class Comparison:
+    """One gated (measure, slice): the paired statistics and the decision. ``ci_note`` says why
+    the interval is not a plain bootstrap interval (no query, no spread, BCa undefined);
+    ``decision_note`` why nothing is certified (too few queries), else None; ``min_queries``
+    its gate's own minimum (None: only the policy's); ``in_family`` whether it is one of the
+    family's members (it can say ``regression``)."""
+
+    measure: str
+    slice: str
+    n: int
+    baseline_mean: float | None
+    candidate_mean: float | None
+    mean_diff: float
+    ci_low: float
+    ci_high: float
+    ci_method: str
+    ci_note: str | None
+    ci_high_adjusted: float
+    wins: int
+    losses: int
+    ties: int
+    sign_p: float
+    sign_p_two_sided: float
+    sign_p_holm: float
+    mde: float | None
+    margin: float
+    decision: Decision
+    decision_note: str | None
+    improvement: bool
+    lower_is_better: bool = False
+    report_only: bool = False
+    too_small: bool = False
+    min_queries: int | None = None
+    in_family: bool = False
+
+    @property
+    def gating(self) -> bool:
+        """Whether this comparison counts in the verdict."""
+        return not (self.report_only or self.too_small)
+
+
+@dataclass(frozen=True)
+class PairPolicy:
+    """How one (measure, slice) comparison is decided: its margin, its own minimum number of
+    queries (None: the policy's) and whether it is only reported."""
+
+    margin: float
+    min_queries: int | None = None
+    report_only: bool = False
+
+    def too_small(self, n: int) -> bool:
+        """Whether ``n`` queries are fewer than this comparison's own minimum."""
+        return self.min_queries is not None and n < self.min_queries
+
+
+def in_family(n: int, pair: PairPolicy, policy: GatePolicy) -> bool:
+    """Whether a comparison of ``n`` queries is a member of the family: it gates (not
+    report-only), is not too small for its own minimum, and has at least the policy's
+    ``min_queries`` — the comparisons that can say ``regression``."""
+    return not pair.report_only and not pair.too_small(n) and n >= policy.min_queries
+
+
+def family_members(slices: Mapping[str, int], pairs: Mapping[tuple[str, str], PairPolicy],
+                   policy: GatePolicy) -> int:
+    """How many of the (measure, slice) comparisons ``pairs`` are members of the family, with
+    ``slices`` mapping a slice name to its number of queries."""
+    return sum(in_family(slices.get(name, 0), pair, policy)
+               for (_, name), pair in pairs.items())
+
+
+def compare(baseline: np.ndarray, candidate: np.ndarray, measures: Sequence[str],
+            slices: Mapping[str, np.ndarray], policy: GatePolicy,
+            lower_is_better: Sequence[bool] = (),
+            pairs: Mapping[tuple[str, str], PairPolicy] | None = None,
+            family: int | None = None) -> tuple[Comparison, ...]:
+    """Every gated (measure, slice) comparison, decided: a pure function of per-query values.
+
+    ``baseline`` and ``candidate`` have shape (queries, measures): column j holds the values of
+    ``measures[j]``, gated with the margin of ``policy.gates[j]``, and row i the same query in
+    both. ``slices`` maps a slice name to the row positions of its queries; ``pairs``, when
+    given, are the (measure, slice) comparisons to make, each with its margin, its own minimum
+    number of queries and whether it is only reported (default: every measure on every slice,
+    with the policy's). ``family`` is the size m of the family the gate decides as one (see the
+    module docstring: these comparisons' members, :func:`in_family`, and the relative cost
+    gates that can decide); None: these comparisons' members alone. Comparisons outside the
+    family (report-only, too small, below the policy's ``min_queries``) get the same bound,
+    and their sign-test p-values are their own. Per slice, one bootstrap with
+    ``numpy.random.default_rng(policy.seed)`` resamples the slice's queries for all measures at
+    once (so a slice's interval does not depend on which other slices are gated) and gives both
+    the 1 − α interval and the 1 − α/m bound; the sign tests of the family's members are
+    Holm-adjusted together. The minimum detectable drop is at the bound's level (two-sided
+    α/m).
+
+    A measure marked ``lower_is_better`` (Stale, FalseAbstain) is decided on its differences
+    turned round, so that its rise is the regression: its margin is the largest rise that is
+    not material, ``wins`` are queries where the candidate is lower, and ``ci_high_adjusted``
+    bounds the turned difference; ``mean_diff`` and the shown interval stay candidate −
+    baseline. Comparisons come slice by slice, measures in order."""
+    wanted = dict(pairs) if pairs is not None else {
+        (m, s): PairPolicy(policy.gates[j].margin) for j, m in enumerate(measures)
+        for s in slices}
+    counted = family_members({name: len(at) for name, at in slices.items()}, wanted, policy)
+    family_alpha = family_level(policy.alpha, family, counted, "comparisons")
+    sign = np.array([-1.0 if low else 1.0 for low in
+                     (lower_is_better or [False] * len(measures))])
+    rows: list[dict[str, Any]] = []
+    for name, members in slices.items():
+        if not any((m, name) in wanted for m in measures):
+            continue
+        b = baseline[members].T
+        c = candidate[members].T
+        d = (c - b) * sign[:, None]  # turned so that positive is better
+        intervals = bootstrap_ci(d, rng=np.random.default_rng(policy.seed),
+                                 resamples=policy.resamples, alpha=policy.alpha,
+                                 method=policy.bootstrap, upper_alpha=family_alpha)
+        for j, (measure, interval) in enumerate(zip(measures, intervals)):
+            if (measure, name) not in wanted:
+                continue
+            own = wanted[(measure, name)]
+            n = len(members)
+            signs = sign_test(d[j], policy.tie_band)
+            turned = sign[j] < 0
+            rows.append({
+                "measure": measure, "slice": name, "n": n,
+                "baseline_mean": _mean(b[j]), "candidate_mean": _mean(c[j]),
+                "mean_diff": sign[j] * (_mean(d[j]) or 0.0) + 0.0,  # + 0.0: no −0
+                "ci_low": -interval.high + 0.0 if turned else interval.low,
+                "ci_high": -interval.low + 0.0 if turned else interval.high,
+                "ci_method": interval.method,
+                "ci_note": interval.fallback or _interval_note(interval.method),
+                "ci_high_adjusted": interval.upper,
+                "wins": signs.wins, "losses": signs.losses, "ties": signs.ties,
+                "sign_p": signs.p_regression, "sign_p_two_sided": signs.p_two_sided,
+                "mde": minimum_detectable_drop(d[j], family_alpha, policy.power),
+                "margin": own.margin, "lower_is_better": bool(turned),
+                "report_only": own.report_only, "too_small": own.too_small(n),
+                "min_queries": own.min_queries, "in_family": in_family(n, own, policy),
+                "_turned": (_mean(d[j]) or 0.0, interval.low),
+            })
+    gating = [i for i, r in enumerate(rows) if r["in_family"]]
+    adjusted = [r["sign_p"] for r in rows]
+    for i, p in zip(gating, holm([rows[i]["sign_p"] for i in gating]).tolist()):
+        adjusted[i] = p
+    comparisons = []
+    for row, p_holm in zip(rows, adjusted):
+        mean_turned, low_turned = row.pop("_turned")
+        decision: Decision = "inconclusive" if row["too_small"] else decide(
+            row["n"], mean_turned, low_turned, row["ci_high_adjusted"], p_holm, row["margin"],
+            policy.alpha, ci_high_adjusted=row["ci_high_adjusted"],
+            rule=policy.regression_rule, min_queries=policy.min_queries)
+        note = (f"too small to decide: {row['n']} queries, fewer than this gate's min-queries "
+                f"= {row['min_queries']}" if row["too_small"]
+                else decision_note(row["n"], policy.min_queries))
+        comparisons.append(Comparison(**row, sign_p_holm=p_holm, decision=decision,
+                                      decision_note=note,
+                                      improvement=note is None and low_turned > 0))
+    return tuple(comparisons)
+
+
+def _mean(values: np.ndarray) -> float | None:
+    """Exact macro mean (``math.fsum``), None for no value."""
+    return math.fsum(values.tolist()) / len(values) if len(values) else None
+
+
+def _interval_note(method: str) -> str | None:
+    return {"constant": "every query has the same difference: the interval is that value",
+            "empty": "no query in this slice"}.get(method)

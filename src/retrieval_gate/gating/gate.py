@@ -1,0 +1,555 @@
+"""The whole gate as one library call: snapshot + baseline + candidate + policy → :class:`Report`.
+
+Steps: load the snapshot (schema, paths, file hashes) and its test set; load both run manifests
+and require that both name the snapshot's fingerprint; score both runs per query under the
+snapshot's scoring policy; for every gated (measure, slice) compare the paired per-query
+differences (sign test, bootstrap interval, Holm across the family, minimum detectable drop);
+decide (:func:`retrieval_gate.decide.policy.compare`); collect what a reviewer needs next (newly
+failing queries, largest per-query drops, warnings) into a
+:class:`~retrieval_gate.gating.outcome.Report`.
+
+Slices: ``all`` is every answerable query of the snapshot; any other slice name is a query tag.
+"""
+
+from __future__ import annotations
+
+import os
+from concurrent.futures import Future, ThreadPoolExecutor
+from dataclasses import replace
+from pathlib import Path
+
+import numpy as np
+
+from retrieval_gate.core.errors import InputError
+from retrieval_gate.core.parallel import both
+from retrieval_gate.core.stages import REACHED, Funnel, loss_labels
+from retrieval_gate.decide.cost import CostRow, compare_costs, missing_costs
+from retrieval_gate.decide.cost import family_members as cost_members
+from retrieval_gate.decide.policy import (
+    Comparison,
+    GatedMeasure,
+    GatePolicy,
+    PairPolicy,
+    compare,
+    exit_code,
+    family_members,
+    verdict,
+)
+from retrieval_gate.gating.instead import retrieved_instead
+from retrieval_gate.gating.outcome import (
+    FunnelQuery,
+    FunnelReport,
+    FunnelRow,
+    LeakReport,
+    QueryChange,
+    QueryRow,
+    Report,
+    RunSummary,
+    UnanswerableRow,
+    UnanswerableSide,
+)
+from retrieval_gate.gating.pipeline import RunScores, ignored_stages, score_stages, stage_sources
+from retrieval_gate.inputs.run_manifest import (
+    RunManifest,
+    load_run_chunks,
+    read_run_file,
+    read_run_manifest,
+    require_made_on,
+    resolve_run,
+    verify_run_hash,
+)
+from retrieval_gate.inputs.snapshot import Snapshot, TestSet, load_snapshot, load_test_set
+from retrieval_gate.scoring.chunkcut import cut_warning
+from retrieval_gate.scoring.measures import Measure, parse_measure
+from retrieval_gate.scoring.scores import Leaks, Scores
+
+ALL = "all"
+UNANSWERABLE = "unanswerable"
+ABSTAIN, FALSE_ABSTAIN = "Abstain", "FalseAbstain"
+SMALL_N = 25  # below this many queries a slice gets a warning
+TOP_REGRESSIONS = 5  # per gated measure
+_LISTED = 10  # newly failing queries named in a warning
+_DEFAULT_POLICY = GatePolicy()
+
+
+def run_gate(snapshot: str | os.PathLike[str], baseline: str | os.PathLike[str],
+          candidate: str | os.PathLike[str], policy: GatePolicy = _DEFAULT_POLICY,
+          config: str | None = None, baseline_manifest: str | os.PathLike[str] | None = None,
+          candidate_manifest: str | os.PathLike[str] | None = None) -> Report:
+    """Run the gate; see the module docstring. ``baseline`` and ``candidate`` are run files or
+    baseline folders (one run with its manifest). ``config`` names where ``policy`` came from
+    (for messages and the report). Raises InputError (exit 2) or NotComparableError (exit 3)."""
+    snap = load_snapshot(snapshot)
+    test_set = load_test_set(snap)
+    baseline, candidate = resolve_run(baseline), resolve_run(candidate)
+    manifests = (read_run_manifest(baseline, baseline_manifest),
+                 read_run_manifest(candidate, candidate_manifest))
+    require_made_on(snap, (manifests[0], "baseline"), (manifests[1], "candidate"))
+    gated, decisions, named = _gated(snap, policy, config)
+    slices = _slices(test_set, policy, config, [g.slice for _, g in named if g.slice])
+    final = snap.stages[-1].name if snap.stages else None
+    cutoff = max((m.k for m in gated if m.k is not None and m.stage == final), default=None)
+    hit, judged = Measure("Hit", cutoff, stage=final), Measure("Judged", cutoff, stage=final)
+    measures = tuple(dict.fromkeys((*snap.measures, hit, judged)))
+    base, cand = _score_verified(snap, test_set, (baseline, candidate), manifests, measures)
+    missing = missing_costs(base.costs(), cand.costs(), policy.costs)
+    if missing:
+        raise InputError(config or "gate policy", f"a cost is gated, and the {missing[0]}",
+                         "record it in both runs (latency_ms per query in JSON Lines runs; "
+                         "token counts of the last stage's items), or remove the cost gate",
+                         '$["cost"]')
+    for name in decisions:
+        for role, run in (("baseline", base), ("candidate", cand)):
+            if run.abstained is None:
+                raise InputError(config or "gate policy", f"{name} is gated, and the {role} "
+                                 "records no abstained decision", 'record "abstained": true or '
+                                 "false for every query of a JSON Lines run, or remove the gate",
+                                 '$["gate"]')
+
+    # One family: the comparisons and the relative cost gates that can decide (known from the
+    # number of queries alone, before any resampling)
+    pairs = _pairs(policy, named, slices)
+    sizes = {**{name: len(rows) for name, rows in slices.items()},
+             UNANSWERABLE: len(test_set.unanswerable)}
+    family = (family_members(sizes, pairs, policy)
+              + cost_members(base.costs(), cand.costs(), policy.costs, policy))
+    # the costs' bootstrap is numpy work that releases the GIL: it runs beside the rest
+    with ThreadPoolExecutor(max_workers=1, thread_name_prefix="cost-bootstrap") as pool:
+        pending_costs = pool.submit(compare_costs, base.costs(), cand.costs(), policy.costs,
+                                    policy, family)
+        comparisons = _compare(test_set, base, cand, gated, decisions, slices, policy, pairs,
+                               family)
+        nothing = _scored_nothing(base.scores, cand.scores, gated)
+        comparisons = tuple(_certifies_nothing(c) if c.measure in nothing else c
+                            for c in comparisons)
+        texts = {q.id: q.text for q in test_set.queries}
+        newly_failing = _newly_failing(base.scores, cand.scores, hit, texts)
+        unchanged = all(c.wins == c.losses == 0 for c in comparisons) and np.array_equal(
+            base.scores.values, cand.scores.values) and base.abstained == cand.abstained
+        pool_bias = _pool_bias(base.scores, cand.scores, judged, cutoff)
+        warnings = _warnings(base, cand, comparisons, newly_failing, pool_bias, cutoff, gated,
+                             nothing, unchanged)
+        leaks = _leak_report(base, cand, policy) if test_set.access is not None else None
+        funnel = (None if base.funnel is None or cand.funnel is None
+                  else _funnel_report(snap, base.funnel, cand.funnel, base.scores.query_ids))
+        drops = _top_regressions(base.scores, cand.scores, gated, texts)
+        instead = retrieved_instead(snap, test_set, base.scores, cand.scores,
+                                    _worst_queries(drops, newly_failing))
+        queries = _query_rows(test_set, base.scores, cand.scores, slices)
+        unanswerable = _unanswerable(test_set, base, cand)
+        costs = pending_costs.result()
+    warnings += _cost_warnings(manifests, costs)
+    if "unit" not in snap.document["chunking"]:
+        warnings.append("the snapshot states no evidence unit (it was frozen before units): "
+                        "its judgments are taken for chunk ids of chunking "
+                        f"'{snap.document['chunking'].get('version')}' and each run for a run "
+                        "of that chunking, unchecked — freeze it again with --unit so that "
+                        "runs are checked against it")
+    cuts = {role: w for role, m, run in zip(("baseline", "candidate"), manifests, (base, cand))
+            if (w := cut_warning(role, m.chunking, run.cut)) is not None}
+    warnings += cuts.values()
+    warnings += [f"{role}: stage {name} is not in the snapshot's pipeline and is not scored"
+                 for role, m in zip(("baseline", "candidate"), manifests)
+                 for name in ignored_stages(snap, m)]
+    reasons = [*(["leak"] if leaks is not None and leaks.fails else []),
+               *(["measures"] if any(c.decision == "regression" and c.gating
+                                     for c in comparisons) else []),
+               *(["cost"] if any(r.decision == "regression" for r in costs) else [])]
+    overall = "regression" if leaks is not None and leaks.fails else verdict(
+        [c.decision for c in comparisons if c.gating]
+        + [r.decision for r in costs if r.decision is not None])
+    return Report(overall, exit_code(overall, policy.fail_on), snap,
+                  _summary(manifests[0].run, manifests[0], base.scores, snap, judged),
+                  _summary(manifests[1].run, manifests[1], cand.scores, snap, judged), policy,
+                  config, comparisons, str(hit), newly_failing, drops, tuple(warnings),
+                  funnel, costs, leaks, unanswerable, tuple(reasons), queries, unchanged,
+                  instead, pool_bias=pool_bias is not None, family=family,
+                  scored_nothing=nothing, spans_cut=tuple(cuts))
+
+
+INSTEAD = 15  # queries shown with what was retrieved instead
+# Run files of this many bytes in all have the baseline scored in a forked child beside the
+# candidate: from 1 MiB (below, a fork and the result's trip through a pipe cost more than they
+# save) to 128 MiB (above, the child's own copy of the scoring arrays costs memory and saves no
+# time: two 7M-line runs were no faster, at 1.18 GiB in all instead of 0.74).
+PARALLEL_BYTES = range(1 << 20, 1 << 27)
+
+
+def _worst_queries(drops: tuple[QueryChange, ...], newly_failing: tuple[QueryChange, ...]
+                   ) -> list[str]:
+    """The queries shown with what was retrieved instead: the largest drops first, then the
+    newly failing ones, each once, at most :data:`INSTEAD`."""
+    return list(dict.fromkeys([q.query for q in drops] + [q.query for q in newly_failing])
+                )[:INSTEAD]
+
+
+def _query_rows(test_set: TestSet, base: Scores, cand: Scores, slices: dict[str, np.ndarray]
+                ) -> tuple[QueryRow, ...]:
+    """Every answerable query with its slices and every measure's value in both runs."""
+    texts = {q.id: q.text for q in test_set.queries}
+    member: dict[int, list[str]] = {}
+    for name, rows in slices.items():
+        if name != UNANSWERABLE:
+            for i in rows.tolist():
+                member.setdefault(i, []).append(name)
+    names = [str(m) for m in base.measures]
+    return tuple(QueryRow(qid, texts.get(qid, ""), tuple(member.get(i, ())),
+                          dict(zip(names, b)), dict(zip(names, c)))
+                 for i, (qid, b, c) in enumerate(zip(base.query_ids, base.values.tolist(),
+                                                     cand.values.tolist())))
+
+
+def _compare(test_set: TestSet, base: RunScores, cand: RunScores, gated: tuple[Measure, ...],
+             decisions: tuple[str, ...], slices: dict[str, np.ndarray], policy: GatePolicy,
+             pairs: dict[tuple[str, str], PairPolicy], family: int) -> tuple[Comparison, ...]:
+    """Every gated comparison, decided in the family of ``family`` members: each measure on
+    each answerable slice, and the abstention decisions — ``Abstain`` on the unanswerable
+    queries, ``FalseAbstain`` on each answerable slice. Rows are the answerable queries, then
+    the unanswerable ones."""
+    columns = [base.scores.measures.index(m) for m in gated]
+    extra = len(test_set.unanswerable)
+    values = []
+    for run in (base, cand):
+        quality = np.vstack([run.scores.values[:, columns], np.zeros((extra, len(columns)))])
+        said = run.abstained or {}
+        declined = np.array([float(said.get(q, False)) for q in
+                             (*test_set.answerable, *test_set.unanswerable)])
+        declined = np.repeat(declined[:, None], len(decisions), axis=1)
+        values.append(np.hstack([quality, declined]))
+    names = [*(str(m) for m in gated), *decisions]
+    rows = dict(slices)
+    rows[UNANSWERABLE] = np.arange(extra) + len(test_set.answerable)
+    lower = [m.lower_is_better for m in gated] + [d == FALSE_ABSTAIN for d in decisions]
+    return compare(values[0], values[1], names, rows, policy, lower, pairs, family)
+
+
+def _pairs(policy: GatePolicy, named: tuple[tuple[str, GatedMeasure], ...],
+           slices: dict[str, np.ndarray]) -> dict[tuple[str, str], PairPolicy]:
+    """Each gate's (measure, slice) comparisons: on its own slice, else on every answerable
+    slice of the policy (``Abstain``: on the unanswerable one); a gate on one slice wins over
+    the same measure's gate on every slice."""
+    answerable = [s for s in policy.slices if s != UNANSWERABLE]
+    pairs = {}
+    for name, gate in sorted(named, key=lambda pair: pair[1].slice is not None):
+        where = [gate.slice] if gate.slice else ([UNANSWERABLE] if name == ABSTAIN
+                                                 else answerable)
+        for slice_name in where:
+            pairs[(name, slice_name)] = PairPolicy(gate.margin, gate.min_queries,
+                                                   gate.report_only)
+    return pairs
+
+
+NOTHING_SCORED = ("both runs score 0 on every query: neither retrieved anything the judgments "
+                  "count, so nothing is certified")
+CHECK_IDS = ("check that the runs' item ids are the ids the judgments name (documents of the "
+             "corpus, or chunks of the judged chunking)")
+
+
+def _scored_nothing(base: Scores, cand: Scores, gated: tuple[Measure, ...]) -> tuple[str, ...]:
+    """The gated measures (higher is better) on which both runs score 0 on every answerable
+    query: nothing either run retrieved is counted by the judgments — usually run ids that
+    are not the judged ids — so an interval of [0, 0] would certify a pass from nothing."""
+    if not len(base.query_ids):
+        return ()
+    return tuple(str(m) for m in gated if not m.lower_is_better
+                 and not base.values[:, base.measures.index(m)].any()
+                 and not cand.values[:, cand.measures.index(m)].any())
+
+
+def _certifies_nothing(c: Comparison) -> Comparison:
+    """``c`` made inconclusive: both runs scored 0 on every query of its measure."""
+    return replace(c, decision="inconclusive", improvement=False,
+                   decision_note=f"{NOTHING_SCORED} — {CHECK_IDS}")
+
+
+def _leak_report(base: RunScores, cand: RunScores, policy: GatePolicy) -> LeakReport:
+    """Both runs' leaks, and whether they fail the gate under ``policy.leaks``."""
+    none = Leaks(0, {}, ())
+    b, c = base.leaks or none, cand.leaks or none
+    fails = (policy.leaks == "fail" and (b.count > 0 or c.count > 0)) or (
+        policy.leaks == "candidate" and c.count > 0)
+    return LeakReport(policy.leaks, b, c, fails)
+
+
+def _unanswerable(test_set: TestSet, base: RunScores, cand: RunScores
+                  ) -> tuple[UnanswerableRow, ...]:
+    """What each run did with each unanswerable query."""
+    texts = {q.id: q.text for q in test_set.queries}
+
+    def side(run: RunScores, qid: str) -> UnanswerableSide:
+        returned, top, leaks = run.returned.get(qid, (0, None, 0))
+        return UnanswerableSide(returned, top, leaks,
+                                None if run.abstained is None else run.abstained.get(qid))
+    return tuple(UnanswerableRow(q, texts.get(q, ""), side(base, q), side(cand, q))
+                 for q in test_set.unanswerable)
+
+
+def _score_verified(snap: Snapshot, test_set: TestSet, runs: tuple[Path, Path],
+                    manifests: tuple[RunManifest, RunManifest], measures: tuple[Measure, ...]
+                    ) -> tuple[RunScores, RunScores]:
+    """Read each ranking once (every stage of a pipeline run) and score those bytes: the
+    baseline in a forked child while this process scores the candidate when their size is in
+    :data:`PARALLEL_BYTES` (:mod:`retrieval_gate.core.parallel`), and a thread hashes the same
+    bytes meanwhile. A run that differs from its manifest is reported as such (exit 3) even
+    when scoring it failed too: the hash answers first."""
+    sources = [stage_sources(snap, manifest, run) for manifest, run in zip(manifests, runs)]
+    blobs = [[read_run_file(file) for _, file, _ in run] for run in sources]
+
+    def scored(i: int) -> RunScores:
+        return score_stages(snap, test_set, [(contract, blob) for (contract, _, _), blob
+                                             in zip(sources[i], blobs[i])], measures,
+                            load_run_chunks(manifests[i]), with_funnel=bool(snap.stages))
+
+    def hashes() -> list[list[str]]:
+        return [[blob.sha256 for blob in run] for run in blobs]
+
+    with ThreadPoolExecutor(max_workers=1) as pool:  # hashlib releases the GIL
+        digests: Future[list[list[str]]] | None = None
+
+        def candidate() -> RunScores:
+            nonlocal digests
+            digests = pool.submit(hashes)  # a thread started after the fork
+            return scored(1)
+
+        size = sum(len(blob.data) for run in blobs for blob in run)
+        try:
+            scores = both(lambda: scored(0), candidate, fork=size in PARALLEL_BYTES)
+        finally:
+            actual = hashes() if digests is None else digests.result()
+            for manifest, run, digest_of in zip(manifests, sources, actual):
+                for (contract, file, pinned), digest in zip(run, digest_of):
+                    verify_run_hash(manifest, digest, pinned,
+                                    None if contract is None else contract.name)
+    return scores
+
+
+def _funnel_report(snap: Snapshot, base: Funnel, cand: Funnel, query_ids: tuple[str, ...]
+                   ) -> FunnelReport:
+    """Both runs' funnels side by side: units reaching each stage, losses by kind, the loss
+    that grew most, and per query."""
+    labels = loss_labels(snap.stages)
+    counts = (base.counts(), cand.counts())
+    losses = tuple(FunnelRow(kind, labels[kind], counts[0][kind], counts[1][kind])
+                   for kind in base.kinds)
+    reaching = []
+    gone = [0, 0]
+    for stage in snap.stages:
+        for side in (0, 1):
+            gone[side] += counts[side][stage.name] + counts[side].get(f"{stage.name}:budget", 0)
+        reaching.append((stage.name, len(base.qidx) - gone[0], len(cand.qidx) - gone[1]))
+    grew = [row for row in losses if row.diff > 0]
+    worst = max(grew, key=lambda row: row.diff) if grew else None
+    names = (REACHED, *base.kinds)
+    per_query = (base.per_query(), cand.per_query())
+    queries = tuple(FunnelQuery(qid, dict(zip(names, per_query[0][i].tolist())),
+                                dict(zip(names, per_query[1][i].tolist())))
+                    for i, qid in enumerate(query_ids))
+    return FunnelReport(tuple(s.describe() for s in snap.stages), len(base.qidx),
+                        tuple(reaching), losses, worst, queries)
+
+
+def _cost_warnings(manifests: tuple[RunManifest, RunManifest], costs: tuple[CostRow, ...]
+                   ) -> list[str]:
+    """Latencies measured in different (or unknown) places are not comparable: say so."""
+    if not any(row.metric == "latency_ms" for row in costs):
+        return []
+    places = [m.timed_on for m in manifests]
+    if places[0] is not None and places[0] == places[1]:
+        return []
+    shown = [p or "not recorded" for p in places]
+    return [(f"latency: the baseline was timed on {shown[0]!r}, the candidate on {shown[1]!r} — "
+            "latencies measured on different machines or under different load are not "
+            "comparable (record it with gate run-manifest --timed-on)")]
+
+
+def _gated(snap: Snapshot, policy: GatePolicy, config: str | None
+           ) -> tuple[tuple[Measure, ...], tuple[str, ...], tuple[tuple[str, GatedMeasure], ...]]:
+    """The gated measures, parsed with the snapshot's default gain (in a pipeline, a measure
+    without ``[stage]`` reads the last stage; each must be one of the snapshot's measures),
+    the gated abstention decisions (``Abstain``, ``FalseAbstain``), and each gate with the
+    name its comparisons carry. A (measure, slice) gated twice is an error."""
+    source = config or "gate policy"
+    named: list[tuple[str, GatedMeasure]] = []
+    gated: list[Measure] = []
+    for i, gate in enumerate(policy.gates):
+        if gate.measure in (ABSTAIN, FALSE_ABSTAIN):
+            named.append((gate.measure, gate))
+            continue
+        try:
+            measure = parse_measure(gate.measure, snap.gain)
+        except InputError as exc:
+            raise InputError(source, exc.problem, exc.fix, f'$["gate"][{i}]') from None
+        if snap.stages and measure.stage is None:
+            measure = measure.at_stage(snap.stages[-1].name)
+        if measure not in snap.measures:
+            raise InputError(source, f"gated measure {measure} is not one of the snapshot's "
+                             f"measures ({', '.join(map(str, snap.measures))})",
+                             "gate one of them, or freeze a snapshot that scores it",
+                             f'$["gate"][{i}]["measure"]')
+        gated.append(measure)
+        named.append((str(measure), gate))
+    keys = [(name, gate.slice) for name, gate in named]
+    if len(set(keys)) != len(keys):
+        raise InputError(source, "a measure is gated twice on one slice", "gate each measure "
+                         "once per slice (a gate without slice covers every slice)",
+                         '$["gate"]')
+    decisions = tuple(dict.fromkeys(n for n, _ in named if n in (ABSTAIN, FALSE_ABSTAIN)))
+    return tuple(dict.fromkeys(gated)), decisions, tuple(named)
+
+
+def _slices(test_set: TestSet, policy: GatePolicy, config: str | None,
+            extra: list[str | None] | None = None) -> dict[str, np.ndarray]:
+    """Slice name → positions (in the answerable order) of its answerable queries; the
+    ``unanswerable`` slice (the queries marked ``answerable: false``, where ``Abstain`` is
+    decided) → their positions after the answerable ones."""
+    position = {q: i for i, q in enumerate(test_set.answerable)}
+    slices = {}
+    for name in dict.fromkeys([*policy.slices, *(s for s in extra or () if s)]):
+        if name == ALL:
+            slices[name] = np.arange(len(position))
+            continue
+        if name == UNANSWERABLE:
+            if not test_set.unanswerable:
+                raise InputError(config or "gate policy", "slice 'unanswerable' is empty: no "
+                                 "query is marked answerable: false", "mark the questions the "
+                                 "corpus cannot answer, or remove the slice", '$["slices"]')
+            slices[name] = np.arange(len(test_set.unanswerable)) + len(position)
+            continue
+        members = [position[q.id] for q in test_set.queries if name in q.tags and q.id in position]
+        if not members:
+            raise InputError(config or "gate policy", f"slice '{name}' matches no answerable "
+                             "query (slices other than 'all' are query tags)",
+                             f"tag queries with \"{name}\" in the query set, or remove the slice",
+                             '$["slices"]')
+        slices[name] = np.asarray(members)
+    return slices
+
+
+def _newly_failing(base: Scores, cand: Scores, hit: Measure, texts: dict[str, str]
+                   ) -> tuple[QueryChange, ...]:
+    """Queries with a relevant item within the cutoff in the baseline and none in the
+    candidate, in query order."""
+    j = base.measures.index(hit)
+    lost = np.flatnonzero((base.values[:, j] == 1) & (cand.values[:, j] == 0))
+    return tuple(QueryChange(str(hit), base.query_ids[i], texts.get(base.query_ids[i], ""),
+                             1.0, 0.0) for i in lost.tolist())
+
+
+def _top_regressions(base: Scores, cand: Scores, gated: tuple[Measure, ...],
+                     texts: dict[str, str]) -> tuple[QueryChange, ...]:
+    """For each gated measure, the queries (all answerable) with the largest drops, at most
+    :data:`TOP_REGRESSIONS`, largest first (ties by query id)."""
+    changes = []
+    for measure in gated:
+        j = base.measures.index(measure)
+        b, c = base.values[:, j], cand.values[:, j]
+        worse = [(c[i] - b[i], base.query_ids[i], i) for i in np.flatnonzero(c < b).tolist()]
+        for _, qid, i in sorted(worse)[:TOP_REGRESSIONS]:
+            changes.append(QueryChange(str(measure), qid, texts.get(qid, ""), float(b[i]),
+                                       float(c[i])))
+    return tuple(changes)
+
+
+def _summary(path: str | os.PathLike[str], manifest: RunManifest, scores: Scores,
+             snap: Snapshot, judged: Measure) -> RunSummary:
+    means = scores.means()
+    share = means[str(judged)]
+    return RunSummary(str(path), manifest.document["run"]["sha256"], manifest.system,
+                      {str(m): means[str(m)] for m in snap.measures},
+                      None if share is None else 1.0 - share, manifest.chunking,
+                      manifest.stages, manifest.timed_on)
+
+
+def _warnings(base_run: RunScores, cand_run: RunScores, comparisons: tuple[Comparison, ...],
+              newly_failing: tuple[QueryChange, ...], pool_bias: str | None, cutoff: int | None,
+              gated: tuple[Measure, ...], nothing: tuple[str, ...] = (),
+              unchanged: bool = False) -> list[str]:
+    base, cand = base_run.scores, cand_run.scores
+    warnings = [f"{role}: {w}" for role, s in (("baseline", base), ("candidate", cand))
+                for w in s.warnings]
+    if pool_bias:
+        warnings.append(pool_bias)
+    if nothing:
+        warnings.append(f"{', '.join(nothing)}: {NOTHING_SCORED} — {CHECK_IDS}")
+    grouped: dict[tuple[tuple[str, ...], ...], list[Measure]] = {}
+    for measure in gated:
+        short = tuple(run.short_lists.get(str(measure), ()) for run in (base_run, cand_run))
+        if short[0] or short[1]:
+            grouped.setdefault(short, []).append(measure)
+    for (base_short, cand_short), named in grouped.items():
+        k = named[0].k
+        warnings.append(f"{', '.join(map(str, named))}: {len(cand_short)} "
+                        f"{_plural(len(cand_short))} of the candidate (baseline "
+                        f"{len(base_short)}) rank fewer than {k} items — an empty slot counts "
+                        "as a non-relevant, unjudged item"
+                        + (f": {_listed(list(cand_short))}" if cand_short else ""))
+    for c in comparisons:
+        if unchanged or c.measure in nothing:  # the line above says it once
+            continue
+        if c.decision_note:
+            warnings.append(f"{c.measure} on slice '{c.slice}': {c.decision_note}")
+        elif c.n < SMALL_N:
+            warnings.append(f"{c.measure} on slice '{c.slice}': only {c.n} queries — drops "
+                            "smaller than the detectable drop "
+                            f"({'undefined' if c.mde is None else f'{c.mde:.3f}'}) go unseen")
+        if c.ci_method == "percentile" and c.ci_note:
+            warnings.append(f"{c.measure} on slice '{c.slice}': {c.ci_note}")
+    if newly_failing:
+        ids = [q.query for q in newly_failing]
+        shown = _listed(ids)
+        warnings.append(f"{len(ids)} newly failing {'query' if len(ids) == 1 else 'queries'} "
+                        f"(a relevant item within {cutoff or 'the ranking'} in the baseline, "
+                        f"none in the candidate): {shown}")
+    return warnings
+
+
+POOL_SHARE = 0.05  # the candidate's unjudged share must exceed the baseline's by this…
+POOL_ITEMS = 10  # …and by this many items, for the pool-bias warning
+
+
+def _unjudged(scores: Scores, judged: Measure, cutoff: int | None
+              ) -> tuple[float, int] | None:
+    """A run's unjudged items in its top ``cutoff`` (without a cutoff, in its rankings): their
+    share of the slots (k per query; without a cutoff, of the items returned) and their count;
+    None without a query. Empty slots of a short or empty ranking are not items: judging
+    cannot fill them. Items their asker may not see or that are not in force count as judged
+    (Judged@k): no judgment could make them count."""
+    if scores.retrieved is None or not len(scores.query_ids):
+        return None
+    per_query = scores.values[:, scores.measures.index(judged)]  # judged items / slots
+    returned = scores.retrieved if cutoff is None else np.minimum(scores.retrieved, cutoff)
+    slots = returned if cutoff is None else np.full(len(returned), cutoff)
+    unjudged = int(returned.sum()) - round(float((per_query * slots).sum()))
+    total = int(slots.sum())
+    return (unjudged / total if total else 0.0), unjudged
+
+
+def _pool_bias(base: Scores, cand: Scores, judged: Measure, cutoff: int | None) -> str | None:
+    """A warning when the candidate surfaces clearly more unjudged items than the baseline
+    (a pool bias: they score as non-relevant, so its scores may be understated); None when
+    it does not — a share of unjudged items the two runs share is no news, and fewer items
+    (a short ranking, a packing bug) are no unjudged items."""
+    base_side, cand_side = (_unjudged(s, judged, cutoff) for s in (base, cand))
+    if base_side is None or cand_side is None:
+        return None
+    (base_share, base_count), (cand_share, cand_count) = base_side, cand_side
+    extra = cand_count - base_count
+    if cand_share - base_share < POOL_SHARE or extra < POOL_ITEMS:
+        return None
+    where = f"top {cutoff}" if cutoff else "rankings"
+    count = f"{extra} more unjudged {'item' if extra == 1 else 'items'}"
+    of = "of the slots" if cutoff else "of the items"
+    return (f"the candidate surfaces {count} in its {where} than the baseline (baseline "
+            f"{100 * base_share:.1f}%, candidate {100 * cand_share:.1f}% {of}): they "
+            "score as non-relevant, so its scores may be understated (pool bias) — have them "
+            "judged: gate pool export, then gate pool merge --freeze under a new qrels "
+            "version")
+
+
+def _listed(ids: list[str]) -> str:
+    return ", ".join(ids[:_LISTED]) + (f" and {len(ids) - _LISTED} more"
+                                       if len(ids) > _LISTED else "")
+
+
+def _plural(n: int) -> str:
+    return "query" if n == 1 else "queries"
