@@ -48,7 +48,7 @@ def test_reports_land_on_exit_2_and_3(tmp_path: Path, case: str) -> None:
     document = json.loads(files["json"])
     schema.validate(document, "report", "report.json")
     assert document["verdict"] == case and document["exit_code"] == expected
-    assert set(document) == {"verdict", "exit_code", "errors"} and document["errors"]
+    assert set(document) == {"schema", "verdict", "exit_code", "errors"} and document["errors"]
     assert f"### {case.upper()} ⛔ retrieval-gate" in files["md"]
     assert "<script>" not in files["md"]
     error = ElementTree.fromstring(files["xml"]).find(".//testcase/error")

@@ -226,9 +226,9 @@ def _utf8(option: str, text: str, what: str = "it") -> str:
     return text
 
 
-def _key_values(option: str, pairs: tuple[str, ...]) -> dict[str, object]:
+def _key_values(option: str, pairs: tuple[str, ...], typed: bool = True) -> dict[str, object]:
     """``KEY=VALUE`` pairs → a dict; VALUE is a JSON number, true, false or null when it reads as
-    one, else a string."""
+    one (and ``typed``), else the string as given."""
     import json
 
     from retrieval_gate.core.errors import InputError
@@ -238,6 +238,9 @@ def _key_values(option: str, pairs: tuple[str, ...]) -> dict[str, object]:
         key, sep, value = _utf8(option, pair, "keys and values").partition("=")
         if not sep or not key:
             raise InputError(option, f"'{pair}' is not KEY=VALUE", f"write {option} size=512")
+        if not typed:
+            result[key] = value
+            continue
         try:
             parsed = json.loads(value)
         except ValueError:
@@ -378,10 +381,21 @@ def validate(snapshot_file, runs, run_manifest):
 @click.option("--chunking-version", help="A name for the run's chunking (with --chunks).")
 @click.option("--chunking-param", "chunking_params", multiple=True, metavar="KEY=VALUE",
               help="A parameter of the run's chunking (with --chunks; repeatable).")
+@click.option("--scores", type=click.Path(dir_okay=False),
+              help="The run's per-query scores (answer-level judges, any per-query value), "
+                   "pinned by hash and gated as score:NAME: JSON Lines {\"query_id\", "
+                   "\"scores\": {NAME: VALUE}, \"sample\"}, CSV with a query_id column, or a "
+                   "tool's output (--scores-format).")
+@click.option("--scores-format", metavar="FORMAT",
+              help="jsonl, csv, ragas, deepeval, promptfoo or inspect.  [default: jsonl or csv, "
+                   "from the content]")
+@click.option("--judge", "judge", multiple=True, metavar="KEY=VALUE",
+              help="Who scored (repeatable): e.g. --judge model=gpt-4o-2024-08-06 --judge "
+                   "prompt=sha256:... Runs judged differently are not comparable (exit 3).")
 @click.option("-o", "--output", type=click.Path(dir_okay=False),
               help="Where to write it.  [default: RUN.manifest.json]")
 def run_manifest(snapshot_file, run, stages, timed_on, system, commit, created, chunks,
-                 chunking_version, chunking_params, output):
+                 chunking_version, chunking_params, scores, scores_format, judge, output):
     """Write the manifest of a run made on a snapshot (after checking the run against it)."""
     from retrieval_gate.commands.validate import record_run
 
@@ -389,7 +403,9 @@ def run_manifest(snapshot_file, run, stages, timed_on, system, commit, created, 
     target, loaded = record_run(snapshot_file, run, _key_values("--system", system), commit,
                                 created, output, chunks, chunking_version,
                                 _key_values("--chunking-param", chunking_params), pairs,
-                                None if timed_on is None else _utf8("--timed-on", timed_on))
+                                None if timed_on is None else _utf8("--timed-on", timed_on),
+                                scores, scores_format,
+                                {k: str(v) for k, v in _key_values("--judge", judge, typed=False).items()})
     made = (f"pipeline run ({', '.join(_shown(n) for n, _ in pairs)})" if pairs
             else f"run {_shown(run)}")
     _print(f"{_shown(target)}: {made} on snapshot '{_shown(loaded.name)}' "

@@ -77,13 +77,23 @@ def record_run(snapshot: str | os.PathLike[str], run: str | os.PathLike[str] | N
                chunks: str | os.PathLike[str] | None = None, chunking_version: str | None = None,
                chunking_params: Mapping[str, Any] | None = None,
                stages: Sequence[tuple[str, str | os.PathLike[str]]] = (),
-               timed_on: str | None = None) -> tuple[Path, Snapshot]:
+               timed_on: str | None = None, scores: str | os.PathLike[str] | None = None,
+               scores_format: str | None = None, judge: Mapping[str, str] | None = None
+               ) -> tuple[Path, Snapshot]:
     """Check ``run`` against ``snapshot`` (hashes, test set, scoring) and write its manifest to
     ``output`` (default: beside the run), pinning the bytes that were scored — the run's, and
     those of its chunk table ``chunks`` (with the chunking's optional version and parameters);
     returns where it went and the snapshot. A pipeline run gives ``stages`` instead, (name,
     file) in pipeline order: the last one is the run; with a contract in the snapshot, each of
-    its stages must be among them. ``timed_on`` says where the run's latencies were measured."""
+    its stages must be among them. ``timed_on`` says where the run's latencies were measured.
+    ``scores`` is the run's per-query score file (in ``scores_format``; None: native JSON Lines
+    or CSV), checked against the snapshot's queries and pinned with ``judge``, who scored."""
+    if judge and scores is None:
+        raise InputError("--judge", "says who scored, and no score file is given",
+                         "give the scores with --scores FILE, or leave out --judge")
+    if scores_format is not None and scores is None:
+        raise InputError("--scores-format", "names the format of a score file, and none is "
+                         "given", "give the scores with --scores FILE")
     if chunks is None and chunking_version is None and chunking_params:
         raise InputError("--chunking-param", "describes a chunking, and none is named",
                          "name it with --chunking-version V, or give its chunk table with "
@@ -129,8 +139,28 @@ def record_run(snapshot: str | os.PathLike[str], run: str | os.PathLike[str] | N
     records = [stage_record(name, blobs[name], file, target) for name, file in stages]
     document = make_run_manifest(loaded, blob, system, commit, created, chunking, records,
                                  timed_on)
+    if scores is not None:
+        document["scores"] = _scores(scores, scores_format, judge, test_set, target)
     write_run_manifest(document, target)
     return target, loaded
+
+
+def _scores(scores: str | os.PathLike[str], format: str | None, judge: Mapping[str, str] | None,
+            test_set: TestSet, target: Path) -> dict[str, Any]:
+    """The ``scores`` record of a run manifest: the score file read once, checked against
+    the snapshot's queries (every query scored, every row a query of it), and pinned."""
+    from retrieval_gate.formats.scores import FORMATS, detect_format
+    from retrieval_gate.inputs.answer_scores import load_query_scores
+    from retrieval_gate.inputs.run_manifest import scores_record
+
+    blob = read_blob(scores)
+    fmt = format if format is not None else detect_format(blob)
+    if fmt not in FORMATS:
+        raise InputError("--scores-format", f"unknown score format '{fmt}'",
+                         f"use one of {', '.join(FORMATS)}")
+    ids = (*test_set.answerable, *test_set.unanswerable)
+    loaded = load_query_scores(blob, fmt, test_set.queries, ids, dict(judge or {}))
+    return scores_record(blob, scores, target, fmt, loaded.tool, loaded.names, judge)
 
 
 def validate(snapshot: str | os.PathLike[str], runs: Sequence[str | os.PathLike[str]] = (),

@@ -64,10 +64,13 @@ from retrieval_gate.decide.paired import bootstrap_ci, holm, minimum_detectable_
 Decision = Literal["pass", "regression", "inconclusive"]
 FailOn = Literal["regression", "inconclusive", "never"]
 RegressionRule = Literal["estimate", "interval"]
+Missing = Literal["error", "drop-pair", "worst"]
+MISSING: tuple[Missing, ...] = ("error", "drop-pair", "worst")
 REGRESSION_RULES: tuple[RegressionRule, ...] = ("estimate", "interval")
 DEFAULT_MARGIN = 0.02
 DEFAULT_MIN_QUERIES = 25  # the smallest test set at which the calibration holds the guarantee
 POWER = 0.8  # power of the minimum detectable drop
+SCORE_PREFIX = "score:"  # a gated per-query score of the runs' score files: score:NAME
 
 
 @dataclass(frozen=True)
@@ -75,13 +78,16 @@ class GatedMeasure:
     """A measure the gate decides on (its name, resolved against the snapshot later), its
     margin, and optionally the one slice it is gated on (else every slice of the policy),
     whether it is only reported, and its own minimum number of queries (below it the
-    comparison is too small to decide and does not count in the verdict)."""
+    comparison is too small to decide and does not count in the verdict). ``lower_is_better``
+    turns a per-query score (``score:NAME``) round: a harm such as ``score:hallucination``,
+    whose rise is the regression (retrieval measures have their own direction)."""
 
     measure: str
     margin: float = DEFAULT_MARGIN
     slice: str | None = None
     report_only: bool = False
     min_queries: int | None = None
+    lower_is_better: bool = False
 
 
 @dataclass(frozen=True)
@@ -112,7 +118,9 @@ class CostGate:
 class GatePolicy:
     """Everything the decision depends on besides the data. Defaults: Recall@10 and nDCG@10
     with margin 0.02, the ``all`` slice, α = 0.05, 10,000 BCa resamples with seed 0, tie band 0,
-    regression rule ``estimate``, at least 25 queries to certify anything, fail on regression.
+    regression rule ``estimate``, at least 25 queries to certify anything, fail on regression,
+    a failed per-query score an error (``missing``: see
+    :func:`retrieval_gate.decide.signals.apply_missing`).
     """
 
     gates: tuple[GatedMeasure, ...] = (GatedMeasure("Recall@10"), GatedMeasure("nDCG@10"))
@@ -127,12 +135,15 @@ class GatePolicy:
     regression_rule: RegressionRule = "estimate"
     min_queries: int = DEFAULT_MIN_QUERIES
     fail_on: FailOn = "regression"
+    missing: Missing = "error"
     power: float = field(default=POWER, init=False)
 
     def __post_init__(self) -> None:
         if self.regression_rule not in REGRESSION_RULES:
             raise ValueError(f"regression_rule must be one of {REGRESSION_RULES}, got "
                              f"{self.regression_rule!r}")
+        if self.missing not in MISSING:
+            raise ValueError(f"missing must be one of {MISSING}, got {self.missing!r}")
         if isinstance(self.min_queries, bool) or not isinstance(self.min_queries, int) \
                 or self.min_queries < 1:
             raise ValueError(f"min_queries must be an integer ≥ 1, got {self.min_queries!r}")
@@ -152,6 +163,7 @@ class GatePolicy:
             "regression_rule": self.regression_rule,
             "min_queries": self.min_queries,
             "fail_on": self.fail_on,
+            "missing": self.missing,
             "power": self.power,
         }
 
@@ -390,9 +402,30 @@ def compare(baseline: np.ndarray, candidate: np.ndarray, measures: Sequence[str]
         for s in slices}
     counted = family_members({name: len(at) for name, at in slices.items()}, wanted, policy)
     family_alpha = family_level(policy.alpha, family, counted, "comparisons")
+    return decide_pairs(paired(baseline, candidate, measures, slices, policy, lower_is_better,
+                               wanted, family_alpha), policy)
+
+
+@dataclass(frozen=True)
+class Paired:
+    """One (measure, slice) comparison's statistics before the family decides: the fields of
+    its :class:`Comparison` but the Holm-adjusted p-value and the decision, and the turned
+    (positive is better) mean difference and interval low end the decision reads."""
+
+    fields: dict[str, Any]
+    mean_turned: float
+    low_turned: float
+
+
+def paired(baseline: np.ndarray, candidate: np.ndarray, measures: Sequence[str],
+           slices: Mapping[str, np.ndarray], policy: GatePolicy, lower_is_better: Sequence[bool],
+           wanted: Mapping[tuple[str, str], PairPolicy], family_alpha: float
+           ) -> list[Paired]:
+    """The paired statistics of each wanted (measure, slice) of these columns, at the family's
+    level ``family_alpha`` (see :func:`compare`), slice by slice, measures in order."""
     sign = np.array([-1.0 if low else 1.0 for low in
                      (lower_is_better or [False] * len(measures))])
-    rows: list[dict[str, Any]] = []
+    rows: list[Paired] = []
     for name, members in slices.items():
         if not any((m, name) in wanted for m in measures):
             continue
@@ -409,7 +442,7 @@ def compare(baseline: np.ndarray, candidate: np.ndarray, measures: Sequence[str]
             n = len(members)
             signs = sign_test(d[j], policy.tie_band)
             turned = sign[j] < 0
-            rows.append({
+            rows.append(Paired({
                 "measure": measure, "slice": name, "n": n,
                 "baseline_mean": _mean(b[j]), "candidate_mean": _mean(c[j]),
                 "mean_diff": sign[j] * (_mean(d[j]) or 0.0) + 0.0,  # + 0.0: no −0
@@ -424,25 +457,30 @@ def compare(baseline: np.ndarray, candidate: np.ndarray, measures: Sequence[str]
                 "margin": own.margin, "lower_is_better": bool(turned),
                 "report_only": own.report_only, "too_small": own.too_small(n),
                 "min_queries": own.min_queries, "in_family": in_family(n, own, policy),
-                "_turned": (_mean(d[j]) or 0.0, interval.low),
-            })
-    gating = [i for i, r in enumerate(rows) if r["in_family"]]
-    adjusted = [r["sign_p"] for r in rows]
-    for i, p in zip(gating, holm([rows[i]["sign_p"] for i in gating]).tolist()):
+            }, _mean(d[j]) or 0.0, interval.low))
+    return rows
+
+
+def decide_pairs(rows: Sequence[Paired], policy: GatePolicy) -> tuple[Comparison, ...]:
+    """The comparisons of ``rows`` decided as one family: the sign tests of its members
+    Holm-adjusted together, then each decided by :func:`decide` (or too small)."""
+    gating = [i for i, r in enumerate(rows) if r.fields["in_family"]]
+    adjusted = [r.fields["sign_p"] for r in rows]
+    for i, p in zip(gating, holm([rows[i].fields["sign_p"] for i in gating]).tolist()):
         adjusted[i] = p
     comparisons = []
-    for row, p_holm in zip(rows, adjusted):
-        mean_turned, low_turned = row.pop("_turned")
+    for pair, p_holm in zip(rows, adjusted):
+        row = pair.fields
         decision: Decision = "inconclusive" if row["too_small"] else decide(
-            row["n"], mean_turned, low_turned, row["ci_high_adjusted"], p_holm, row["margin"],
-            policy.alpha, ci_high_adjusted=row["ci_high_adjusted"],
+            row["n"], pair.mean_turned, pair.low_turned, row["ci_high_adjusted"], p_holm,
+            row["margin"], policy.alpha, ci_high_adjusted=row["ci_high_adjusted"],
             rule=policy.regression_rule, min_queries=policy.min_queries)
         note = (f"too small to decide: {row['n']} queries, fewer than this gate's min-queries "
                 f"= {row['min_queries']}" if row["too_small"]
                 else decision_note(row["n"], policy.min_queries))
         comparisons.append(Comparison(**row, sign_p_holm=p_holm, decision=decision,
                                       decision_note=note,
-                                      improvement=note is None and low_turned > 0))
+                                      improvement=note is None and pair.low_turned > 0))
     return tuple(comparisons)
 
 

@@ -15,7 +15,7 @@ from __future__ import annotations
 
 import os
 from concurrent.futures import Future, ThreadPoolExecutor
-from dataclasses import replace
+from dataclasses import dataclass, replace
 from pathlib import Path
 
 import numpy as np
@@ -26,15 +26,17 @@ from retrieval_gate.core.stages import REACHED, Funnel, loss_labels
 from retrieval_gate.decide.cost import CostRow, compare_costs, missing_costs
 from retrieval_gate.decide.cost import family_members as cost_members
 from retrieval_gate.decide.policy import (
+    SCORE_PREFIX,
     Comparison,
     GatedMeasure,
     GatePolicy,
     PairPolicy,
-    compare,
     exit_code,
-    family_members,
     verdict,
 )
+from retrieval_gate.decide.signals import MissingCount, PairedSignal, compare_signals, family_of
+from retrieval_gate.formats.scores.rows import check_score_name
+from retrieval_gate.gating.answers import answer_summary, missing_warnings
 from retrieval_gate.gating.instead import retrieved_instead
 from retrieval_gate.gating.outcome import (
     FunnelQuery,
@@ -49,6 +51,8 @@ from retrieval_gate.gating.outcome import (
     UnanswerableSide,
 )
 from retrieval_gate.gating.pipeline import RunScores, ignored_stages, score_stages, stage_sources
+from retrieval_gate.gating.sources import abstention_signals, measure_signals, score_signals
+from retrieval_gate.inputs.answer_scores import QueryScores, judge_warnings, load_run_scores
 from retrieval_gate.inputs.run_manifest import (
     RunManifest,
     load_run_chunks,
@@ -73,84 +77,70 @@ _DEFAULT_POLICY = GatePolicy()
 
 
 def run_gate(snapshot: str | os.PathLike[str], baseline: str | os.PathLike[str],
-          candidate: str | os.PathLike[str], policy: GatePolicy = _DEFAULT_POLICY,
-          config: str | None = None, baseline_manifest: str | os.PathLike[str] | None = None,
-          candidate_manifest: str | os.PathLike[str] | None = None) -> Report:
+             candidate: str | os.PathLike[str], policy: GatePolicy = _DEFAULT_POLICY,
+             config: str | None = None, baseline_manifest: str | os.PathLike[str] | None = None,
+             candidate_manifest: str | os.PathLike[str] | None = None) -> Report:
     """Run the gate; see the module docstring. ``baseline`` and ``candidate`` are run files or
     baseline folders (one run with its manifest). ``config`` names where ``policy`` came from
     (for messages and the report). Raises InputError (exit 2) or NotComparableError (exit 3)."""
-    snap = load_snapshot(snapshot)
-    test_set = load_test_set(snap)
-    baseline, candidate = resolve_run(baseline), resolve_run(candidate)
-    manifests = (read_run_manifest(baseline, baseline_manifest),
-                 read_run_manifest(candidate, candidate_manifest))
-    require_made_on(snap, (manifests[0], "baseline"), (manifests[1], "candidate"))
-    gated, decisions, named = _gated(snap, policy, config)
-    slices = _slices(test_set, policy, config, [g.slice for _, g in named if g.slice])
+    snap, test_set, runs, manifests = _inputs(snapshot, baseline, candidate, baseline_manifest,
+                                              candidate_manifest)
+    gated = _gated(snap, policy, config)
+    slices = _slices(test_set, policy, config, [g.slice for _, g in gated.named if g.slice])
     final = snap.stages[-1].name if snap.stages else None
-    cutoff = max((m.k for m in gated if m.k is not None and m.stage == final), default=None)
+    cutoff = max((m.k for m in gated.measures if m.k is not None and m.stage == final),
+                 default=None)
     hit, judged = Measure("Hit", cutoff, stage=final), Measure("Judged", cutoff, stage=final)
     measures = tuple(dict.fromkeys((*snap.measures, hit, judged)))
-    base, cand = _score_verified(snap, test_set, (baseline, candidate), manifests, measures)
-    missing = missing_costs(base.costs(), cand.costs(), policy.costs)
-    if missing:
-        raise InputError(config or "gate policy", f"a cost is gated, and the {missing[0]}",
-                         "record it in both runs (latency_ms per query in JSON Lines runs; "
-                         "token counts of the last stage's items), or remove the cost gate",
-                         '$["cost"]')
-    for name in decisions:
-        for role, run in (("baseline", base), ("candidate", cand)):
-            if run.abstained is None:
-                raise InputError(config or "gate policy", f"{name} is gated, and the {role} "
-                                 "records no abstained decision", 'record "abstained": true or '
-                                 "false for every query of a JSON Lines run, or remove the gate",
-                                 '$["gate"]')
+    base, cand = _score_verified(snap, test_set, runs, manifests, measures)
+    _require_recorded(base, cand, gated, policy, config)
+    answers = _answer_scores(manifests, test_set, gated, config)
+    signals = [*measure_signals(test_set, base, cand, gated.measures),
+               *abstention_signals(test_set, base, cand, gated.decisions)]
+    missing: list[MissingCount] = []
+    if answers is not None:
+        scored, missing = score_signals(answers, gated.scores, policy.missing)
+        signals += scored
 
-    # One family: the comparisons and the relative cost gates that can decide (known from the
-    # number of queries alone, before any resampling)
-    pairs = _pairs(policy, named, slices)
-    sizes = {**{name: len(rows) for name, rows in slices.items()},
-             UNANSWERABLE: len(test_set.unanswerable)}
-    family = (family_members(sizes, pairs, policy)
+    # One family: every signal's comparisons and the relative cost gates that can decide
+    # (known from the number of queries alone, before any resampling)
+    pairs = _pairs(policy, gated.named, slices)
+    rows = {**slices, UNANSWERABLE: np.arange(len(test_set.unanswerable))
+            + len(test_set.answerable)}
+    family = (family_of(signals, rows, pairs, policy)
               + cost_members(base.costs(), cand.costs(), policy.costs, policy))
     # the costs' bootstrap is numpy work that releases the GIL: it runs beside the rest
     with ThreadPoolExecutor(max_workers=1, thread_name_prefix="cost-bootstrap") as pool:
         pending_costs = pool.submit(compare_costs, base.costs(), cand.costs(), policy.costs,
                                     policy, family)
-        comparisons = _compare(test_set, base, cand, gated, decisions, slices, policy, pairs,
-                               family)
-        nothing = _scored_nothing(base.scores, cand.scores, gated)
+        comparisons = compare_signals(signals, rows, pairs, policy, family)
+        nothing = _scored_nothing(base.scores, cand.scores, gated.measures)
         comparisons = tuple(_certifies_nothing(c) if c.measure in nothing else c
                             for c in comparisons)
         texts = {q.id: q.text for q in test_set.queries}
         newly_failing = _newly_failing(base.scores, cand.scores, hit, texts)
         unchanged = all(c.wins == c.losses == 0 for c in comparisons) and np.array_equal(
-            base.scores.values, cand.scores.values) and base.abstained == cand.abstained
+            base.scores.values, cand.scores.values) and base.abstained == cand.abstained \
+            and all(np.array_equal(s.baseline, s.candidate) for s in signals)
         pool_bias = _pool_bias(base.scores, cand.scores, judged, cutoff)
-        warnings = _warnings(base, cand, comparisons, newly_failing, pool_bias, cutoff, gated,
-                             nothing, unchanged)
+        warnings = _warnings(base, cand, comparisons, newly_failing, pool_bias, cutoff,
+                             gated.measures, nothing, unchanged)
         leaks = _leak_report(base, cand, policy) if test_set.access is not None else None
         funnel = (None if base.funnel is None or cand.funnel is None
                   else _funnel_report(snap, base.funnel, cand.funnel, base.scores.query_ids))
-        drops = _top_regressions(base.scores, cand.scores, gated, texts)
+        drops = _top_regressions(base.scores, cand.scores, gated.measures, texts)
         instead = retrieved_instead(snap, test_set, base.scores, cand.scores,
                                     _worst_queries(drops, newly_failing))
-        queries = _query_rows(test_set, base.scores, cand.scores, slices)
+        queries = _query_rows(test_set, base.scores, cand.scores, slices, signals)
         unanswerable = _unanswerable(test_set, base, cand)
         costs = pending_costs.result()
     warnings += _cost_warnings(manifests, costs)
-    if "unit" not in snap.document["chunking"]:
-        warnings.append("the snapshot states no evidence unit (it was frozen before units): "
-                        "its judgments are taken for chunk ids of chunking "
-                        f"'{snap.document['chunking'].get('version')}' and each run for a run "
-                        "of that chunking, unchecked — freeze it again with --unit so that "
-                        "runs are checked against it")
-    cuts = {role: w for role, m, run in zip(("baseline", "candidate"), manifests, (base, cand))
-            if (w := cut_warning(role, m.chunking, run.cut)) is not None}
-    warnings += cuts.values()
-    warnings += [f"{role}: stage {name} is not in the snapshot's pipeline and is not scored"
-                 for role, m in zip(("baseline", "candidate"), manifests)
-                 for name in ignored_stages(snap, m)]
+    warnings += _input_warnings(snap, manifests, (base, cand))
+    summary = None
+    if answers is not None:
+        warnings += judge_warnings(manifests)
+        warnings += missing_warnings(missing)
+        summary = answer_summary(answers, signals, missing)
     reasons = [*(["leak"] if leaks is not None and leaks.fails else []),
                *(["measures"] if any(c.decision == "regression" and c.gating
                                      for c in comparisons) else []),
@@ -158,13 +148,101 @@ def run_gate(snapshot: str | os.PathLike[str], baseline: str | os.PathLike[str],
     overall = "regression" if leaks is not None and leaks.fails else verdict(
         [c.decision for c in comparisons if c.gating]
         + [r.decision for r in costs if r.decision is not None])
-    return Report(overall, exit_code(overall, policy.fail_on), snap,
-                  _summary(manifests[0].run, manifests[0], base.scores, snap, judged),
-                  _summary(manifests[1].run, manifests[1], cand.scores, snap, judged), policy,
-                  config, comparisons, str(hit), newly_failing, drops, tuple(warnings),
-                  funnel, costs, leaks, unanswerable, tuple(reasons), queries, unchanged,
-                  instead, pool_bias=pool_bias is not None, family=family,
-                  scored_nothing=nothing, spans_cut=tuple(cuts))
+    return Report(
+        verdict=overall, exit_code=exit_code(overall, policy.fail_on), snapshot=snap,
+        baseline=_summary(manifests[0].run, manifests[0], base.scores, snap, judged),
+        candidate=_summary(manifests[1].run, manifests[1], cand.scores, snap, judged),
+        policy=policy, config=config, comparisons=comparisons, hit_measure=str(hit),
+        newly_failing=newly_failing, top_regressions=drops, warnings=tuple(warnings),
+        funnel=funnel, costs=costs, leaks=leaks, unanswerable=unanswerable,
+        reasons=tuple(reasons), queries=queries, unchanged=unchanged, instead=instead,
+        pool_bias=pool_bias is not None, family=family, scored_nothing=nothing,
+        spans_cut=tuple(role for role, m, run in zip(("baseline", "candidate"), manifests,
+                                                     (base, cand))
+                        if cut_warning(role, m.chunking, run.cut) is not None),
+        answer_scores=summary)
+
+
+def _inputs(snapshot: str | os.PathLike[str], baseline: str | os.PathLike[str],
+            candidate: str | os.PathLike[str], baseline_manifest: str | os.PathLike[str] | None,
+            candidate_manifest: str | os.PathLike[str] | None
+            ) -> tuple[Snapshot, TestSet, tuple[Path, Path], tuple[RunManifest, RunManifest]]:
+    """The snapshot and its test set, both runs (a baseline folder resolved to its run) and
+    their manifests, each made on the snapshot (exit 3 otherwise)."""
+    snap = load_snapshot(snapshot)
+    test_set = load_test_set(snap)
+    runs = resolve_run(baseline), resolve_run(candidate)
+    manifests = (read_run_manifest(runs[0], baseline_manifest),
+                 read_run_manifest(runs[1], candidate_manifest))
+    require_made_on(snap, (manifests[0], "baseline"), (manifests[1], "candidate"))
+    return snap, test_set, runs, manifests
+
+
+def _require_recorded(base: RunScores, cand: RunScores, gated: Gated, policy: GatePolicy,
+                      config: str | None) -> None:
+    """InputError (exit 2) when a gated cost or abstention decision is not recorded by both
+    runs."""
+    missing = missing_costs(base.costs(), cand.costs(), policy.costs)
+    if missing:
+        raise InputError(config or "gate policy", f"a cost is gated, and the {missing[0]}",
+                         "record it in both runs (latency_ms per query in JSON Lines runs; "
+                         "token counts of the last stage's items), or remove the cost gate",
+                         '$["cost"]')
+    for name in gated.decisions:
+        for role, run in (("baseline", base), ("candidate", cand)):
+            if run.abstained is None:
+                raise InputError(config or "gate policy", f"{name} is gated, and the {role} "
+                                 "records no abstained decision", 'record "abstained": true or '
+                                 "false for every query of a JSON Lines run, or remove the gate",
+                                 '$["gate"]')
+
+
+def _answer_scores(manifests: tuple[RunManifest, RunManifest], test_set: TestSet,
+                   gated: Gated, config: str | None
+                   ) -> tuple[QueryScores, QueryScores] | None:
+    """Both runs' per-query scores, when a ``score:NAME`` is gated (None otherwise): each
+    run's score file, hash-checked and matched with the snapshot's queries; InputError when a
+    run pins none, or a gated score is not in its file; exit 3 when the judges differ."""
+    if not gated.scores:
+        return None
+    judge_warnings(manifests)  # exit 3 before reading: scores of different judges
+    ids = (*test_set.answerable, *test_set.unanswerable)
+    loaded = []
+    for role, manifest in (("baseline", manifests[0]), ("candidate", manifests[1])):
+        scores = load_run_scores(manifest, test_set, ids)
+        if scores is None:
+            raise InputError(config or "gate policy", f"{gated.scores[0][0]} is gated, and "
+                             f"the {role}'s manifest {manifest.source} pins no score file",
+                             "pin the run's scores with gate run-manifest --scores FILE, or "
+                             "remove the gate", '$["gate"]')
+        for name, _ in gated.scores:
+            if name.removeprefix(SCORE_PREFIX) not in scores.names:
+                raise InputError(config or "gate policy", f"{name} is gated, and the {role}'s "
+                                 f"scores {scores.source} hold no score "
+                                 f"'{name.removeprefix(SCORE_PREFIX)}' (they hold "
+                                 f"{', '.join(scores.names)})", "gate one of its scores, or "
+                                 "score the run for it", '$["gate"]')
+        loaded.append(scores)
+    return loaded[0], loaded[1]
+
+
+def _input_warnings(snap: Snapshot, manifests: tuple[RunManifest, RunManifest],
+                    runs: tuple[RunScores, RunScores]) -> list[str]:
+    """What the inputs leave unchecked: a snapshot without evidence unit, spans cut by a run's
+    chunking, a run's stages the snapshot does not score."""
+    warnings = []
+    if "unit" not in snap.document["chunking"]:
+        warnings.append("the snapshot states no evidence unit (it was frozen before units): "
+                        "its judgments are taken for chunk ids of chunking "
+                        f"'{snap.document['chunking'].get('version')}' and each run for a run "
+                        "of that chunking, unchecked — freeze it again with --unit so that "
+                        "runs are checked against it")
+    warnings += [w for role, m, run in zip(("baseline", "candidate"), manifests, runs)
+                 if (w := cut_warning(role, m.chunking, run.cut)) is not None]
+    warnings += [f"{role}: stage {name} is not in the snapshot's pipeline and is not scored"
+                 for role, m in zip(("baseline", "candidate"), manifests)
+                 for name in ignored_stages(snap, m)]
+    return warnings
 
 
 INSTEAD = 15  # queries shown with what was retrieved instead
@@ -183,44 +261,26 @@ def _worst_queries(drops: tuple[QueryChange, ...], newly_failing: tuple[QueryCha
                 )[:INSTEAD]
 
 
-def _query_rows(test_set: TestSet, base: Scores, cand: Scores, slices: dict[str, np.ndarray]
-                ) -> tuple[QueryRow, ...]:
-    """Every answerable query with its slices and every measure's value in both runs."""
+def _query_rows(test_set: TestSet, base: Scores, cand: Scores, slices: dict[str, np.ndarray],
+                signals: list[PairedSignal]) -> tuple[QueryRow, ...]:
+    """Every answerable query with its slices, every measure's value in both runs and each
+    gated per-query score that covers every answerable query (its dropped pairs have no
+    value to show)."""
     texts = {q.id: q.text for q in test_set.queries}
     member: dict[int, list[str]] = {}
     for name, rows in slices.items():
         if name != UNANSWERABLE:
             for i in rows.tolist():
                 member.setdefault(i, []).append(name)
+    n = len(base.query_ids)
     names = [str(m) for m in base.measures]
+    shown = [s for s in signals if s.name.startswith(SCORE_PREFIX) and s.covers[:n].all()]
+    values = [np.hstack([run.values, *(getattr(s, side)[:n, None] for s in shown)]).tolist()
+              for run, side in ((base, "baseline"), (cand, "candidate"))]
+    names += [s.name for s in shown]
     return tuple(QueryRow(qid, texts.get(qid, ""), tuple(member.get(i, ())),
                           dict(zip(names, b)), dict(zip(names, c)))
-                 for i, (qid, b, c) in enumerate(zip(base.query_ids, base.values.tolist(),
-                                                     cand.values.tolist())))
-
-
-def _compare(test_set: TestSet, base: RunScores, cand: RunScores, gated: tuple[Measure, ...],
-             decisions: tuple[str, ...], slices: dict[str, np.ndarray], policy: GatePolicy,
-             pairs: dict[tuple[str, str], PairPolicy], family: int) -> tuple[Comparison, ...]:
-    """Every gated comparison, decided in the family of ``family`` members: each measure on
-    each answerable slice, and the abstention decisions — ``Abstain`` on the unanswerable
-    queries, ``FalseAbstain`` on each answerable slice. Rows are the answerable queries, then
-    the unanswerable ones."""
-    columns = [base.scores.measures.index(m) for m in gated]
-    extra = len(test_set.unanswerable)
-    values = []
-    for run in (base, cand):
-        quality = np.vstack([run.scores.values[:, columns], np.zeros((extra, len(columns)))])
-        said = run.abstained or {}
-        declined = np.array([float(said.get(q, False)) for q in
-                             (*test_set.answerable, *test_set.unanswerable)])
-        declined = np.repeat(declined[:, None], len(decisions), axis=1)
-        values.append(np.hstack([quality, declined]))
-    names = [*(str(m) for m in gated), *decisions]
-    rows = dict(slices)
-    rows[UNANSWERABLE] = np.arange(extra) + len(test_set.answerable)
-    lower = [m.lower_is_better for m in gated] + [d == FALSE_ABSTAIN for d in decisions]
-    return compare(values[0], values[1], names, rows, policy, lower, pairs, family)
+                 for i, (qid, b, c) in enumerate(zip(base.query_ids, *values)))
 
 
 def _pairs(policy: GatePolicy, named: tuple[tuple[str, GatedMeasure], ...],
@@ -362,17 +422,38 @@ def _cost_warnings(manifests: tuple[RunManifest, RunManifest], costs: tuple[Cost
             "comparable (record it with gate run-manifest --timed-on)")]
 
 
-def _gated(snap: Snapshot, policy: GatePolicy, config: str | None
-           ) -> tuple[tuple[Measure, ...], tuple[str, ...], tuple[tuple[str, GatedMeasure], ...]]:
-    """The gated measures, parsed with the snapshot's default gain (in a pipeline, a measure
-    without ``[stage]`` reads the last stage; each must be one of the snapshot's measures),
-    the gated abstention decisions (``Abstain``, ``FalseAbstain``), and each gate with the
-    name its comparisons carry. A (measure, slice) gated twice is an error."""
+@dataclass(frozen=True)
+class Gated:
+    """What the policy gates, resolved against the snapshot: the retrieval measures, the
+    abstention decisions, the per-query scores (``score:NAME``, with whether lower is better)
+    and each gate with the name its comparisons carry."""
+
+    measures: tuple[Measure, ...]
+    decisions: tuple[str, ...]
+    scores: tuple[tuple[str, bool], ...]
+    named: tuple[tuple[str, GatedMeasure], ...]
+
+
+def _gated(snap: Snapshot, policy: GatePolicy, config: str | None) -> Gated:
+    """The gates resolved: retrieval measures parsed with the snapshot's default gain (in a
+    pipeline, a measure without ``[stage]`` reads the last stage; each must be one of the
+    snapshot's measures), abstention decisions (``Abstain``, ``FalseAbstain``) and per-query
+    scores (``score:NAME``). A (measure, slice) gated twice is an error, as is
+    ``lower-is-better`` on anything but a score (the others have their own direction)."""
     source = config or "gate policy"
     named: list[tuple[str, GatedMeasure]] = []
     gated: list[Measure] = []
     for i, gate in enumerate(policy.gates):
+        if gate.lower_is_better and not gate.measure.startswith(SCORE_PREFIX):
+            raise InputError(source, f"lower-is-better is set on {gate.measure}, which has its "
+                             "own direction", "set lower-is-better on per-query scores "
+                             "(score:NAME) only", f'$["gate"][{i}]["lower-is-better"]')
         if gate.measure in (ABSTAIN, FALSE_ABSTAIN):
+            named.append((gate.measure, gate))
+            continue
+        if gate.measure.startswith(SCORE_PREFIX):
+            check_score_name(gate.measure.removeprefix(SCORE_PREFIX), source,
+                             f'$["gate"][{i}]["measure"]')
             named.append((gate.measure, gate))
             continue
         try:
@@ -393,8 +474,15 @@ def _gated(snap: Snapshot, policy: GatePolicy, config: str | None
         raise InputError(source, "a measure is gated twice on one slice", "gate each measure "
                          "once per slice (a gate without slice covers every slice)",
                          '$["gate"]')
+    lower = {name: gate.lower_is_better for name, gate in named}
+    scores = tuple((n, lower[n]) for n in dict.fromkeys(n for n, _ in named
+                                                       if n.startswith(SCORE_PREFIX)))
+    if any(gate.lower_is_better != lower[name] for name, gate in named):
+        raise InputError(source, "a score is gated both as lower-is-better and not",
+                         "give every gate of one score the same lower-is-better",
+                         '$["gate"]')
     decisions = tuple(dict.fromkeys(n for n, _ in named if n in (ABSTAIN, FALSE_ABSTAIN)))
-    return tuple(dict.fromkeys(gated)), decisions, tuple(named)
+    return Gated(tuple(dict.fromkeys(gated)), decisions, scores, tuple(named))
 
 
 def _slices(test_set: TestSet, policy: GatePolicy, config: str | None,

@@ -12,8 +12,8 @@ from retrieval_gate.gating.instead import Instead
 from retrieval_gate.inputs.snapshot import Snapshot
 from retrieval_gate.scoring.scores import Leak, Leaks
 
-__all__ = ["Comparison", "CostRow", "FunnelQuery", "FunnelReport", "FunnelRow", "Leak",
-           "LeakReport", "Leaks", "QueryChange", "QueryRow", "Report", "RunSummary", "UnanswerableRow",
+__all__ = ["AnswerScores", "Comparison", "CostRow", "FunnelQuery", "FunnelReport", "FunnelRow", "Leak",
+           "LeakReport", "Leaks", "QueryChange", "QueryRow", "Report", "RunSummary", "ScoreSummary", "UnanswerableRow",
            "UnanswerableSide"]
 
 
@@ -156,6 +156,40 @@ class QueryRow:
 
 
 @dataclass(frozen=True)
+class ScoreSummary:
+    """One gated per-query score (``score:NAME``): its kind (``decision`` when every value is
+    0 or 1, whose sign test is the exact McNemar test; else ``score``), its direction, each
+    run's samples per query (fewest, most: unequal when they differ), each run's within-query
+    spread (None without repeated samples), each run's failed scores and what the policy's
+    ``missing`` did with them (``pairs``: the pairs dropped or scored as the worst value)."""
+
+    name: str
+    kind: str
+    lower_is_better: bool
+    samples: tuple[tuple[int, int], tuple[int, int]]
+    spread: tuple[float | None, float | None]
+    failed: tuple[int, int]
+    missing: str
+    pairs: int
+
+    @property
+    def unequal_samples(self) -> bool:
+        return any(low != high for low, high in self.samples) or \
+            self.samples[0] != self.samples[1]
+
+
+@dataclass(frozen=True)
+class AnswerScores:
+    """Both runs' score files (as given), their tools, who scored them (empty: not recorded)
+    and one :class:`ScoreSummary` per gated score."""
+
+    files: tuple[str, str]
+    tools: tuple[str, str]
+    judges: tuple[dict[str, str], dict[str, str]]
+    scores: tuple[ScoreSummary, ...]
+
+
+@dataclass(frozen=True)
 class Report:
     """Everything ``gate check`` decided and what a reviewer needs next: the overall verdict
     and exit code, both runs, the policy, one :class:`Comparison` per gated (measure, slice),
@@ -171,7 +205,8 @@ class Report:
     nothing); the runs (``baseline``, ``candidate``) whose chunking cut the span judgments
     (``spans_cut``: a warning says how many); and ``family``, the
     size m of the family the decision used (its Bonferroni level is α/m): the comparisons and
-    relative cost gates marked ``in_family``."""
+    relative cost gates marked ``in_family``; with gated per-query scores, ``answer_scores``:
+    their files, judges, samples and failed scores."""
 
     verdict: str
     exit_code: int
@@ -197,6 +232,7 @@ class Report:
     scored_nothing: tuple[str, ...] = ()
     spans_cut: tuple[str, ...] = ()
     family: int = 0
+    answer_scores: AnswerScores | None = None
 
     @property
     def gates_a_measure(self) -> bool:

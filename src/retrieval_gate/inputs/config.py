@@ -28,7 +28,7 @@ from pathlib import Path
 from typing import Any
 
 from retrieval_gate.core.errors import InputError, ManyErrors
-from retrieval_gate.decide.policy import CostGate, FailOn, GatedMeasure, GatePolicy
+from retrieval_gate.decide.policy import SCORE_PREFIX, CostGate, FailOn, GatedMeasure, GatePolicy
 from retrieval_gate.formats import schema
 from retrieval_gate.formats.jsonfmt import path as json_path
 from retrieval_gate.formats.source import read_text
@@ -126,7 +126,8 @@ def config_from_mapping(document: Any, source: str, base: Path,
     _require_valid(document, source, within)
     defaults = GatePolicy()
     gates = tuple(GatedMeasure(g["measure"], float(g["margin"]), g.get("slice"),
-                               bool(g.get("report-only", False)), g.get("min-queries"))
+                               bool(g.get("report-only", False)), g.get("min-queries"),
+                               bool(g.get("lower-is-better", False)))
                   for g in document["gate"]) if "gate" in document else defaults.gates
     costs = tuple(CostGate(c["metric"], c["stat"], _number(c.get("max-increase")),
                            _number(c.get("max")), c.get("min-queries"))
@@ -148,6 +149,7 @@ def config_from_mapping(document: Any, source: str, base: Path,
         regression_rule=document.get("regression-rule", defaults.regression_rule),
         min_queries=int(document.get("min-queries", defaults.min_queries)),
         fail_on=document.get("fail-on", defaults.fail_on),
+        missing=document.get("missing", defaults.missing),
     )
     # normpath: baselines/x rather than examples/y/../../baselines/x in reports
     paths = {key: Path(os.path.normpath(base / document[key])) if key in document else None
@@ -262,7 +264,8 @@ def _required(key: str, source: str | None) -> InputError:
 
 def parse_gate_option(text: str) -> GatedMeasure:
     """``MEASURE[:SLICE]=MARGIN`` (``--gate``) → a gate: ``Recall@10=0.02``,
-    ``nDCG@10:paraphrase=0.05``, ``RR(rel=2)@10=0.03``."""
+    ``nDCG@10:paraphrase=0.05``, ``RR(rel=2)@10=0.03``, ``score:faithfulness=0.05``,
+    ``score:correct:paraphrase=0.1``."""
     fix = ("write --gate MEASURE[:SLICE]=MARGIN, e.g. --gate Recall@10=0.02 or "
            "--gate nDCG@10:paraphrase=0.05")
     left, sep, margin_text = text.rpartition("=")
@@ -273,7 +276,10 @@ def parse_gate_option(text: str) -> GatedMeasure:
     if not sep or not left or not math.isfinite(margin) or margin < 0:
         raise InputError("--gate", f"'{text[:60]}' is not MEASURE[:SLICE]=MARGIN with a margin "
                          "≥ 0", fix)
-    measure, colon, slice_name = left.rpartition(":")
+    score = left.startswith(SCORE_PREFIX)  # score:NAME[:SLICE]: the first colon is the name's
+    measure, colon, slice_name = left.removeprefix(SCORE_PREFIX).rpartition(":")
+    if score:
+        measure = SCORE_PREFIX + measure if colon else ""
     if not colon or not slice_name or "]" in slice_name or ")" in slice_name:
         return GatedMeasure(left, margin)
     if not measure:

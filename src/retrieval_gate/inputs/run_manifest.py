@@ -101,6 +101,20 @@ class RunManifest:
         """Where the run's latencies were measured, when the manifest says."""
         return self.document["provenance"].get("timed_on")
 
+    @property
+    def scores(self) -> dict[str, Any] | None:
+        """The run's score file record (file, hash, format, tool, judge), or None."""
+        return self.document.get("scores")
+
+    @property
+    def judge(self) -> dict[str, str]:
+        """Who scored the run's score file (empty when not recorded)."""
+        return dict((self.scores or {}).get("judge", {}))
+
+    def scores_file(self) -> Path | None:
+        """The run's score file, resolved against the manifest's folder (None without)."""
+        return None if self.scores is None else Path(self.source).parent / self.scores["file"]
+
     def chunks_file(self) -> Path | None:
         """The run's chunk table, resolved against the manifest's folder (None without)."""
         chunking = self.chunking
@@ -260,6 +274,21 @@ def chunking_record(chunks: Blob | None, chunks_path: str | os.PathLike[str] | N
         record["version"] = version
     if params:
         record["params"] = dict(params)
+    return record
+
+
+def scores_record(scores: Blob, scores_path: str | os.PathLike[str],
+                  manifest: str | os.PathLike[str], format: str, tool: str,
+                  names: Sequence[str], judge: Mapping[str, str] | None = None
+                  ) -> dict[str, Any]:
+    """The ``scores`` of a run manifest written to ``manifest``: the score file at
+    ``scores_path`` (relative to the manifest's folder, forward slashes) with the SHA-256 of
+    its bytes ``scores`` as read and checked, its format, the tool and score names it holds,
+    and who scored (``judge``, when recorded)."""
+    record: dict[str, Any] = {"file": _relative(scores_path, manifest), "sha256": scores.sha256,
+                              "format": format, "tool": tool, "names": list(names)}
+    if judge:
+        record["judge"] = dict(judge)
     return record
 
 

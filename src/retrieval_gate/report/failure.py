@@ -17,6 +17,7 @@ from xml.etree import ElementTree
 
 from retrieval_gate.core.errors import EXIT_INVALID, EXIT_NOT_COMPARABLE
 from retrieval_gate.core.untrusted import capped, visible
+from retrieval_gate.report.json import REPORT_SCHEMA
 from retrieval_gate.report.markdown import LINE, MARKER, escape
 from retrieval_gate.report.score_table import to_json
 from retrieval_gate.report.sections import failure_step
@@ -38,7 +39,8 @@ def _lines(message: str) -> list[str]:
 
 
 def failure_json(message: str, exit_code: int) -> str:
-    return to_json({"verdict": error_verdict(exit_code), "exit_code": exit_code,
+    return to_json({"schema": REPORT_SCHEMA, "verdict": error_verdict(exit_code),
+                    "exit_code": exit_code,
                     "errors": _lines(message)})
 
 

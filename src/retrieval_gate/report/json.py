@@ -13,7 +13,12 @@ from retrieval_gate.decide.policy import CostGate
 from retrieval_gate.gating.outcome import FunnelReport, Report, RunSummary
 from retrieval_gate.report.score_table import to_json
 
-__all__ = ["report_document", "report_json"]
+__all__ = ["REPORT_SCHEMA", "report_document", "report_json"]
+
+REPORT_SCHEMA = "urn:retrieval-gate:schema:report:2"
+"""The report's schema and its version (the ``$id`` of ``schemas/report.schema.json``); version
+2 added the gated per-query scores (``answer_scores``), the policy's ``missing`` and a gate's
+``lower_is_better``."""
 
 
 def _run(summary: RunSummary) -> dict[str, Any]:
@@ -25,6 +30,7 @@ def report_document(report: Report) -> dict[str, Any]:
     snap = report.snapshot
     changes = ("measure", "query", "text", "baseline", "candidate")
     return {
+        "schema": REPORT_SCHEMA,
         "verdict": report.verdict,
         "exit_code": report.exit_code,
         "snapshot": {"name": snap.name, "fingerprint": snap.fingerprint, "path": snap.source},
@@ -61,7 +67,17 @@ def report_document(report: Report) -> dict[str, Any]:
                     for row in report.queries],
         "unchanged": report.unchanged,
         "instead": [dataclasses.asdict(row) for row in report.instead],
+        "answer_scores": None if report.answer_scores is None else _answer_scores(report),
     }
+
+
+def _answer_scores(report: Report) -> dict[str, Any]:
+    answers = report.answer_scores
+    assert answers is not None
+    return {"files": list(answers.files), "tools": list(answers.tools),
+            "judges": list(answers.judges),
+            "scores": [{**dataclasses.asdict(s), "unequal_samples": s.unequal_samples}
+                       for s in answers.scores]}
 
 
 def _gate(gate: CostGate) -> dict[str, Any]:

@@ -8,9 +8,14 @@ step after it, the same for every reader.
 
 from __future__ import annotations
 
+import json
+import math
+import re
 from dataclasses import dataclass
 
 import numpy as np
+
+from retrieval_gate.core.errors import InputError
 
 
 @dataclass(frozen=True)
@@ -36,3 +41,50 @@ class ScoreRows:
     names: tuple[str, ...]
     values: np.ndarray
     tool: str
+
+
+SCORE_NAME = re.compile(r"[A-Za-z0-9][A-Za-z0-9_.-]{0,63}")
+"""A score's name, as written after ``score:`` in a measure: a letter or digit, then up to 63
+letters, digits, ``_``, ``.`` or ``-``."""
+MAX_SAMPLE = 1_000_000
+"""The largest sample number a score file may give."""
+
+
+def check_score_name(name: object, source: str, where: int | str) -> str:
+    """``name`` if it is a valid score name (:data:`SCORE_NAME`); else InputError."""
+    if not isinstance(name, str) or not SCORE_NAME.fullmatch(name):
+        shown = json.dumps(name, ensure_ascii=False)[:60]
+        raise InputError(source, f"score name {shown} is not a letter or digit followed by at "
+                         "most 63 letters, digits, '_', '.' or '-'",
+                         "rename the score (it is written after score: in a gate)", where)
+    return name
+
+
+def score_value(value: object, name: str, source: str, where: int | str) -> float:
+    """A score's value as float64: a finite number, true/false as 1/0, null as NaN (a judge
+    that failed); InputError for anything else."""
+    if value is None:
+        return math.nan
+    if isinstance(value, bool):
+        return float(value)
+    if isinstance(value, (int, float)):
+        try:
+            number = float(value)
+        except OverflowError:
+            number = math.inf
+        if math.isfinite(number):
+            return number
+    shown = json.dumps(value, ensure_ascii=False)[:40] if not isinstance(value, float) \
+        else str(value)
+    raise InputError(source, f"score {name} = {shown} is not a finite number",
+                     "write each score as a number, true/false, or null when the judge failed",
+                     where)
+
+
+def sample_number(value: object, source: str, where: int | str) -> int:
+    """A sample number: an integer in [0, :data:`MAX_SAMPLE`]; else InputError."""
+    if isinstance(value, bool) or not isinstance(value, int) or not 0 <= value <= MAX_SAMPLE:
+        shown = json.dumps(value, ensure_ascii=False)[:40]
+        raise InputError(source, f"sample {shown} is not a whole number from 0 to {MAX_SAMPLE}",
+                         "number the samples of a query 0, 1, 2, ...", where)
+    return value

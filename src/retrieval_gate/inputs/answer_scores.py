@@ -1,0 +1,176 @@
+"""A run's per-query scores on the snapshot: the score file a run manifest pins, read, matched
+with the snapshot's queries, and its samples averaged per query.
+
+Rules, the same for every format (:mod:`retrieval_gate.formats.scores`):
+
+- **Matching.** A row's key is a query id, or — for a tool that records the question only —
+  the query's text, matched exactly (the whole string) against the snapshot's query texts; a
+  text that two of the snapshot's queries share cannot be matched and is refused, as is a key
+  the snapshot does not hold. Every snapshot query must have at least one row (exit 2 naming
+  the first without one).
+- **Samples.** A query's rows are its samples (k of them; k may differ between queries). Its
+  value for a score is the mean over its samples; the within-query spread of a score is the
+  root mean square of the queries' sample standard deviations (ddof 1, over the queries with
+  k ≥ 2). The gate compares the per-query means, so its bootstrap resamples a query with all
+  its samples (a clustered bootstrap) and the sampling noise widens the interval and the
+  detectable drop as it should.
+- **Failed scores.** A NaN (null, a judge's failure, a missing value) is kept as NaN in the
+  query's mean; what the gate does with it is the policy's ``missing``
+  (:func:`retrieval_gate.decide.signals.apply_missing`).
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Any
+
+import numpy as np
+
+from retrieval_gate.core.errors import InputError, NotComparableError
+from retrieval_gate.formats.jsonfmt import path as json_path
+from retrieval_gate.formats.scores import read_scores
+from retrieval_gate.formats.scores.rows import ScoreRows
+from retrieval_gate.formats.source import Blob, read_blob
+from retrieval_gate.inputs.run_manifest import RunManifest
+from retrieval_gate.inputs.snapshot import TestSet
+
+
+@dataclass(frozen=True)
+class QueryScores:
+    """A run's scores on the snapshot's queries (in ``query_ids`` order): ``values`` is
+    queries × ``names``, each the mean over the query's samples (NaN when a sample failed);
+    ``samples`` the number of samples per query; ``spread`` the within-query spread of each
+    score (None when no query has two samples); ``source`` the score file and ``tool`` its
+    producer; ``judge`` who scored (the manifest's record, empty when not recorded)."""
+
+    source: str
+    tool: str
+    names: tuple[str, ...]
+    query_ids: tuple[str, ...]
+    values: np.ndarray
+    samples: np.ndarray
+    spread: tuple[float | None, ...]
+    judge: dict[str, str]
+
+    def column(self, name: str) -> np.ndarray:
+        return self.values[:, self.names.index(name)]
+
+    def failed(self, name: str) -> int:
+        """The queries whose score ``name`` failed (NaN)."""
+        return int(np.isnan(self.column(name)).sum())
+
+
+def load_query_scores(blob: Blob, format: str | None, queries: tuple[Any, ...],
+                      query_ids: tuple[str, ...], judge: dict[str, str] | None = None
+                      ) -> QueryScores:
+    """The score file ``blob`` (read once, its hash checked by the caller) in ``format``,
+    matched with ``queries`` (the snapshot's :class:`~retrieval_gate.core.model.Query` objects)
+    and arranged in ``query_ids`` order (the gate's rows: answerable, then unanswerable)."""
+    rows = read_scores(blob, format)
+    position = _positions(rows, queries, query_ids, blob.name)
+    n, m = len(query_ids), len(rows.names)
+    sums = np.zeros((n, m))
+    squares = np.zeros((n, m))
+    counts = np.bincount(position, minlength=n)
+    missing = np.flatnonzero(counts == 0)
+    if len(missing):
+        shown = query_ids[int(missing[0])]
+        more = f" (and {len(missing) - 1} more)" if len(missing) > 1 else ""
+        raise InputError(blob.name, f"query {shown} of the snapshot has no score{more}",
+                         "score every query of the snapshot (a judge that failed: write null, "
+                         "and choose the policy's missing = \"drop-pair\" or \"worst\")")
+    np.add.at(sums, position, rows.values)
+    np.add.at(squares, position, rows.values ** 2)
+    means = sums / counts[:, None]
+    spread: list[float | None] = []
+    several = counts >= 2
+    for j in range(m):
+        if not several.any():
+            spread.append(None)
+            continue
+        k = counts[several]
+        variance = (squares[several, j] - k * means[several, j] ** 2) / (k - 1)
+        finite = variance[np.isfinite(variance)]
+        spread.append(float(np.sqrt(np.clip(finite, 0, None).mean())) if len(finite) else None)
+    return QueryScores(blob.name, rows.tool, rows.names, query_ids, means, counts,
+                       tuple(spread), dict(judge or {}))
+
+
+def _positions(rows: ScoreRows, queries: tuple[Any, ...], query_ids: tuple[str, ...],
+               name: str) -> np.ndarray:
+    """Each row's position in ``query_ids``: by id, or by exact text (refusing a text two
+    queries share); InputError at the row of a key the snapshot does not hold."""
+    where = {qid: i for i, qid in enumerate(query_ids)}
+    if rows.by_text:
+        owners: dict[str, list[str]] = {}
+        for q in queries:
+            owners.setdefault(q.text, []).append(q.id)
+    positions = np.empty(len(rows.keys), dtype=np.int64)
+    for r, (key, place) in enumerate(zip(rows.keys, rows.places)):
+        qid = key
+        if rows.by_text:
+            found = owners.get(key, [])
+            if len(found) > 1:
+                raise InputError(name, f"the question {key[:80]!r} is the text of queries "
+                                 f"{', '.join(found[:5])} of the snapshot: it cannot tell which",
+                                 "record the query id with each case (a query_id column, var "
+                                 "or metadata field)", place)
+            if not found:
+                raise InputError(name, f"the question {key[:80]!r} is not the text of any "
+                                 "query of the snapshot", "score the snapshot's questions as "
+                                 "written there, or record the query id with each case "
+                                 "(a query_id column, var or metadata field)", place)
+            qid = found[0]
+        if qid not in where:
+            raise InputError(name, f"query {qid} is not a query of the snapshot",
+                             "score the snapshot's queries only, or freeze a snapshot that "
+                             "holds it", place)
+        positions[r] = where[qid]
+    return positions
+
+
+def load_run_scores(manifest: RunManifest, test_set: TestSet, query_ids: tuple[str, ...]
+                    ) -> QueryScores | None:
+    """The score file ``manifest`` pins, read once: its bytes must have the pinned SHA-256
+    (NotComparableError, exit 3, otherwise), then matched with the snapshot's queries in
+    ``query_ids`` order; None when the run pins no scores."""
+    file = manifest.scores_file()
+    record = manifest.scores
+    if file is None or record is None:
+        return None
+    blob = read_blob(file)
+    if blob.sha256 != record["sha256"]:
+        raise NotComparableError(
+            f"{manifest.source}:{json_path('scores', 'sha256')}: score file {blob.name} has "
+            f"sha256 {blob.sha256}, the manifest pins {record['sha256']} — the scores changed "
+            "after the manifest was written: rewrite the manifest with gate run-manifest "
+            "--scores")
+    return load_query_scores(blob, record["format"], test_set.queries, query_ids,
+                             manifest.judge)
+
+
+def judge_warnings(manifests: tuple[RunManifest, RunManifest]) -> list[str]:
+    """Two runs scored by different judges are not comparable (exit 3): a changed judge model
+    or prompt moves every score, as a changed chunking moves every ranking. The judges differ
+    when a key is recorded with different values, or by one run only. Runs that record no
+    judge are compared, with a warning saying so."""
+    if any(m.scores is None for m in manifests):
+        return []
+    judges = [m.judge for m in manifests]
+    for key in sorted(set(judges[0]) | set(judges[1])):
+        values = [j.get(key) for j in judges]
+        if values[0] != values[1] and judges[0] and judges[1]:
+            shown = [repr(v) if v is not None else "not recorded" for v in values]
+            raise NotComparableError(
+                f"not comparable: the runs' scores were judged differently — judge {key} is "
+                f"{shown[0]} for the baseline ({manifests[0].source}) and {shown[1]} for the "
+                f"candidate ({manifests[1].source})",
+                "what to do — score both runs with the same judge (model, prompt, settings), "
+                "or score the baseline again with the candidate's judge and approve it")
+    unrecorded = [role for role, j in zip(("baseline", "candidate"), judges) if not j]
+    if not unrecorded:
+        return []
+    verb = "records" if len(unrecorded) == 1 else "record"
+    return [(f"scores: the {' and the '.join(unrecorded)} {verb} no judge — scores of "
+             "different judges are not comparable, and this check cannot tell (record it with "
+             "gate run-manifest --judge model=... --judge prompt=...)")]
