@@ -18,8 +18,8 @@ The reader (deterministic, offline, standard library and numpy):
   dropped); white space inside a sentence is kept as written.
 * **Terms**: lower-cased ``\\w+`` words, a final ``ing``, ``ed``, ``es`` or ``s`` stripped from
   words at least four characters longer than it. A term weighs its BM25 idf over the
-  sentences of the whole corpus, ``ln(1 + (N - df + 0.5) / (df + 0.5))`` - function words
-  weigh next to nothing, so no stop-word list is needed.
+  sentences of the whole corpus, ``ln(1 + (N - df + 0.5) / (df + 0.5))``: function words
+  weigh next to nothing (no stop-word list is needed), a term the corpus never uses the most.
 * **Answer**: the sentence whose distinct terms shared with the question weigh most; ties go
   to the earlier sentence (higher-ranked chunk first). The reader **abstains** when that
   weight is below ``abstain_below`` of the question's total weight, or the context is empty.
