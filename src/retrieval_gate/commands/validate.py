@@ -15,6 +15,7 @@ from retrieval_gate.formats import Source
 from retrieval_gate.formats.corpus import read_chunk_table
 from retrieval_gate.formats.source import read_blob
 from retrieval_gate.gating.pipeline import match_stages, score_stages, stage_sources
+from retrieval_gate.inputs.answer_scores import load_run_scores
 from retrieval_gate.inputs.run_manifest import (
     RunManifest,
     chunking_record,
@@ -55,7 +56,7 @@ def check_run(snapshot: Snapshot, test_set: TestSet, run: str | os.PathLike[str]
     checked on the bytes read), require that the manifest names ``snapshot`` (exit 3 with the
     differences), and score those bytes under the snapshot's policy (which checks the run's
     format, duplicates, query coverage — missing and extra queries — and the snapshot's
-    pipeline contract)."""
+    pipeline contract), and its score file when it pins one (hash, every query scored)."""
     run = resolve_run(run)
     loaded = read_run_manifest(run, manifest)
     require_made_on(snapshot, (loaded, role))
@@ -68,6 +69,7 @@ def check_run(snapshot: Snapshot, test_set: TestSet, run: str | os.PathLike[str]
         for name, file, pinned in loaded.stage_files()[:-1]:
             verify_run_hash(loaded, read_run_file(file).sha256, pinned, name)
     scored = score_stages(snapshot, test_set, rankings, chunks=load_run_chunks(loaded))
+    load_run_scores(loaded, test_set, (*test_set.answerable, *test_set.unanswerable))
     return CheckedRun(loaded.run, loaded, scored.scores)
 
 

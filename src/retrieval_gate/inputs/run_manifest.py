@@ -113,7 +113,8 @@ class RunManifest:
 
     def scores_file(self) -> Path | None:
         """The run's score file, resolved against the manifest's folder (None without)."""
-        return None if self.scores is None else Path(self.source).parent / self.scores["file"]
+        return None if self.scores is None else Path(
+            os.path.normpath(Path(self.source).parent / self.scores["file"]))
 
     def chunks_file(self) -> Path | None:
         """The run's chunk table, resolved against the manifest's folder (None without)."""

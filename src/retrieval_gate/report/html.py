@@ -42,6 +42,7 @@ from retrieval_gate.report.sections import (
     leak_summary,
     leaks_not_shown,
     next_step,
+    score_lines,
     timed_on,
     unanswerable_rows,
 )
@@ -586,6 +587,16 @@ def _costs(report: Report) -> str:
                       "</section>"])
 
 
+def _scores(report: Report) -> str:
+    """The gated per-query scores: kind, samples, spread, failed scores, files and judges."""
+    lines = score_lines(report)
+    if not lines:
+        return ""
+    return "\n".join(['<section id="scores">', "<h2>Per-query scores</h2>", "<ul>",
+                      *(f"<li>{escape(line, 2 * LINE)}</li>" for line in lines), "</ul>",
+                      "</section>"])
+
+
 def _unanswerable(report: Report) -> str:
     rows = unanswerable_rows(report)
     if not rows:
@@ -694,7 +705,7 @@ def report_html(report: Report) -> str:
     lab = labels(report.policy, report.family, report.family_costs)
     word, _ = headline(report)
     body = [_verdict(report, lab), _leaks(report), _nav(report), _forests(report, lab),
-            _per_query(report, lab), _funnel(report), _costs(report), _unanswerable(report),
+            _per_query(report, lab), _funnel(report), _costs(report), _scores(report), _unanswerable(report),
             _query_table(report), _notes(report, lab)]
     return "\n".join([
         "<!DOCTYPE html>",

@@ -43,6 +43,7 @@ from retrieval_gate.report.sections import (
     leak_summary,
     leaks_not_shown,
     next_step,
+    score_lines,
     timed_on,
     unanswerable_rows,
 )
@@ -226,6 +227,9 @@ def report_markdown(report: Report) -> str:
         body += [f"| {escape(q, NAME)} | {escape(e, 2 * LINE)} | {escape(t, 2 * LINE)} |"
                  for q, e, t in instead_lines(report)]
         lines += _details("What was retrieved instead", body)
+    scored = score_lines(report)
+    if scored:
+        lines += _details("Per-query scores", [f"- {escape(line, 2 * LINE)}" for line in scored])
     unanswered = unanswerable_rows(report)
     if unanswered:
         note = abstention_note(report)

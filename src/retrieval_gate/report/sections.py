@@ -347,3 +347,33 @@ def failure_step(message: str) -> str | None:
         return "; ".join(advice)
     _, dash, fix = lines[0].rpartition(" — ")
     return fix if dash and fix else None
+
+
+def score_lines(report: Report) -> list[str]:
+    """One line per gated per-query score: what it is (the per-query mean of the score files'
+    values; a 0/1 decision's sign test is the exact McNemar test), samples per query, the
+    within-query spread, failed scores and what ``missing`` did; then both files and who
+    scored them. Empty without gated scores."""
+    answers = report.answer_scores
+    if answers is None:
+        return []
+    lines = []
+    for s in answers.scores:
+        k = [f"{low}" if low == high else f"{low}–{high}" for low, high in s.samples]
+        samples = (f"{k[0]} {'sample' if k[0] == '1' else 'samples'} per query" if k[0] == k[1]
+                   else f"baseline {k[0]}, candidate {k[1]} samples per query")
+        spread = ("" if s.spread == (None, None) else ", within-query spread " + " / ".join(
+            "–" if v is None else f"{v:.4f}" for v in s.spread) + " (baseline / candidate)")
+        kind = ("a 0/1 decision per query (its sign test is the exact McNemar test)"
+                if s.kind == "decision" else "the per-query mean of the score's samples")
+        failed = ("" if not s.pairs else f"; failed: baseline {s.failed[0]}, candidate "
+                  f"{s.failed[1]} — missing = {s.missing}: {s.pairs} "
+                  f"{'query' if s.pairs == 1 else 'queries'} "
+                  f"{'left out' if s.missing == 'drop-pair' else 'scored as the worst value'}")
+        harm = ", lower is better" if s.lower_is_better else ""
+        lines.append(f"{s.name}: {kind}{harm}; {samples}{spread}{failed}")
+    for role, file, tool, judge in zip(("baseline", "candidate"), answers.files, answers.tools,
+                                       answers.judges):
+        who = ", ".join(f"{k}={v}" for k, v in judge.items()) or "no judge recorded"
+        lines.append(f"{role} scores: {file} ({tool}); {who}")
+    return lines

@@ -31,6 +31,7 @@ from retrieval_gate.report.sections import (
     lost_at,
     next_step,
     queries_needed,
+    score_lines,
     timed_on,
     unanswerable_rows,
 )
@@ -306,6 +307,7 @@ def report_text(report: Report) -> str:
         for c in report.comparisons))
     lines.append("Definitions:")
     lines.extend(f"  {m.describe(snap.policy.threshold)}" for m in snap.measures)
+    lines.extend(f"  {visible(line)}" for line in score_lines(report))
     return "".join(f"{command_safe(line)}\n" for line in lines)
 
 

@@ -1,0 +1,356 @@
+"""Per-query scores as a run's evidence: score files, their pinning, and gating score:NAME.
+
+On the Cranfield example (225 answerable queries) with score files written here, and on the
+pydoc example's answer scores (examples/pydoc/answers: a real offline reader)."""
+
+from __future__ import annotations
+
+import json
+import math
+import shutil
+from pathlib import Path
+
+import numpy as np
+import pytest
+from conftest import BASELINE, ROOT, RUNS, SNAPSHOT, gate
+from scipy.stats import binomtest
+
+from retrieval_gate.core.errors import InputError
+from retrieval_gate.formats import schema
+from retrieval_gate.formats.scores import read_scores
+from retrieval_gate.formats.scores.rows import ScoreRows
+from retrieval_gate.formats.source import Blob
+from retrieval_gate.inputs.answer_scores import load_query_scores
+from retrieval_gate.inputs.config import parse_gate_option
+from retrieval_gate.inputs.snapshot import load_snapshot, load_test_set
+
+QUERIES = [json.loads(line)["id"] for line in
+           (ROOT / "examples/cranfield/queries.jsonl").read_text().splitlines()]
+PYDOC = ROOT / "examples" / "pydoc"
+
+
+def blob(text: str, name: str = "s.jsonl") -> Blob:
+    return Blob(name, text.encode())
+
+
+def write_scores(path: Path, values: dict[str, list[float | None]],
+                 samples: int = 1) -> Path:
+    """A JSON Lines score file: for each score name, one value per (query, sample) in query
+    order, samples innermost."""
+    lines = []
+    for i, qid in enumerate(QUERIES):
+        for s in range(samples):
+            scores = {name: column[i * samples + s] for name, column in values.items()}
+            line = {"query_id": qid, "scores": scores}
+            if samples > 1:
+                line["sample"] = s
+            lines.append(json.dumps(line))
+    path.write_text("\n".join(lines) + "\n")
+    return path
+
+
+def pinned(tmp_path: Path, role: str, run: Path, scores: Path, *judge: str) -> Path:
+    """A copy of ``run`` with a manifest pinning ``scores`` (judged by ``judge`` KEY=VALUEs)."""
+    target = tmp_path / f"{role}.trec"
+    shutil.copy(run, target)
+    args = [a for j in judge for a in ("--judge", j)]
+    code, _, err = gate("run-manifest", "--snapshot", SNAPSHOT, "--run", target, "--scores",
+                        scores, *args)
+    assert code == 0, err
+    return target
+
+
+def check(baseline: Path, candidate: Path, *gates: str, config: Path | None = None,
+          extra: tuple[str, ...] = ()) -> tuple[int, str, str, dict]:
+    report = baseline.parent / "report.json"
+    where = ["--config", config] if config else ["--no-config", "--snapshot", SNAPSHOT]
+    code, out, err = gate("check", *where, "--baseline", baseline, "--candidate", candidate,
+                          *(a for g in gates for a in ("--gate", g)), "--json", report, *extra)
+    document = json.loads(report.read_text()) if report.exists() else {}
+    return code, out, err, document
+
+
+# --------------------------------------------------------------------------------------------
+# Reading score files
+
+
+def test_json_lines_and_csv_read_the_same_scores() -> None:
+    jsonl = read_scores(blob('{"query_id": "q1", "scores": {"f": 0.5, "ok": true}}\n'
+                             '{"query_id": "q2", "scores": {"f": null, "ok": 0}, "answer": "x"}\n'))
+    csv = read_scores(blob("query_id,f,ok\nq1,0.5,1\nq2,,0\n", "s.csv"))
+    for rows in (jsonl, csv):
+        assert rows.keys == ("q1", "q2") and rows.names == ("f", "ok")
+        assert rows.values[0].tolist() == [0.5, 1.0]
+        assert math.isnan(rows.values[1, 0]) and rows.values[1, 1] == 0.0
+    assert jsonl.places == (1, 2) and csv.places == (2, 3)
+
+
+@pytest.mark.parametrize(("text", "message"), [
+    ('{"query_id": "q1", "scores": {"f": "high"}}\n', "s.jsonl:1: score f = \"high\" is not a finite number"),
+    ('{"query_id": "q1", "scores": {"f": 1e400}}\n', "s.jsonl:1:"),
+    ('{"query_id": "q1", "scores": {"a b": 1}}\n', "score name \"a b\""),
+    ('{"query_id": "q1"}\n', 's.jsonl:1: the line has no "scores" object'),
+    ('{"query_id": "q1", "scores": {"f": 1}, "sample": 0}\n{"query_id": "q1", "scores": {"f": 1}, "sample": 0}\n',
+     "s.jsonl:2: query q1 sample 0 is given twice"),
+    ('{"query_id": "q1", "scores": {"f": 1}, "sample": 0}\n{"query_id": "q1", "scores": {"f": 1}}\n',
+     "s.jsonl:2: this line has no sample number"),
+    ('{"query_id": "q1", "scores": {"f": 1}, "sample": -1}\n', "sample -1 is not a whole number"),
+    ('{\n "results": []\n}\n', "is one JSON document, not JSON Lines of scores"),
+    ('[{"query_id": "q1"}]\n', "is one JSON document"),
+])
+def test_bad_score_lines_name_the_line(text: str, message: str) -> None:
+    with pytest.raises(InputError, match=None) as caught:
+        read_scores(blob(text))
+    assert message in str(caught.value)
+
+
+@pytest.mark.parametrize(("text", "message"), [
+    ("id,f\nq1,1\n", "s.csv:1: the header has no query_id column"),
+    ("query_id,f\nq1,abc\n", "s.csv:2: score f = 'abc' is not a finite number"),
+    ("query_id,f\nq1,1,2\n", "s.csv:2: the line has 3 cells, the header 2"),
+    ("query_id,f,f\nq1,1,2\n", "s.csv:1: a column is named twice"),
+    ("query_id\nq1\n", "s.csv:1: the header names no score column"),
+    ("query_id,f\nq1,1_0\n", "s.csv:2:"),
+])
+def test_bad_csv_names_the_line(text: str, message: str) -> None:
+    with pytest.raises(InputError) as caught:
+        read_scores(blob(text, "s.csv"), "csv")
+    assert message in str(caught.value)
+
+
+def test_samples_are_averaged_per_query_with_their_spread() -> None:
+    snap = load_snapshot(SNAPSHOT)
+    test_set = load_test_set(snap)
+    ids = (*test_set.answerable, *test_set.unanswerable)
+    lines = [json.dumps({"query_id": q, "scores": {"f": v}, "sample": s})
+             for q in ids for s, v in enumerate((0.2, 0.4, 0.9) if q == ids[0] else (0.5,))]
+    scores = load_query_scores(blob("\n".join(lines)), None, test_set.queries, ids)
+    assert scores.samples[0] == 3 and (scores.samples[1:] == 1).all()
+    assert scores.column("f")[0] == pytest.approx(0.5) and scores.column("f")[1] == 0.5
+    # one query with samples: the spread is its sample standard deviation (ddof 1)
+    assert scores.spread[0] == pytest.approx(float(np.std([0.2, 0.4, 0.9], ddof=1)))
+
+
+def test_a_query_without_score_or_outside_the_snapshot_is_refused() -> None:
+    test_set = load_test_set(load_snapshot(SNAPSHOT))
+    ids = (*test_set.answerable, *test_set.unanswerable)
+    some = "\n".join(json.dumps({"query_id": q, "scores": {"f": 1}}) for q in ids[1:])
+    with pytest.raises(InputError, match=f"query {ids[0]} of the snapshot has no score"):
+        load_query_scores(blob(some), None, test_set.queries, ids)
+    extra = some + "\n" + json.dumps({"query_id": "nope", "scores": {"f": 1}})
+    with pytest.raises(InputError, match=r"s.jsonl:225: query nope is not a query"):
+        load_query_scores(blob(extra), None, test_set.queries, ids)
+
+
+def test_query_texts_match_exactly_and_ambiguity_is_refused() -> None:
+    """A tool that records the question only: its text is matched whole, and a text two
+    queries share cannot be matched."""
+    from retrieval_gate.core.model import Query
+    from retrieval_gate.inputs.answer_scores import _positions
+
+    queries = (Query("a", "What is X?"), Query("b", "What is Y?"), Query("c", "What is Y?"))
+    rows = ScoreRows(("What is X?",), True, (1,), (None,), ("f",), np.ones((1, 1)), "t")
+    assert _positions(rows, queries, ("a", "b", "c"), "t.csv").tolist() == [0]
+    for text, message in (("What is Y?", "is the text of queries b, c"),
+                          ("what is x?", "is not the text of any query")):
+        rows = ScoreRows((text,), True, (7,), (None,), ("f",), np.ones((1, 1)), "t")
+        with pytest.raises(InputError, match=f"t.csv:7: the question .* {message}"):
+            _positions(rows, queries, ("a", "b", "c"), "t.csv")
+
+
+def test_score_gates_parse_with_their_slice() -> None:
+    assert parse_gate_option("score:faithfulness=0.05").measure == "score:faithfulness"
+    gate_ = parse_gate_option("score:correct:paraphrase=0.1")
+    assert (gate_.measure, gate_.slice, gate_.margin) == ("score:correct", "paraphrase", 0.1)
+
+
+# --------------------------------------------------------------------------------------------
+# Gating scores
+
+
+@pytest.fixture(scope="module")
+def cranfield_scores(tmp_path_factory) -> dict[str, np.ndarray]:
+    """Per-query scores of two runs: the candidate's faith 0.1 lower on most queries, its
+    correct a 0/1 decision with known discordant pairs, and a harm that rises."""
+    rng = np.random.default_rng(7)
+    n = len(QUERIES)
+    faith = rng.uniform(0.3, 1.0, n)
+    correct = (rng.uniform(size=n) < 0.7).astype(float)
+    flipped = correct.copy()
+    flipped[:40] = 1 - flipped[:40]  # 40 discordant pairs
+    return {"faith_b": faith, "faith_c": faith - 0.1 * (rng.uniform(size=n) < 0.9),
+            "correct_b": correct, "correct_c": flipped}
+
+
+def runs_with(tmp_path: Path, base: dict, cand: dict, judges=((), ())) -> tuple[Path, Path]:
+    b = pinned(tmp_path, "base", BASELINE, write_scores(tmp_path / "b.jsonl", base), *judges[0])
+    c = pinned(tmp_path, "cand", RUNS / "hybrid.trec", write_scores(tmp_path / "c.jsonl", cand),
+               *judges[1])
+    return b, c
+
+
+def test_a_score_drop_is_a_regression_with_the_papers_numbers(tmp_path, cranfield_scores):
+    s = cranfield_scores
+    b, c = runs_with(tmp_path, {"faith": s["faith_b"].tolist(), "correct": s["correct_b"].tolist()},
+                     {"faith": s["faith_c"].tolist(), "correct": s["correct_c"].tolist()},
+                     (("model=judge-1",), ("model=judge-1",)))
+    code, out, _, report = check(b, c, "score:faith=0.05", "score:correct=0.05", "nDCG@10=0.02")
+    assert code == 1 and out.startswith("REGRESSION: material regression in score:faith (all)")
+    schema.validate(report, "report", "report.json")
+    assert report["schema"] == "urn:retrieval-gate:schema:report:2"
+    rows = {c_["measure"]: c_ for c_ in report["comparisons"]}
+    faith = rows["score:faith"]
+    # hand-computed: the mean of the per-query differences, and the counts of the sign test
+    diff = s["faith_c"] - s["faith_b"]
+    assert faith["mean_diff"] == pytest.approx(math.fsum(diff.tolist()) / len(diff), abs=1e-15)
+    assert (faith["wins"], faith["losses"]) == (0, int((diff < 0).sum()))
+    assert faith["decision"] == "regression" and faith["n"] == 225
+    # a 0/1 score is a decision: its sign test on the discordant pairs is the exact McNemar test
+    correct = rows["score:correct"]
+    d = s["correct_c"] - s["correct_b"]
+    better, worse = int((d > 0).sum()), int((d < 0).sum())
+    assert (correct["wins"], correct["losses"]) == (better, worse) and better + worse == 40
+    assert correct["sign_p"] == pytest.approx(
+        binomtest(better, better + worse, 0.5, alternative="less").pvalue)
+    summary = {x["name"]: x for x in report["answer_scores"]["scores"]}
+    assert summary["score:correct"]["kind"] == "decision"
+    assert summary["score:faith"]["kind"] == "score"
+    assert report["answer_scores"]["judges"] == [{"model": "judge-1"}, {"model": "judge-1"}]
+    assert report["settings"]["family"] == 3  # one family: the scores and nDCG@10
+    assert "score:faith: the per-query mean" in out
+    # the per-query values are in the report, for the HTML per-query plot
+    assert report["queries"][0]["baseline"]["score:faith"] == s["faith_b"][0]
+    # same inputs: the same bytes
+    again = tmp_path / "again.json"
+    gate("check", "--no-config", "--snapshot", SNAPSHOT, "--baseline", b, "--candidate", c,
+         "--gate", "score:faith=0.05", "--gate", "score:correct=0.05", "--gate",
+         "nDCG@10=0.02", "--json", again)
+    assert again.read_bytes() == (tmp_path / "report.json").read_bytes()
+
+
+def test_a_harm_that_rises_is_a_regression_when_lower_is_better(tmp_path, cranfield_scores):
+    s = cranfield_scores
+    b, c = runs_with(tmp_path, {"halluc": (1 - s["faith_b"]).tolist()},
+                     {"halluc": (1 - s["faith_c"]).tolist()})
+    config = tmp_path / "gate.toml"
+    config.write_text('[[gate]]\nmeasure = "score:halluc"\nmargin = 0.05\nlower-is-better = true\n')
+    code, out, _, report = check(b, c, config=config, extra=("--snapshot", str(SNAPSHOT)))
+    assert code == 1, out
+    assert report["comparisons"][0]["lower_is_better"] is True
+    assert report["settings"]["gates"][0]["lower_is_better"] is True
+    # a warning says no judge was recorded
+    assert any("record no judge" in w for w in report["warnings"])
+
+
+def test_different_judges_are_not_comparable(tmp_path, cranfield_scores):
+    s = cranfield_scores
+    b, c = runs_with(tmp_path, {"faith": s["faith_b"].tolist()}, {"faith": s["faith_b"].tolist()},
+                     (("model=gpt-a", "prompt=sha256:1"), ("model=gpt-b", "prompt=sha256:1")))
+    code, _, err, _ = check(b, c, "score:faith=0.05")
+    assert code == 3
+    assert "judge model is 'gpt-a' for the baseline" in err and "'gpt-b' for the candidate" in err
+
+
+def test_failed_scores_by_policy(tmp_path, cranfield_scores):
+    s = cranfield_scores
+    base = s["faith_b"].tolist()
+    cand = s["faith_b"].tolist()
+    base[3] = None
+    cand[5] = None
+    b, c = runs_with(tmp_path, {"faith": base}, {"faith": cand})
+    code, _, err, _ = check(b, c, "score:faith=0.05")
+    assert code == 2 and f"score score:faith of query {QUERIES[3]} is missing or failed" in err
+    for policy, n in (("drop-pair", 223), ("worst", 225)):
+        config = tmp_path / f"{policy}.toml"
+        config.write_text(f'missing = "{policy}"\n[[gate]]\nmeasure = "score:faith"\n'
+                          'margin = 0.05\n')
+        code, out, _, report = check(b, c, config=config, extra=("--snapshot", str(SNAPSHOT)))
+        assert code == 0, out
+        assert report["comparisons"][0]["n"] == n
+        summary = report["answer_scores"]["scores"][0]
+        assert (summary["failed"], summary["pairs"], summary["missing"]) == ([1, 1], 2, policy)
+        assert any("2 failed scores (baseline 1, candidate 1)" in w for w in report["warnings"])
+    worst = min(v for v in base + cand if v is not None)
+    # worst: the failed baseline value is the lowest seen, so query 3 is a win
+    assert report["comparisons"][0]["mean_diff"] == pytest.approx(
+        ((s["faith_b"][3] - worst) + (worst - s["faith_b"][5])) / 225)
+
+
+def test_repeated_samples_are_averaged_and_reported(tmp_path, cranfield_scores):
+    rng = np.random.default_rng(3)
+    truth = cranfield_scores["faith_b"]
+    draws = {role: np.clip(np.repeat(truth, 3) + rng.normal(0, 0.05, 3 * len(truth)), 0, 1)
+             for role in ("b", "c")}
+    b = pinned(tmp_path, "base", BASELINE,
+               write_scores(tmp_path / "b.jsonl", {"faith": draws["b"].tolist()}, 3))
+    c = pinned(tmp_path, "cand", RUNS / "hybrid.trec",
+               write_scores(tmp_path / "c.jsonl", {"faith": draws["c"].tolist()}, 3))
+    code, out, _, report = check(b, c, "score:faith=0.05")
+    assert code == 0, out
+    summary = report["answer_scores"]["scores"][0]
+    assert summary["samples"] == [[3, 3], [3, 3]] and summary["unequal_samples"] is False
+    assert summary["spread"][0] == pytest.approx(0.05, abs=0.01)
+    means = draws["c"].reshape(-1, 3).mean(1) - draws["b"].reshape(-1, 3).mean(1)
+    assert report["comparisons"][0]["mean_diff"] == pytest.approx(means.mean(), abs=1e-12)
+    assert "3 samples per query, within-query spread" in out
+
+
+@pytest.mark.parametrize(("gates", "message"), [
+    (("score:nope=0.05",), "score:nope is gated, and the baseline's scores"),
+    (("score:=0.05",), "score name \"\""),
+])
+def test_a_gated_score_the_files_lack_is_refused(tmp_path, cranfield_scores, gates, message):
+    s = cranfield_scores
+    b, c = runs_with(tmp_path, {"faith": s["faith_b"].tolist()}, {"faith": s["faith_b"].tolist()})
+    code, _, err, _ = check(b, c, *gates)
+    assert code == 2 and message in err
+
+
+def test_a_run_without_scores_or_a_changed_score_file(tmp_path, cranfield_scores):
+    s = cranfield_scores
+    b, c = runs_with(tmp_path, {"faith": s["faith_b"].tolist()}, {"faith": s["faith_b"].tolist()})
+    code, _, err, _ = check(BASELINE, c, "score:faith=0.05")
+    assert code == 2 and "pins no score file" in err
+    (tmp_path / "c.jsonl").write_text((tmp_path / "c.jsonl").read_text().replace("0.", "0.1", 1))
+    code, _, err, _ = check(b, c, "score:faith=0.05")
+    assert code == 3 and "the scores changed after the manifest was written" in err
+    assert gate("validate", SNAPSHOT, c)[0] == 3
+
+
+def test_judge_without_scores_and_lower_is_better_on_a_measure_are_refused(tmp_path):
+    run = tmp_path / "r.trec"
+    shutil.copy(BASELINE, run)
+    code, _, err = gate("run-manifest", "--snapshot", SNAPSHOT, "--run", run, "--judge", "m=x")
+    assert code == 2 and "--judge: says who scored, and no score file is given" in err
+    config = tmp_path / "gate.toml"
+    config.write_text('[[gate]]\nmeasure = "nDCG@10"\nmargin = 0.05\nlower-is-better = true\n')
+    code, _, err, _ = check(BASELINE, RUNS / "hybrid.trec", config=config,
+                            extra=("--snapshot", str(SNAPSHOT)))
+    assert code == 2 and "lower-is-better is set on nDCG@10" in err
+
+
+# --------------------------------------------------------------------------------------------
+# The pydoc example: a real reader's answers beside the retrieval runs
+
+
+@pytest.mark.parametrize(("candidate", "code", "decisions"), [
+    (None, 0, ["pass", "pass", "pass"]),
+    (PYDOC / "answers" / "bm25-200-reader-cut32.trec", 1, ["pass", "regression", "regression"]),
+    (PYDOC / "runs" / "bm25-truncated.trec", 1, ["regression", "inconclusive", "inconclusive"]),
+])
+def test_the_pydoc_answers_example(tmp_path, candidate, code, decisions) -> None:
+    args = ["check", "--config", PYDOC / "answers.toml", "--json", tmp_path / "r.json"]
+    if candidate is not None:
+        args += ["--candidate", candidate]
+    got, out, err = gate(*args)
+    assert got == code, out + err
+    report = json.loads((tmp_path / "r.json").read_text())
+    assert [c["measure"] for c in report["comparisons"]] \
+        == ["Recall@10", "score:token_f1", "score:matches_evidence"]
+    assert [c["decision"] for c in report["comparisons"]] == decisions
+
+
+def test_the_reader_cut_keeps_the_retrieval_run() -> None:
+    """Candidate A is the re-chunked retrieval run itself: only the reader changed."""
+    assert (PYDOC / "answers" / "bm25-200-reader-cut32.trec").read_bytes() \
+        == (PYDOC / "runs" / "bm25-200.trec").read_bytes()
