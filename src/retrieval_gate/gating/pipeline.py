@@ -118,86 +118,157 @@ def score_stages(snapshot: Snapshot, test_set: TestSet,
                  with_funnel: bool = False) -> RunScores:
     """Score each ranking (see :func:`stage_sources`) on the measures that read its stage
     (the snapshot's measures unless ``measures`` are given), items placed by ``chunks`` (the
-    run's chunk table) or the snapshot's. Values come back in the order of the measures."""
+    run's chunk table) or the snapshot's. Values come back in the order of the measures.
+
+    Steps, stage by stage: read the ranking and place its items (:func:`_read_stage`), score
+    it (:func:`_score_stage`), and collect what each stage adds — its measures' columns,
+    short lists, warnings, latency, leaks, abstentions, funnel coverage and, for the last
+    stage, the context size (:class:`_Collected`); then assemble the run's scores."""
     wanted = tuple(measures or snapshot.measures)
     table = chunks or test_set.chunks
-    columns: dict[Measure, np.ndarray] = {}
-    warnings: dict[str, list[str]] = {}
-    listed: list[np.ndarray] = []
-    budgeted: list[np.ndarray | None] = []
-    latency: np.ndarray | None = None
-    tokens = None
-    first: Scores | None = None
-    short: dict[str, tuple[str, ...]] = {}
-    leaks: list[Leaks] = []
-    abstained: dict[str, bool] | None = None
-    last: Scores | None = None
-    placed: list[Boundaries] = []
+    collected = _Collected()
     for contract, source in rankings:
-        rows = read_run(source)
-        if table is not None:
-            rows = attach_chunks(rows, table)
-        elif test_set.qrels.spans is not None and (places := Boundaries.of_items(rows)):
-            placed.append(places)
-        name = None if contract is None else contract.name
-        own = [m for m in wanted if m.stage == name]
-        scored = _score(snapshot, test_set, rows, own or [Measure("Hit", stage=name)],
-                        contract, whole_list=with_funnel and contract is not None)
-        first = first or scored
+        rows, places = _read_stage(source, table, test_set)
+        if places is not None:
+            collected.placed.append(places)
+        stage = _score_stage(snapshot, test_set, rows, contract, wanted, with_funnel)
+        collected.add(stage, rows, with_funnel)
+        if contract is not None and contract is snapshot.stages[-1]:
+            collected.tokens = _context_tokens(rows, contract, stage.scored.query_ids, snapshot)
+    return collected.run_scores(snapshot, test_set, wanted, table, len(rankings), with_funnel)
+
+
+@dataclass(frozen=True)
+class _Stage:
+    """One ranking scored: its contract (None for a one-ranking run), its scores on the
+    measures that read it, and for a budgeted stage its items within the cutoff, over the
+    budget or not (``cut``: what the packer was given)."""
+
+    contract: StageContract | None
+    scored: Scores
+    cut: Scores | None
+
+    @property
+    def name(self) -> str | None:
+        return None if self.contract is None else self.contract.name
+
+
+def _read_stage(source: Source, table: ChunkTable | None, test_set: TestSet
+                ) -> tuple[RunRows, Boundaries | None]:
+    """A ranking read, its items placed by the chunk table; without one, under span
+    judgments, the places its items state (None when they state none)."""
+    rows = read_run(source)
+    if table is not None:
+        return attach_chunks(rows, table), None
+    if test_set.qrels.spans is not None:
+        return rows, Boundaries.of_items(rows) or None
+    return rows, None
+
+
+def _score_stage(snapshot: Snapshot, test_set: TestSet, rows: RunRows,
+                 contract: StageContract | None, wanted: tuple[Measure, ...],
+                 with_funnel: bool) -> _Stage:
+    """The ranking scored on the measures of its stage (Hit alone when none reads it); a
+    budgeted stage also within its cutoff only, when the funnel or access data need it."""
+    name = None if contract is None else contract.name
+    own = [m for m in wanted if m.stage == name]
+    scored = _score(snapshot, test_set, rows, own or [Measure("Hit", stage=name)], contract,
+                    whole_list=with_funnel and contract is not None)
+    cut = None
+    if contract is not None and contract.budget is not None and (
+            with_funnel or test_set.access is not None):
+        cut = _score(snapshot, test_set, rows, [Measure("Hit", stage=name)],
+                     StageContract(contract.name, contract.cutoff), whole_list=True)
+    return _Stage(contract, scored, cut)
+
+
+@dataclass
+class _Collected:
+    """What the stages of a run add up to, collected stage by stage (see :meth:`add`)."""
+
+    columns: dict[Measure, np.ndarray] = field(default_factory=dict)
+    short: dict[str, tuple[str, ...]] = field(default_factory=dict)
+    warnings: dict[str, list[str]] = field(default_factory=dict)
+    latency: np.ndarray | None = None
+    tokens: np.ndarray | None = None
+    leaks: list[Leaks] = field(default_factory=list)
+    abstained: dict[str, bool] | None = None
+    listed: list[np.ndarray] = field(default_factory=list)
+    budgeted: list[np.ndarray | None] = field(default_factory=list)
+    placed: list[Boundaries] = field(default_factory=list)
+    first: Scores | None = None
+    last: Scores | None = None
+
+    def add(self, stage: _Stage, rows: RunRows, with_funnel: bool) -> None:
+        """One stage's measures (and the queries whose list is shorter than a measure's
+        cutoff, outside a budgeted stage), warnings, latency (summed over the stages), leaks
+        (within what the packer was given), abstentions (the last ranking recording them
+        wins) and funnel coverage."""
+        scored, contract = stage.scored, stage.contract
+        self.first = self.first or scored
+        self.last = scored
         for j, measure in enumerate(scored.measures):
-            columns[measure] = scored.values[:, j]
+            self.columns[measure] = scored.values[:, j]
             if measure.k is not None and (contract is None or contract.budget is None) \
                     and scored.retrieved is not None:
-                short[str(measure)] = tuple(scored.query_ids[i] for i in
-                                            np.flatnonzero(scored.retrieved < measure.k))
+                self.short[str(measure)] = tuple(scored.query_ids[i] for i in
+                                                 np.flatnonzero(scored.retrieved < measure.k))
         for text in scored.warnings:
-            warnings.setdefault(text, []).append(name or "")
-        latency = _add_latency(latency, rows, scored.query_ids)
-        last = scored
-        cut = None  # a budgeted stage's items within its cutoff, over the budget or not
-        if contract is not None and contract.budget is not None and (
-                with_funnel or test_set.access is not None):
-            cut = _score(snapshot, test_set, rows, [Measure("Hit", stage=name)],
-                         StageContract(contract.name, contract.cutoff), whole_list=True)
-        stage_leaks = scored.leaks if cut is None else cut.leaks
+            self.warnings.setdefault(text, []).append(stage.name or "")
+        self.latency = _add_latency(self.latency, rows, scored.query_ids)
+        stage_leaks = scored.leaks if stage.cut is None else stage.cut.leaks
         if stage_leaks is not None:
-            leaks.append(Leaks(stage_leaks.count, stage_leaks.per_query, tuple(
-                replace(leak, stage=name) for leak in stage_leaks.rows)))
+            self.leaks.append(Leaks(stage_leaks.count, stage_leaks.per_query, tuple(
+                replace(leak, stage=stage.name) for leak in stage_leaks.rows)))
         if rows.abstained is not None:
-            abstained = dict(zip(rows.query_ids, rows.abstained.tolist()))
+            self.abstained = dict(zip(rows.query_ids, rows.abstained.tolist()))
         if contract is not None and with_funnel:
-            assert scored.coverage is not None
-            if contract.budget is None:
-                listed.append(scored.coverage.covered)
-                budgeted.append(None)
-            else:
-                assert cut is not None and cut.coverage is not None
-                listed.append(cut.coverage.covered)
-                budgeted.append(scored.coverage.covered)
-        if contract is not None and contract is snapshot.stages[-1]:
-            tokens = _context_tokens(rows, contract, scored.query_ids, snapshot)
-    assert first is not None
-    values = (np.column_stack([columns[m] for m in wanted]) if len(first.query_ids)
-              else np.zeros((0, len(wanted))))
-    assert last is not None
-    scores = Scores(wanted, first.query_ids, values, first.unanswerable,
-                    tuple(_merged(warnings, len(rankings))), first.policy,
-                    coverage=last.coverage, retrieved=last.retrieved, ranked=last.ranked)
-    found = None
-    if with_funnel and snapshot.stages and first.coverage is not None:
-        relevant = first.coverage.relevant
-        found = funnel(snapshot.stages, [c[relevant] for c in listed],
-                       [None if b is None else b[relevant] for b in budgeted],
-                       first.coverage.qidx[relevant], len(first.query_ids))
-    merged = _merged_leaks(leaks) if leaks else None
-    returned = {q: (n, top, 0 if merged is None else merged.per_query.get(q, 0))
-                for q, (n, top, _) in last.returned.items()}
+            self._add_coverage(stage)
+
+    def _add_coverage(self, stage: _Stage) -> None:
+        """The relevant units a stage lists (within its cutoff) and, budgeted, packs."""
+        assert stage.scored.coverage is not None
+        if stage.contract is None or stage.contract.budget is None:
+            self.listed.append(stage.scored.coverage.covered)
+            self.budgeted.append(None)
+            return
+        assert stage.cut is not None and stage.cut.coverage is not None
+        self.listed.append(stage.cut.coverage.covered)
+        self.budgeted.append(stage.scored.coverage.covered)
+
+    def run_scores(self, snapshot: Snapshot, test_set: TestSet, wanted: tuple[Measure, ...],
+                   table: ChunkTable | None, n_rankings: int, with_funnel: bool) -> RunScores:
+        """The run's scores: the measures' columns in ``wanted`` order, the funnel, the
+        merged leaks, what each unanswerable query got and the spans the chunking cut."""
+        first, last = self.first, self.last
+        assert first is not None and last is not None
+        values = (np.column_stack([self.columns[m] for m in wanted]) if len(first.query_ids)
+                  else np.zeros((0, len(wanted))))
+        scores = Scores(wanted, first.query_ids, values, first.unanswerable,
+                        tuple(_merged(self.warnings, n_rankings)), first.policy,
+                        coverage=last.coverage, retrieved=last.retrieved, ranked=last.ranked)
+        found = None
+        if with_funnel and snapshot.stages and first.coverage is not None:
+            relevant = first.coverage.relevant
+            found = funnel(snapshot.stages, [c[relevant] for c in self.listed],
+                           [None if b is None else b[relevant] for b in self.budgeted],
+                           first.coverage.qidx[relevant], len(first.query_ids))
+        merged = _merged_leaks(self.leaks) if self.leaks else None
+        returned = {q: (n, top, 0 if merged is None else merged.per_query.get(q, 0))
+                    for q, (n, top, _) in last.returned.items()}
+        return RunScores(scores, found, self.latency, self.tokens, self.short, merged,
+                         self.abstained, returned, _spans_cut(snapshot, test_set, table,
+                                                              self.placed))
+
+
+def _spans_cut(snapshot: Snapshot, test_set: TestSet, table: ChunkTable | None,
+               placed: list[Boundaries]) -> Cut | None:
+    """With span judgments, the relevant spans the run's chunking cuts (its chunk table,
+    else its items' places); None without span judgments or places."""
     bounds = Boundaries.of_table(table) if table is not None else Boundaries.joined(placed)
-    spans_cut = (cut_spans(*relevant_spans(test_set.qrels.spans, snapshot.policy.threshold),
-                           bounds) if test_set.qrels.spans is not None and bounds is not None
-                 else None)
-    return RunScores(scores, found, latency, tokens, short, merged, abstained, returned,
-                     spans_cut)
+    if test_set.qrels.spans is None or bounds is None:
+        return None
+    return cut_spans(*relevant_spans(test_set.qrels.spans, snapshot.policy.threshold), bounds)
 
 
 def _merged_leaks(per_stage: list[Leaks]) -> Leaks:
