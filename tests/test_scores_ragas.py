@@ -1,5 +1,6 @@
 """The Ragas score reader on Ragas' own saved results (tests/data/scores/ragas/, written by
-make_ragas.py with ragas 0.3.9; ragas 0.4.3 writes the same bytes) and on broken ones."""
+make_ragas.py with ragas 0.3.9, which 0.4.3 writes byte for byte, and 0.2.15) and on broken
+ones."""
 
 from __future__ import annotations
 
@@ -73,6 +74,16 @@ def test_csv_gives_the_values_ragas_reported(file, by_text, places):
     assert rows.places == places
     assert rows.samples == (None,) * 6
     assert rows.tool == "ragas"
+
+
+def test_ragas_0_2_results_are_read():
+    """ragas 0.2.15 wrote the same values, without the metric it did not have yet."""
+    rows = read("result-0.2.15.csv")
+    names, values = expected()
+    kept = [i for i, name in enumerate(names) if name != "id_based_context_recall"]
+    assert rows.names == tuple(names[i] for i in kept)
+    np.testing.assert_array_equal(rows.values, values[:, kept])
+    assert rows.keys == tuple(QUESTIONS[i] for i in IDS)
 
 
 @pytest.mark.parametrize("file, by_text", [("result.jsonl", True), ("result-ids.jsonl", False)])

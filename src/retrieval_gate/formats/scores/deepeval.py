@@ -1,7 +1,8 @@
 """DeepEval scores: the test run ``deepeval.evaluate(...)`` saves, either the
 ``test_run_<timestamp>.json`` it writes into ``DEEPEVAL_RESULTS_FOLDER`` (a test run object)
-or ``.deepeval/.latest_test_run.json`` (the same object under ``"testRunData"``). Read as
-written by deepeval 3.9.8 to 4.3 (earlier 3.x write the same structure).
+or ``.deepeval/.latest_test_run.json`` (the same object under ``"testRunData"``). Checked on
+the files of deepeval 3.9.8, 3.9.9 and 4.3.1; by their source, earlier 3.x versions save the
+same fields.
 
 Structure read: ``{"testCases": [{"input": "...", "metricsData": [{"name": "...", "score":
 0.5, "error": "..."}, ...], "metadata": {"query_id": "..."}}, ...]}``; every other field is
@@ -93,7 +94,8 @@ def _case(test_case: Any, name: str, keys: tuple[str | int, ...]) -> Case:
         raise InputError(name, f"the test case's {field} is not an object", "give metadata "
                          "as a dict", path(*keys, field))
     identifier = query_id((metadata or {}).get("query_id"), name, path(*keys, field, "query_id"))
-    metrics = test_case.get("metricsData") or []
+    metrics = test_case.get("metricsData")
+    metrics = [] if metrics is None else metrics
     if not isinstance(metrics, list):
         raise InputError(name, "the test case's metricsData is not a list", _EXPECTED,
                          path(*keys, "metricsData"))

@@ -25,7 +25,7 @@ Columns:
   naming the first cell that is not a number, as is an infinite number.
 
 The file records no ragas version: a file with none of Ragas' own columns is refused, as is a
-file with no score column. ``to_json`` writes 10 significant digits unless told otherwise
+file with no score column. ``to_json`` writes 10 decimals unless told otherwise
 (``double_precision=15``); the values are read as written.
 """
 

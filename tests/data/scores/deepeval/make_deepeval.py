@@ -33,13 +33,12 @@ HERE = Path(__file__).resolve().parent
 OUT = Path(sys.argv[1]).resolve() if len(sys.argv) > 1 else HERE
 sys.path.insert(0, str(HERE.parent))
 
-import deepeval  # noqa: E402
-from deepeval import evaluate  # noqa: E402
-from deepeval.evaluate.configs import AsyncConfig, DisplayConfig, ErrorConfig  # noqa: E402
-from deepeval.metrics import BaseMetric, ExactMatchMetric  # noqa: E402
-from deepeval.test_case import LLMTestCase  # noqa: E402
-
-from pydoc_cases import cases  # noqa: E402
+import deepeval
+from deepeval import evaluate
+from deepeval.evaluate.configs import AsyncConfig, DisplayConfig, ErrorConfig
+from deepeval.metrics import BaseMetric, ExactMatchMetric
+from deepeval.test_case import LLMTestCase
+from pydoc_cases import cases
 
 WORD = re.compile(r"[a-z0-9_]+")
 

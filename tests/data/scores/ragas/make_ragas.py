@@ -9,6 +9,8 @@ Writes into FOLDER (default: this file's folder):
   result-ids.csv    the same DataFrame with a query_id column first, to_csv(path, index=False)
   result-ids.jsonl  the same, to_json(path, orient="records", lines=True)
 and prints ragas' own per-case scores (EvaluationResult.scores) and its summary.
+result-0.2.15.csv is result.csv of this script run with ragas 0.2.15 into another folder
+(that version has no IDBasedContextRecall and no *_context_ids sample fields).
 """
 
 from __future__ import annotations
@@ -23,21 +25,20 @@ HERE = Path(__file__).resolve().parent
 OUT = Path(sys.argv[1]).resolve() if len(sys.argv) > 1 else HERE
 sys.path.insert(0, str(HERE.parent))
 
-import ragas  # noqa: E402
-from ragas import EvaluationDataset, evaluate  # noqa: E402
-from ragas.metrics import (  # noqa: E402
+import ragas
+import ragas.metrics
+from pydoc_cases import cases
+from ragas import EvaluationDataset, evaluate
+from ragas.metrics import (
     BleuScore,
     ExactMatch,
-    IDBasedContextRecall,
     NonLLMContextPrecisionWithReference,
     NonLLMContextRecall,
     NonLLMStringSimilarity,
     RougeScore,
     StringPresence,
 )
-from ragas.metrics._string import DistanceMeasure  # noqa: E402
-
-from pydoc_cases import cases  # noqa: E402
+from ragas.metrics._string import DistanceMeasure
 
 CASES = cases()
 dataset = EvaluationDataset.from_list([
@@ -50,8 +51,10 @@ metrics = [
     NonLLMStringSimilarity(name="String similarity (Jaro-Winkler)",
                            distance_measure=DistanceMeasure.JARO_WINKLER),
     BleuScore(), RougeScore(),
-    NonLLMContextRecall(), NonLLMContextPrecisionWithReference(), IDBasedContextRecall(),
+    NonLLMContextRecall(), NonLLMContextPrecisionWithReference(),
 ]
+if hasattr(ragas.metrics, "IDBasedContextRecall"):  # from ragas 0.3 on
+    metrics.append(ragas.metrics.IDBasedContextRecall())
 # raise_exceptions=False (ragas' default): a metric that fails on a case gives NaN for it.
 result = evaluate(dataset, metrics=metrics, raise_exceptions=False, show_progress=False)
 
