@@ -6,19 +6,17 @@ from __future__ import annotations
 import copy
 import json
 import math
-from pathlib import Path
 
 import numpy as np
 import pytest
+from conftest import DATA
+from score_questions import IDS, TEXTS
 
-from retrieval_gate.errors import InputError
+from retrieval_gate.core.errors import InputError
 from retrieval_gate.formats.scores import deepeval
 
-ROOT = Path(__file__).resolve().parent.parent
-DATA = ROOT / "tests" / "data" / "scores" / "deepeval"
-IDS = ("p01", "p03", "p04", "p06", "p08", "p15")
-QUESTIONS = {q["id"]: q["text"] for q in map(json.loads, (ROOT / "examples" / "pydoc" /
-                                                          "queries.jsonl").open(encoding="utf-8"))}
+SCORES = DATA / "scores"
+FIXTURES = SCORES / "deepeval"
 NAN = math.nan
 # DeepEval's own per-case results (EvaluationResult.test_results[i].metrics_data, printed by
 # make_deepeval.py): the score of each metric in the order of IDS; "Context Term Recall"
@@ -34,7 +32,7 @@ VALUES = np.array([
 
 
 def run(file: str = "test_run-ids.json") -> dict:
-    return json.loads((DATA / file).read_text("utf-8"))
+    return json.loads((FIXTURES / file).read_text("utf-8"))
 
 
 def read(document: dict | bytes, file: str = "run.json"):
@@ -52,7 +50,7 @@ def refused(document: dict | bytes, file: str = "run.json") -> InputError:
 @pytest.mark.parametrize("file", ["test_run-ids.json", "test_run-ids-3.9.8.json"])
 def test_a_results_folder_run_gives_the_values_deepeval_reported(file):
     """4.3.1 saves the metadata as "metadata", 3.9.8 as "additionalMetadata"."""
-    rows = deepeval.read((DATA / file).read_bytes(), file)
+    rows = deepeval.read((FIXTURES / file).read_bytes(), file)
     assert rows.names == NAMES
     np.testing.assert_array_equal(rows.values, VALUES)  # exactly, NaN for the error
     assert (rows.keys, rows.by_text) == (IDS, False)
@@ -62,9 +60,9 @@ def test_a_results_folder_run_gives_the_values_deepeval_reported(file):
 
 
 def test_the_latest_test_run_file_is_keyed_by_input_text():
-    rows = deepeval.read((DATA / "latest_test_run.json").read_bytes(), "latest_test_run.json")
+    rows = deepeval.read((FIXTURES / "latest_test_run.json").read_bytes(), "latest_test_run.json")
     assert rows.by_text
-    assert rows.keys == tuple(QUESTIONS[i] for i in IDS)
+    assert rows.keys == TEXTS
     np.testing.assert_array_equal(rows.values, VALUES)
     assert rows.places[5] == '$["testRunData"]["testCases"][5]'
 
@@ -101,7 +99,7 @@ def test_some_cases_with_a_query_id_and_some_without_are_refused():
 
 
 def test_a_truncated_file_is_refused():
-    data = (DATA / "test_run-ids.json").read_bytes()
+    data = (FIXTURES / "test_run-ids.json").read_bytes()
     assert "run.json:1: invalid JSON" in str(refused(data[:len(data) // 2]))
 
 
@@ -112,9 +110,9 @@ def with_case(change) -> dict:
 
 
 @pytest.mark.parametrize("document, problem", [
-    ((ROOT / "tests" / "data" / "scores" / "ragas" / "result.jsonl").read_bytes(),
+    ((SCORES / "ragas" / "result.jsonl").read_bytes(),
      "is not a DeepEval test run: it holds JSON Lines"),
-    ((ROOT / "tests" / "data" / "scores" / "ragas" / "result.csv").read_bytes(),
+    ((SCORES / "ragas" / "result.csv").read_bytes(),
      "invalid JSON"),
     ({"testRunLink": "https://app.confident-ai.com/x"},
      "holds only the link to a test run on Confident AI"),

@@ -6,19 +6,17 @@ from __future__ import annotations
 
 import json
 import math
-from pathlib import Path
 
 import numpy as np
 import pytest
+from conftest import DATA
+from score_questions import IDS, QUESTIONS, TEXTS
 
-from retrieval_gate.errors import InputError
+from retrieval_gate.core.errors import InputError
 from retrieval_gate.formats.scores import ragas
 
-ROOT = Path(__file__).resolve().parent.parent
-DATA = ROOT / "tests" / "data" / "scores" / "ragas"
-IDS = ("p01", "p03", "p04", "p06", "p08", "p15")
-QUESTIONS = {q["id"]: q["text"] for q in map(json.loads, (ROOT / "examples" / "pydoc" /
-                                                          "queries.jsonl").open(encoding="utf-8"))}
+SCORES = DATA / "scores"
+FIXTURES = SCORES / "ragas"
 NAN = math.nan
 # Ragas' own per-case scores (EvaluationResult.scores, printed by make_ragas.py), one list per
 # metric in the order of IDS, under the names ragas gave the columns.
@@ -50,7 +48,7 @@ def expected() -> tuple[tuple[str, ...], np.ndarray]:
 
 
 def read(file: str, data: bytes | None = None):
-    return ragas.read((DATA / file).read_bytes() if data is None else data, file)
+    return ragas.read((FIXTURES / file).read_bytes() if data is None else data, file)
 
 
 def refused(data: bytes | str, file: str = "scores.csv") -> InputError:
@@ -70,7 +68,7 @@ def test_csv_gives_the_values_ragas_reported(file, by_text, places):
     assert rows.names == names
     np.testing.assert_array_equal(rows.values, values)  # exactly, NaN where ragas had nan
     assert rows.by_text is by_text
-    assert rows.keys == (tuple(QUESTIONS[i] for i in IDS) if by_text else IDS)
+    assert rows.keys == (TEXTS if by_text else IDS)
     assert rows.places == places
     assert rows.samples == (None,) * 6
     assert rows.tool == "ragas"
@@ -83,7 +81,7 @@ def test_ragas_0_2_results_are_read():
     kept = [i for i, name in enumerate(names) if name != "id_based_context_recall"]
     assert rows.names == tuple(names[i] for i in kept)
     np.testing.assert_array_equal(rows.values, values[:, kept])
-    assert rows.keys == tuple(QUESTIONS[i] for i in IDS)
+    assert rows.keys == TEXTS
 
 
 @pytest.mark.parametrize("file, by_text", [("result.jsonl", True), ("result-ids.jsonl", False)])
@@ -94,13 +92,13 @@ def test_json_lines_give_the_values_to_the_ten_decimals_pandas_wrote(file, by_te
     assert rows.names == names
     np.testing.assert_allclose(rows.values, values, rtol=0, atol=1e-10)
     assert np.isnan(rows.values[5, names.index("non_llm_context_recall")])
-    assert rows.keys == (tuple(QUESTIONS[i] for i in IDS) if by_text else IDS)
+    assert rows.keys == (TEXTS if by_text else IDS)
     assert rows.places == (1, 2, 3, 4, 5, 6)
 
 
 def test_a_json_array_of_records_is_read_too():
     """to_json(orient="records") without lines=True: one array, places by JSON path."""
-    lines = (DATA / "result-ids.jsonl").read_text("utf-8").splitlines()
+    lines = (FIXTURES / "result-ids.jsonl").read_text("utf-8").splitlines()
     rows = read("result.json", ("[" + ",".join(lines) + "]").encode())
     assert rows.keys == IDS
     assert rows.places == tuple(f"$[{i}]" for i in range(6))
@@ -108,7 +106,7 @@ def test_a_json_array_of_records_is_read_too():
 
 
 def test_a_bom_and_crlf_line_ends_are_read():
-    data = (DATA / "result-ids.csv").read_bytes()
+    data = (FIXTURES / "result-ids.csv").read_bytes()
     rows = read("result.csv", b"\xef\xbb\xbf" + data.replace(b"\n", b"\r\n"))
     np.testing.assert_array_equal(rows.values, read("result-ids.csv").values)
     assert rows.places == (2, 3, 4, 5, 6, 7)
@@ -128,7 +126,7 @@ def test_the_ragas_0_1_columns_are_read():
 
 def with_column(header: str, cells: list[str], file: str = "result-ids.csv") -> bytes:
     """The fixture with one more column at the end."""
-    lines = (DATA / file).read_text("utf-8").splitlines()
+    lines = (FIXTURES / file).read_text("utf-8").splitlines()
     return "\n".join(f"{line},{cell}" for line, cell in zip(lines, [header, *cells])).encode()
 
 
@@ -141,7 +139,7 @@ def test_booleans_and_nan_cells_are_scores():
     rows = read("result.csv", with_column("correct", ["True", "False", "nan", "", "1", "0.5"]))
     np.testing.assert_array_equal(rows.values[:, rows.names.index("correct")],
                                   [1, 0, NAN, NAN, 1, 0.5])
-    lines = (DATA / "result-ids.jsonl").read_text("utf-8").splitlines()
+    lines = (FIXTURES / "result-ids.jsonl").read_text("utf-8").splitlines()
     lines[0] = lines[0][:-1] + ',"correct":true}'
     rows = read("result.jsonl", "\n".join(lines).encode())
     np.testing.assert_array_equal(rows.values[:, rows.names.index("correct")], [1] + [NAN] * 5)
@@ -151,7 +149,7 @@ def test_a_score_that_is_not_a_number_is_refused():
     error = refused(with_column("correct", ["1", "0", "high", "1", "0", "1"]))
     assert str(error) == ("scores.csv:4: score 'correct' is \"high\", not a number — write the "
                           "score as a number (empty or null for a failed judgement)")
-    lines = (DATA / "result-ids.jsonl").read_text("utf-8").splitlines()
+    lines = (FIXTURES / "result-ids.jsonl").read_text("utf-8").splitlines()
     lines[2] = lines[2].replace('"exact_match":0.0', '"exact_match":"0.0"')
     assert str(refused("\n".join(lines), "r.jsonl")).startswith(
         "r.jsonl:3: score 'exact_match' is \"0.0\", not a number")
@@ -160,13 +158,13 @@ def test_a_score_that_is_not_a_number_is_refused():
 def test_an_infinite_score_is_refused():
     error = refused(with_column("correct", ["1", "0", "inf", "1", "0", "1"]))
     assert "scores.csv:4: score 'correct' is inf, not a finite number" in str(error)
-    lines = (DATA / "result-ids.jsonl").read_text("utf-8").splitlines()
+    lines = (FIXTURES / "result-ids.jsonl").read_text("utf-8").splitlines()
     lines[1] = lines[1].replace('"exact_match":0.0', '"exact_match":' + "9" * 400)
     assert "r.jsonl:2: score 'exact_match' is inf" in str(refused("\n".join(lines), "r.jsonl"))
 
 
 def test_some_rows_with_a_query_id_and_some_without_are_refused():
-    lines = (DATA / "result-ids.csv").read_text("utf-8").splitlines()
+    lines = (FIXTURES / "result-ids.csv").read_text("utf-8").splitlines()
     lines[3] = lines[3].removeprefix("p04")
     assert str(refused("\n".join(lines))) == (
         "scores.csv:4: this row has no query_id while others have one — give every row a "
@@ -174,18 +172,18 @@ def test_some_rows_with_a_query_id_and_some_without_are_refused():
 
 
 def test_a_truncated_file_is_refused_naming_the_line():
-    data = (DATA / "result-ids.csv").read_bytes()
+    data = (FIXTURES / "result-ids.csv").read_bytes()
     assert str(refused(data[:-40])).startswith("scores.csv:7: the row has 13 cells, the header "
                                                "has 17 — ")
     quoted_cut = data[:data.index(b"\np01,") + 30]  # inside the question's quotes
     assert str(refused(quoted_cut)) == ("scores.csv:2: invalid CSV (unexpected end of data) — fix "
                                         "the CSV quoting (is the file complete?)")
-    data = (DATA / "result.jsonl").read_bytes()
+    data = (FIXTURES / "result.jsonl").read_bytes()
     assert str(refused(data[:-40], "r.jsonl")).startswith("r.jsonl:6: invalid JSON")
 
 
 @pytest.mark.parametrize("content, problem", [
-    ((ROOT / "tests" / "data" / "scores" / "deepeval" / "test_run-ids.json").read_bytes(),
+    ((SCORES / "deepeval" / "test_run-ids.json").read_bytes(),
      "is not a Ragas result: it has none of Ragas' columns"),
     (b"q1 Q0 d1 1 2.5 bm25\nq1 Q0 d2 2 1.5 bm25\n", "is not a Ragas result"),
     (b"query_id,faithfulness\nq1,0.5\n", "is not a Ragas result"),

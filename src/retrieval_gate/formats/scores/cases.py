@@ -26,10 +26,10 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from retrieval_gate.errors import InputError
+from retrieval_gate.core.errors import InputError
+from retrieval_gate.core.untrusted import capped
 from retrieval_gate.formats.jsonfmt import check_id
 from retrieval_gate.formats.scores.rows import ScoreRows
-from retrieval_gate.untrusted import capped
 
 _NAME = re.compile(r"[A-Za-z0-9_.-]+")
 _OTHER = re.compile(r"[^a-z0-9_.-]+")
@@ -57,7 +57,7 @@ def score_name(raw: str) -> str:
 
 def query_id(value: object, source: str, where: int | str) -> str | None:
     """A case's explicit query id: None for None (absent), else ``value`` if it is a non-empty
-    string of at most :data:`~retrieval_gate.formats.limits.MAX_ID_BYTES` bytes; InputError
+    string of at most :data:`~retrieval_gate.core.limits.MAX_ID_BYTES` bytes; InputError
     otherwise."""
     return None if value is None else check_id(value, source, where, "query_id")
 

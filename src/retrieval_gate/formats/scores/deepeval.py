@@ -30,7 +30,7 @@ from __future__ import annotations
 import math
 from typing import Any
 
-from retrieval_gate.errors import InputError
+from retrieval_gate.core.errors import InputError
 from retrieval_gate.formats.jsonfmt import document_or_lines, path
 from retrieval_gate.formats.scores.cases import (
     Case,

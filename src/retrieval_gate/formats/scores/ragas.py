@@ -38,7 +38,7 @@ import re
 from collections.abc import Callable, Iterator
 from typing import Any
 
-from retrieval_gate.errors import InputError
+from retrieval_gate.core.errors import InputError
 from retrieval_gate.formats.jsonfmt import document_or_lines, json_lines, path
 from retrieval_gate.formats.scores.cases import (
     Case,

@@ -47,18 +47,18 @@ def words(text: str) -> list[str]:
     return WORD.findall(text.lower())
 
 
-class TokenF1(BaseMetric):
-    """F1 of the word tokens (multiset) of the actual and the expected output."""
+class WordMetric(BaseMetric):
+    """A deterministic metric on the words of a test case; ``value`` gives its score."""
 
     def __init__(self, threshold: float = 0.5):
         self.threshold = threshold
 
+    def value(self, test_case: LLMTestCase) -> float:
+        raise NotImplementedError
+
     def measure(self, test_case: LLMTestCase, *args, **kwargs) -> float:
-        actual, expected = words(test_case.actual_output), words(test_case.expected_output)
-        common = sum(min(actual.count(w), expected.count(w)) for w in set(actual))
-        self.score = 0.0 if not common else 2 * common / (len(actual) + len(expected))
+        self.score = self.value(test_case)
         self.success = self.score >= self.threshold
-        self.reason = f"{common} tokens in common"
         return self.score
 
     async def a_measure(self, test_case: LLMTestCase, *args, **kwargs) -> float:
@@ -66,32 +66,31 @@ class TokenF1(BaseMetric):
 
     def is_successful(self) -> bool:
         return bool(self.success)
+
+
+class TokenF1(WordMetric):
+    """F1 of the word tokens (multiset) of the actual and the expected output."""
+
+    def value(self, test_case: LLMTestCase) -> float:
+        actual, expected = words(test_case.actual_output), words(test_case.expected_output)
+        common = sum(min(actual.count(w), expected.count(w)) for w in set(actual))
+        self.reason = f"{common} tokens in common"
+        return 0.0 if not common else 2 * common / (len(actual) + len(expected))
 
     @property
     def __name__(self):
         return "Token F1"
 
 
-class ContextTermRecall(BaseMetric):
+class ContextTermRecall(WordMetric):
     """Share of the expected output's distinct words found in the retrieval context."""
 
-    def __init__(self, threshold: float = 0.5):
-        self.threshold = threshold
-
-    def measure(self, test_case: LLMTestCase, *args, **kwargs) -> float:
+    def value(self, test_case: LLMTestCase) -> float:
         if not test_case.retrieval_context:
             raise ValueError("the retrieval context is empty")
         context = set(words(" ".join(test_case.retrieval_context)))
         expected = set(words(test_case.expected_output))
-        self.score = len(expected & context) / len(expected)
-        self.success = self.score >= self.threshold
-        return self.score
-
-    async def a_measure(self, test_case: LLMTestCase, *args, **kwargs) -> float:
-        return self.measure(test_case)
-
-    def is_successful(self) -> bool:
-        return bool(self.success)
+        return len(expected & context) / len(expected)
 
     @property
     def __name__(self):
