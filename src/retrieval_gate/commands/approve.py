@@ -21,6 +21,7 @@ import errno
 import getpass
 import hashlib
 import json
+import math
 import os
 import shutil
 import tempfile
@@ -30,11 +31,14 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
+import numpy as np
+
 from retrieval_gate.commands.validate import check_run
 from retrieval_gate.core.errors import EnvironmentFault, InputError, NotComparableError
-from retrieval_gate.decide.policy import GatedMeasure
+from retrieval_gate.decide.policy import SCORE_PREFIX, GatedMeasure
 from retrieval_gate.formats import schema
 from retrieval_gate.formats.atomic import sync_folder, write_text_atomic
+from retrieval_gate.inputs.answer_scores import QueryScores
 from retrieval_gate.inputs.baseline_folder import POINTER, BaselineFolder, read_folder
 from retrieval_gate.inputs.run_manifest import (
     RunManifest,
@@ -93,7 +97,8 @@ def approve_baseline(candidate: str | os.PathLike[str], to: str | os.PathLike[st
     snap = load_snapshot(snapshot)
     checked = check_run(snap, load_test_set(snap), candidate, "candidate")
     source = Path(checked.path)
-    means = checked.scores.means()
+    means = {**checked.scores.means(), **_score_means(checked.answer_scores,
+                                                      len(checked.scores.query_ids))}
     document = dict(checked.manifest.document)
     document["approved"] = {"at": utc_now(), "by": approver(),
                             "commit": resolve_commit(commit, "--commit"), "scores": means}
@@ -104,6 +109,10 @@ def approve_baseline(candidate: str | os.PathLike[str], to: str | os.PathLike[st
     if chunks is not None:  # the run's chunk table travels with it, beside it
         document["chunking"] = {**document["chunking"], "file": chunks.name}
         copies.append((chunks, document["chunking"]["sha256"]))
+    scores = checked.manifest.scores_file()
+    if scores is not None:  # so do its per-query scores
+        document["scores"] = {**document["scores"], "file": scores.name}
+        copies.append((scores, document["scores"]["sha256"]))
     if checked.manifest.stages:  # a pipeline run's stages travel with it, side by side
         files = checked.manifest.stage_files()
         document["stages"] = [{"name": name, "file": file.name, "sha256": sha}
@@ -114,7 +123,8 @@ def approve_baseline(candidate: str | os.PathLike[str], to: str | os.PathLike[st
         twice = min(n for n in names if names.count(n) > 1)
         raise InputError(checked.manifest.source, f"two of the run's files are named {twice}, "
                          "and the approved version keeps them side by side in one folder",
-                         "rename one (stage files, chunk table, run) and rewrite the run's "
+                         "rename one (stage files, chunk table, scores, run) and rewrite the "
+                         "run's "
                          "manifest")
     folder = Path(to)
     schema.validate(document, "run-manifest", str(manifest_path(folder / source.name)))
@@ -168,23 +178,28 @@ def _require_replaceable(before: BaselineFolder, snap: Snapshot, force: bool
 
 
 def _same_files(previous: RunManifest, candidate: RunManifest) -> bool:
-    """Whether the candidate is the approved baseline again: the same run, stage and chunk
-    table bytes, made on the same snapshot."""
+    """Whether the candidate is the approved baseline again: the same run, stage, chunk
+    table and score bytes (and judge), made on the same snapshot."""
     def pinned(m: RunManifest) -> tuple[object, ...]:
         return (m.fingerprint, m.document["run"]["sha256"],
                 tuple(sha for _, _, sha in m.stage_files()),
-                (m.chunking or {}).get("sha256"), (m.chunking or {}).get("version"))
+                (m.chunking or {}).get("sha256"), (m.chunking or {}).get("version"),
+                (m.scores or {}).get("sha256"), m.judge)
     return pinned(previous) == pinned(candidate)
 
 
 def gated_measures(gates: Sequence[GatedMeasure], snap: Snapshot) -> list[str]:
     """The snapshot measures ``gates`` decide on, by their names in the snapshot (parsed with
     its gain; without ``[stage]``, on the last stage of a pipeline), in the gates' order, once
-    each. Report-only gates, decisions (Abstain, FalseAbstain) and names that are not one of
-    the snapshot's measures are left out: they are not scores the approval records."""
+    each, and the per-query scores they gate (``score:NAME``). Report-only gates, decisions
+    (Abstain, FalseAbstain) and names that are not one of the snapshot's measures are left out:
+    they are not scores the approval records."""
     names: dict[str, None] = {}
     for gate in gates:
         if gate.report_only:
+            continue
+        if gate.measure.startswith(SCORE_PREFIX):
+            names[gate.measure] = None
             continue
         try:
             measure = parse_measure(gate.measure, snap.gain)
@@ -195,6 +210,19 @@ def gated_measures(gates: Sequence[GatedMeasure], snap: Snapshot) -> list[str]:
         if measure in snap.measures:
             names[str(measure)] = None
     return list(names)
+
+
+def _score_means(answers: QueryScores | None, answerable: int) -> dict[str, float | None]:
+    """Each per-query score's mean over the answerable queries (the ``all`` slice), as
+    ``score:NAME``; failed scores left out (None when every one failed)."""
+    if answers is None:
+        return {}
+    means: dict[str, float | None] = {}
+    for name in answers.names:
+        values = answers.column(name)[:answerable]
+        kept = values[~np.isnan(values)].tolist()
+        means[SCORE_PREFIX + name] = math.fsum(kept) / len(kept) if kept else None
+    return means
 
 
 HISTORY = "history.jsonl"

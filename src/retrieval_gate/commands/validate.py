@@ -15,7 +15,7 @@ from retrieval_gate.formats import Source
 from retrieval_gate.formats.corpus import read_chunk_table
 from retrieval_gate.formats.source import read_blob
 from retrieval_gate.gating.pipeline import match_stages, score_stages, stage_sources
-from retrieval_gate.inputs.answer_scores import load_run_scores
+from retrieval_gate.inputs.answer_scores import QueryScores, load_run_scores
 from retrieval_gate.inputs.run_manifest import (
     RunManifest,
     chunking_record,
@@ -36,11 +36,13 @@ from retrieval_gate.scoring.scores import Scores
 
 @dataclass(frozen=True, eq=False)
 class CheckedRun:
-    """A run whose manifest names the snapshot and whose rankings score under its policy."""
+    """A run whose manifest names the snapshot and whose rankings score under its policy,
+    with its per-query scores when its manifest pins a score file."""
 
     path: str
     manifest: RunManifest
     scores: Scores
+    answer_scores: QueryScores | None = None
 
 
 @dataclass(frozen=True, eq=False)
@@ -69,8 +71,8 @@ def check_run(snapshot: Snapshot, test_set: TestSet, run: str | os.PathLike[str]
         for name, file, pinned in loaded.stage_files()[:-1]:
             verify_run_hash(loaded, read_run_file(file).sha256, pinned, name)
     scored = score_stages(snapshot, test_set, rankings, chunks=load_run_chunks(loaded))
-    load_run_scores(loaded, test_set, (*test_set.answerable, *test_set.unanswerable))
-    return CheckedRun(loaded.run, loaded, scored.scores)
+    answers = load_run_scores(loaded, test_set, (*test_set.answerable, *test_set.unanswerable))
+    return CheckedRun(loaded.run, loaded, scored.scores, answers)
 
 
 def record_run(snapshot: str | os.PathLike[str], run: str | os.PathLike[str] | None,

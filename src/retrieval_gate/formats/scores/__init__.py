@@ -22,6 +22,8 @@ from retrieval_gate.formats.source import Blob
 READERS = {
     "jsonl": ("native", "read_jsonl"),
     "csv": ("native", "read_csv"),
+    "ragas": ("ragas", "read"),
+    "deepeval": ("deepeval", "read"),
 }
 FORMATS = tuple(READERS)
 
