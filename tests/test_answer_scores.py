@@ -62,7 +62,9 @@ def pinned(tmp_path: Path, role: str, run: Path, scores: Path, *judge: str) -> P
 
 def check(baseline: Path, candidate: Path, *gates: str, config: Path | None = None,
           extra: tuple[str, ...] = ()) -> tuple[int, str, str, dict]:
-    report = baseline.parent / "report.json"
+    """``gate check`` of the two runs; its JSON report is written beside the candidate (a
+    copy in the test's folder)."""
+    report = candidate.parent / "report.json"
     where = ["--config", config] if config else ["--no-config", "--snapshot", SNAPSHOT]
     code, out, err = gate("check", *where, "--baseline", baseline, "--candidate", candidate,
                           *(a for g in gates for a in ("--gate", g)), "--json", report, *extra)
@@ -324,8 +326,8 @@ def test_judge_without_scores_and_lower_is_better_on_a_measure_are_refused(tmp_p
     assert code == 2 and "--judge: says who scored, and no score file is given" in err
     config = tmp_path / "gate.toml"
     config.write_text('[[gate]]\nmeasure = "nDCG@10"\nmargin = 0.05\nlower-is-better = true\n')
-    code, _, err, _ = check(BASELINE, RUNS / "hybrid.trec", config=config,
-                            extra=("--snapshot", str(SNAPSHOT)))
+    code, _, err = gate("check", "--config", config, "--snapshot", SNAPSHOT, "--baseline",
+                        BASELINE, "--candidate", RUNS / "hybrid.trec")
     assert code == 2 and "lower-is-better is set on nDCG@10" in err
 
 
@@ -354,3 +356,56 @@ def test_the_reader_cut_keeps_the_retrieval_run() -> None:
     """Candidate A is the re-chunked retrieval run itself: only the reader changed."""
     assert (PYDOC / "answers" / "bm25-200-reader-cut32.trec").read_bytes() \
         == (PYDOC / "runs" / "bm25-200.trec").read_bytes()
+
+
+# --------------------------------------------------------------------------------------------
+# Runs of per-query scores only (no ranking)
+
+
+def scores_only(tmp_path: Path, role: str, values: dict, *judge: str) -> Path:
+    scores = write_scores(tmp_path / f"{role}.scores.jsonl", values)
+    code, out, err = gate("run-manifest", "--snapshot", SNAPSHOT, "--scores", scores,
+                          *(a for j in judge for a in ("--judge", j)))
+    assert code == 0, err
+    assert out.startswith(f"{scores}.manifest.json: scores only")
+    return scores
+
+
+def test_runs_of_scores_only_are_gated_approved_and_validated(tmp_path, cranfield_scores):
+    s = cranfield_scores
+    b = scores_only(tmp_path, "base", {"faith": s["faith_b"].tolist()}, "model=j")
+    c = scores_only(tmp_path, "cand", {"faith": s["faith_c"].tolist()}, "model=j")
+    manifest = json.loads(Path(f"{c}.manifest.json").read_text())
+    assert "run" not in manifest and manifest["scores"]["file"] == "cand.scores.jsonl"
+    code, out, _, report = check(b, c, "score:faith=0.05")
+    assert code == 1 and "per-query scores only: the runs have no rankings" in out
+    assert "Newly failing" not in out
+    schema.validate(report, "report", "report.json")
+    assert report["candidate"]["ranked"] is False and report["candidate"]["means"] == {
+        "Recall@10": None, "P@10": None, "Hit@10": None, "RR@10": None, "nDCG@10": None,
+        "AP@10": None}
+    # the default gates (Recall@10, nDCG@10) need rankings: said in one line
+    code, _, err = gate("check", "--no-config", "--snapshot", SNAPSHOT, "--baseline", b,
+                        "--candidate", c)
+    assert code == 2 and "Recall@10 is gated, and the baseline is per-query scores only" in err
+    # approved into a baseline folder, the score file travels with its manifest
+    folder = tmp_path / "baseline"
+    assert gate("baseline", "approve", "--candidate", b, "--to", folder)[0] == 0
+    assert sorted(p.name for p in (folder / "v1").iterdir()) == [
+        "base.scores.jsonl", "base.scores.jsonl.manifest.json"]
+    assert check(folder, c, "score:faith=0.05")[0] == 1
+    assert gate("validate", SNAPSHOT, folder, c)[0] == 0
+    # a scores-only manifest given for another file is refused
+    other = tmp_path / "other.jsonl"
+    shutil.copy(c, other)
+    shutil.copy(f"{c}.manifest.json", f"{other}.manifest.json")
+    code, _, err = gate("validate", SNAPSHOT, other)
+    assert code == 2 and "pins scores only (cand.scores.jsonl), and is given for" in err
+
+
+def test_scores_only_refuses_what_describes_a_ranking(tmp_path, cranfield_scores):
+    scores = write_scores(tmp_path / "s.jsonl", {"f": cranfield_scores["faith_b"].tolist()})
+    code, _, err = gate("run-manifest", "--snapshot", SNAPSHOT, "--scores", scores,
+                        "--timed-on", "laptop")
+    assert code == 2 and "describe a ranking" in err
+    assert not Path(f"{scores}.manifest.json").exists()

@@ -407,7 +407,7 @@ def run_manifest(snapshot_file, run, stages, timed_on, system, commit, created, 
                                 scores, scores_format,
                                 {k: str(v) for k, v in _key_values("--judge", judge, typed=False).items()})
     made = (f"pipeline run ({', '.join(_shown(n) for n, _ in pairs)})" if pairs
-            else f"run {_shown(run)}")
+            else f"run {_shown(run)}" if run is not None else f"scores only {_shown(scores)}")
     _print(f"{_shown(target)}: {made} on snapshot '{_shown(loaded.name)}' "
            f"({loaded.fingerprint})")
 

@@ -104,7 +104,8 @@ def approve_baseline(candidate: str | os.PathLike[str], to: str | os.PathLike[st
                             "commit": resolve_commit(commit, "--commit"), "scores": means}
     if gates is not None:
         document["approved"]["gated"] = gated_measures(gates, snap)
-    copies = [(source, checked.manifest.document["run"]["sha256"])]
+    # a run of scores only is its score file: copied below
+    copies = [(source, checked.manifest.sha256)] if checked.manifest.ranked else []
     chunks = checked.manifest.chunks_file()
     if chunks is not None:  # the run's chunk table travels with it, beside it
         document["chunking"] = {**document["chunking"], "file": chunks.name}
@@ -181,7 +182,7 @@ def _same_files(previous: RunManifest, candidate: RunManifest) -> bool:
     """Whether the candidate is the approved baseline again: the same run, stage, chunk
     table and score bytes (and judge), made on the same snapshot."""
     def pinned(m: RunManifest) -> tuple[object, ...]:
-        return (m.fingerprint, m.document["run"]["sha256"],
+        return (m.fingerprint, m.sha256,
                 tuple(sha for _, _, sha in m.stage_files()),
                 (m.chunking or {}).get("sha256"), (m.chunking or {}).get("version"),
                 (m.scores or {}).get("sha256"), m.judge)
@@ -235,7 +236,7 @@ def history_line(version: str, document: dict[str, Any], snap: Snapshot) -> dict
     approved = document["approved"]
     line = {"at": approved["at"], "by": approved["by"], "commit": approved["commit"],
             "version": version, "snapshot": {"name": snap.name, "fingerprint": snap.fingerprint},
-            "system": document["system"], "run_sha256": document["run"]["sha256"],
+            "system": document["system"], "run_sha256": (document.get("run") or document["scores"])["sha256"],
             "means": approved["scores"]}
     for key in ("gated", "snapshot_change"):
         if key in approved:

@@ -14,7 +14,7 @@ from retrieval_gate.core.untrusted import visible
 from retrieval_gate.formats import Source
 from retrieval_gate.formats.corpus import read_chunk_table
 from retrieval_gate.formats.source import read_blob
-from retrieval_gate.gating.pipeline import match_stages, score_stages, stage_sources
+from retrieval_gate.gating.pipeline import match_stages, score_stages, stage_sources, unranked
 from retrieval_gate.inputs.answer_scores import QueryScores, load_run_scores
 from retrieval_gate.inputs.run_manifest import (
     RunManifest,
@@ -62,6 +62,10 @@ def check_run(snapshot: Snapshot, test_set: TestSet, run: str | os.PathLike[str]
     run = resolve_run(run)
     loaded = read_run_manifest(run, manifest)
     require_made_on(snapshot, (loaded, role))
+    rows = (*test_set.answerable, *test_set.unanswerable)
+    if not loaded.ranked:
+        return CheckedRun(loaded.run, loaded, unranked(snapshot, test_set).scores,
+                          load_run_scores(loaded, test_set, rows))
     rankings = []
     for contract, file, pinned in stage_sources(snapshot, loaded, run):
         blob = read_run_file(file)
@@ -71,7 +75,7 @@ def check_run(snapshot: Snapshot, test_set: TestSet, run: str | os.PathLike[str]
         for name, file, pinned in loaded.stage_files()[:-1]:
             verify_run_hash(loaded, read_run_file(file).sha256, pinned, name)
     scored = score_stages(snapshot, test_set, rankings, chunks=load_run_chunks(loaded))
-    answers = load_run_scores(loaded, test_set, (*test_set.answerable, *test_set.unanswerable))
+    answers = load_run_scores(loaded, test_set, rows)
     return CheckedRun(loaded.run, loaded, scored.scores, answers)
 
 
@@ -112,9 +116,13 @@ def record_run(snapshot: str | os.PathLike[str], run: str | os.PathLike[str] | N
             raise InputError("--run", "a pipeline run is its last stage", "leave out --run, "
                              "or give the run as the last --stage")
         run = stages[-1][1]
+    if run is None and scores is not None:
+        return _record_scores_only(snapshot, scores, scores_format, judge, system, commit,
+                                   created, output, chunks or chunking_version or timed_on)
     if run is None:
         raise InputError("--run", "no run is given", "give the run with --run FILE, or a "
-                         "pipeline's stages with --stage NAME=FILE")
+                         "pipeline's stages with --stage NAME=FILE (or, for per-query scores "
+                         "only, --scores FILE)")
     loaded = load_snapshot(snapshot)
     test_set = load_test_set(loaded)
     judged = loaded.document["chunking"]
@@ -145,6 +153,30 @@ def record_run(snapshot: str | os.PathLike[str], run: str | os.PathLike[str] | N
                                  timed_on)
     if scores is not None:
         document["scores"] = _scores(scores, scores_format, judge, test_set, target)
+    write_run_manifest(document, target)
+    return target, loaded
+
+
+def _record_scores_only(snapshot: str | os.PathLike[str], scores: str | os.PathLike[str],
+                        format: str | None, judge: Mapping[str, str] | None,
+                        system: Mapping[str, Any] | None, commit: str | None,
+                        created: str | None, output: str | os.PathLike[str] | None,
+                        ranking_option: object) -> tuple[Path, Snapshot]:
+    """The manifest of a run of per-query scores only (no ranking), beside its score file:
+    for teams that gate answers without rankings. Chunking and latency describe a ranking:
+    refused here."""
+    if ranking_option:
+        raise InputError("--scores", "without --run is a run of scores only, and --chunks, "
+                         "--chunking-version and --timed-on describe a ranking",
+                         "give the ranking with --run FILE, or leave those options out")
+    loaded = load_snapshot(snapshot)
+    test_set = load_test_set(loaded)
+    target = Path(output) if output else manifest_path(scores)
+    if Path(os.path.normpath(target.parent)) != Path(os.path.normpath(Path(scores).parent)):
+        raise InputError("--output", "a manifest of scores only lies beside its score file",
+                         f"leave out --output (it goes to {manifest_path(scores)})")
+    document = make_run_manifest(loaded, None, system, commit, created)
+    document["scores"] = _scores(scores, format, judge, test_set, target)
     write_run_manifest(document, target)
     return target, loaded
 

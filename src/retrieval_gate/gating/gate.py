@@ -50,7 +50,13 @@ from retrieval_gate.gating.outcome import (
     UnanswerableRow,
     UnanswerableSide,
 )
-from retrieval_gate.gating.pipeline import RunScores, ignored_stages, score_stages, stage_sources
+from retrieval_gate.gating.pipeline import (
+    RunScores,
+    ignored_stages,
+    score_stages,
+    stage_sources,
+    unranked,
+)
 from retrieval_gate.gating.sources import abstention_signals, measure_signals, score_signals
 from retrieval_gate.inputs.answer_scores import QueryScores, judge_warnings, load_run_scores
 from retrieval_gate.inputs.run_manifest import (
@@ -92,7 +98,11 @@ def run_gate(snapshot: str | os.PathLike[str], baseline: str | os.PathLike[str],
                  default=None)
     hit, judged = Measure("Hit", cutoff, stage=final), Measure("Judged", cutoff, stage=final)
     measures = tuple(dict.fromkeys((*snap.measures, hit, judged)))
-    base, cand = _score_verified(snap, test_set, runs, manifests, measures)
+    if all(m.ranked for m in manifests):
+        base, cand = _score_verified(snap, test_set, runs, manifests, measures)
+    else:  # per-query scores only: nothing is ranked
+        _require_scores_only(manifests, gated, policy, config)
+        base = cand = unranked(snap, test_set)
     _require_recorded(base, cand, gated, policy, config)
     answers = _answer_scores(manifests, test_set, gated, config)
     signals = [*measure_signals(test_set, base, cand, gated.measures),
@@ -195,6 +205,20 @@ def _require_recorded(base: RunScores, cand: RunScores, gated: Gated, policy: Ga
                                  "records no abstained decision", 'record "abstained": true or '
                                  "false for every query of a JSON Lines run, or remove the gate",
                                  '$["gate"]')
+
+
+def _require_scores_only(manifests: tuple[RunManifest, RunManifest], gated: Gated,
+                         policy: GatePolicy, config: str | None) -> None:
+    """A run of per-query scores only has no ranking: InputError (exit 2) when the policy
+    gates a retrieval measure, an abstention decision or a cost, or no score at all."""
+    role = "baseline" if not manifests[0].ranked else "candidate"
+    ranking = [*map(str, gated.measures), *gated.decisions, *(c.name for c in policy.costs)]
+    if ranking or not gated.scores:
+        what = (f"{ranking[0]} is gated" if ranking else "no per-query score is gated")
+        raise InputError(config or "gate policy", f"{what}, and the {role} is per-query "
+                         "scores only (its manifest pins no ranking)", "gate its scores only "
+                         "(--gate score:NAME=MARGIN, or [[gate]] measure = \"score:NAME\"), "
+                         "or give a run with its ranking", '$["gate"]')
 
 
 def _answer_scores(manifests: tuple[RunManifest, RunManifest], test_set: TestSet,
@@ -517,6 +541,8 @@ def _newly_failing(base: Scores, cand: Scores, hit: Measure, texts: dict[str, st
                    ) -> tuple[QueryChange, ...]:
     """Queries with a relevant item within the cutoff in the baseline and none in the
     candidate, in query order."""
+    if hit not in base.measures:  # runs of scores only
+        return ()
     j = base.measures.index(hit)
     lost = np.flatnonzero((base.values[:, j] == 1) & (cand.values[:, j] == 0))
     return tuple(QueryChange(str(hit), base.query_ids[i], texts.get(base.query_ids[i], ""),
@@ -540,12 +566,12 @@ def _top_regressions(base: Scores, cand: Scores, gated: tuple[Measure, ...],
 
 def _summary(path: str | os.PathLike[str], manifest: RunManifest, scores: Scores,
              snap: Snapshot, judged: Measure) -> RunSummary:
-    means = scores.means()
-    share = means[str(judged)]
-    return RunSummary(str(path), manifest.document["run"]["sha256"], manifest.system,
-                      {str(m): means[str(m)] for m in snap.measures},
+    means = scores.means()  # none for a run of scores only
+    share = means.get(str(judged))
+    return RunSummary(str(path), manifest.sha256, manifest.system,
+                      {str(m): means.get(str(m)) for m in snap.measures},
                       None if share is None else 1.0 - share, manifest.chunking,
-                      manifest.stages, manifest.timed_on)
+                      manifest.stages, manifest.timed_on, manifest.ranked)
 
 
 def _warnings(base_run: RunScores, cand_run: RunScores, comparisons: tuple[Comparison, ...],

@@ -22,7 +22,8 @@ class RunSummary:
     """One side of the comparison: the run file, its manifest's system, its mean scores, the
     share of unjudged items (or empty slots) in its top ``k``, its chunking (the chunk table
     its manifest pins: file, hash, version, parameters; None when its items are not chunks of
-    a table), the stages of a pipeline run, and where its latencies were measured."""
+    a table), the stages of a pipeline run, where its latencies were measured, and whether it
+    has a ranking (``ranked`` false: per-query scores only, ``sha256`` its score file's)."""
 
     path: str
     sha256: str
@@ -32,6 +33,7 @@ class RunSummary:
     chunking: dict[str, Any] | None = None
     stages: tuple[str, ...] = ()
     timed_on: str | None = None
+    ranked: bool = True
 
     def system_name(self, other: RunSummary | None = None) -> str:
         """The system in a few words, from its manifest: its ``name``; else its ``retriever``
@@ -233,6 +235,12 @@ class Report:
     spans_cut: tuple[str, ...] = ()
     family: int = 0
     answer_scores: AnswerScores | None = None
+
+    @property
+    def ranked(self) -> bool:
+        """Whether both runs have rankings (else they are compared on per-query scores only,
+        and nothing about retrieval applies)."""
+        return self.baseline.ranked and self.candidate.ranked
 
     @property
     def gates_a_measure(self) -> bool:

@@ -67,13 +67,21 @@ class RunScores:
         return {"latency_ms": self.latency_ms, "context_tokens": self.context_tokens}
 
 
+def unranked(snapshot: Snapshot, test_set: TestSet) -> RunScores:
+    """A run of per-query scores only: no ranking, so no measure (its scores have no column),
+    no funnel, no cost, no abstention."""
+    scores = Scores((), test_set.answerable, np.zeros((len(test_set.answerable), 0)),
+                    test_set.unanswerable, (), snapshot.policy)
+    return RunScores(scores)
+
+
 def stage_sources(snapshot: Snapshot, manifest: RunManifest, run: Path
                   ) -> tuple[tuple[StageContract | None, Path, str], ...]:
     """(contract, file, pinned SHA-256) of each ranking the snapshot scores: every stage of
     its contract, in order, from the run's manifest; or, without a contract, the run itself
     (contract None). See :func:`match_stages` for the errors."""
     if not snapshot.stages:
-        return ((None, run, manifest.document["run"]["sha256"]),)
+        return ((None, run, manifest.sha256),)
     files = {name: (file, sha) for name, file, sha in manifest.stage_files()}
     matched = match_stages(snapshot, list(files), manifest.source, json_path("stages"))
     return tuple((contract, *files[name]) for contract, name in matched)

@@ -68,6 +68,17 @@ class RunManifest:
     document: dict[str, Any]
 
     @property
+    def ranked(self) -> bool:
+        """Whether the run has a ranking (else it is per-query scores only)."""
+        return "run" in self.document
+
+    @property
+    def sha256(self) -> str:
+        """The SHA-256 of the file the manifest lies beside: the run, or for a run of scores
+        only its score file."""
+        return (self.document["run"] if self.ranked else self.document["scores"])["sha256"]
+
+    @property
     def fingerprint(self) -> str:
         return self.document["snapshot"]["fingerprint"]
 
@@ -184,20 +195,34 @@ def read_run_manifest(run: str | os.PathLike[str],
         raise InputError(source, "the recorded fingerprint does not match the recorded "
                          "snapshot components (the manifest was edited)",
                          "rewrite it with gate run-manifest", json_path("snapshot"))
+    if "run" not in document:
+        _require_beside_scores(document, source, where, run)
     stages = document.get("stages", ())
     names = [s["name"] for s in stages]
-    if stages and (stages[-1]["sha256"] != document["run"]["sha256"] or len(set(names)) < len(names)):
+    if stages and ("run" not in document or stages[-1]["sha256"] != document["run"]["sha256"]
+                   or len(set(names)) < len(names)):
         raise InputError(source, "its stages repeat a name, or the last stage is not the run "
                          "the manifest lies beside (the manifest was edited)",
                          "rewrite it with gate run-manifest --stage", json_path("stages"))
     return RunManifest(source, shown, document)
 
 
+def _require_beside_scores(document: dict[str, Any], source: str, where: str | os.PathLike[str],
+                           run: str | os.PathLike[str]) -> None:
+    """A manifest of scores only lies beside its score file: InputError otherwise."""
+    pinned = Path(os.path.normpath(Path(where).parent / document["scores"]["file"]))
+    if pinned != Path(os.path.normpath(run)):
+        raise InputError(source, f"pins scores only ({document['scores']['file']}), and is "
+                         f"given for {display_name(run)}", "give the score file itself as the "
+                         "run (its manifest lies beside it), or rewrite the manifest with gate "
+                         "run-manifest --run", json_path("scores", "file"))
+
+
 def verify_run_hash(manifest: RunManifest, actual: str, pinned: str | None = None,
                     stage: str | None = None) -> None:
     """NotComparableError (exit 3) unless the SHA-256 ``actual`` of the run file (or of a
     pipeline run's ``stage`` file, whose hash is ``pinned``) is the one the manifest pins."""
-    pinned = pinned or manifest.document["run"]["sha256"]
+    pinned = pinned or manifest.sha256
     if actual == pinned:
         return
     if stage is None:
@@ -214,13 +239,14 @@ def verify_run_hash(manifest: RunManifest, actual: str, pinned: str | None = Non
         "--stage (and re-approve it if it is the baseline)")
 
 
-def make_run_manifest(snapshot: Snapshot, run: str | os.PathLike[str] | Blob,
+def make_run_manifest(snapshot: Snapshot, run: str | os.PathLike[str] | Blob | None,
                       system: Mapping[str, Any] | None = None, commit: str | None = None,
                       created: str | None = None, chunking: Mapping[str, Any] | None = None,
                       stages: Sequence[Mapping[str, str]] = (), timed_on: str | None = None
                       ) -> dict[str, Any]:
     """The manifest document of ``run`` (a path, or the run as read and scored: its bytes are
-    what the manifest pins) made on ``snapshot``. ``created`` defaults to now (UTC, whole
+    what the manifest pins; None for a run of scores only, pinned by the caller) made on
+    ``snapshot``. ``created`` defaults to now (UTC, whole
     seconds); ``commit`` to :func:`current_commit` (see :func:`resolve_commit`: ``none``
     records none; none found is an error); ``chunking`` is the run's chunking
     (:func:`chunking_record`), when it has one; ``stages`` the records of a pipeline run's
@@ -230,9 +256,11 @@ def make_run_manifest(snapshot: Snapshot, run: str | os.PathLike[str] | Blob,
         raise InputError("--created", f"'{created}' is not a UTC time such as "
                          "2026-11-30T12:00:00Z", "write YYYY-MM-DDTHH:MM:SSZ, or leave it out "
                          "for now")
-    blob = run if isinstance(run, Blob) else read_run_file(run)
-    document: dict[str, Any] = {
-        "run": {"file": Path(blob.name).name, "sha256": blob.sha256},
+    document: dict[str, Any] = {}
+    if run is not None:
+        blob = run if isinstance(run, Blob) else read_run_file(run)
+        document["run"] = {"file": Path(blob.name).name, "sha256": blob.sha256}
+    document |= {
         "snapshot": {"name": snapshot.name, "fingerprint": snapshot.fingerprint,
                      "components": snapshot.identity},
         "system": dict(system or {}),

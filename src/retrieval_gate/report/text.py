@@ -202,6 +202,8 @@ def chunkings(report: Report, shown: Callable[[str], str]) -> str:
     which comes from a manifest, safe to print)."""
     snap = report.snapshot
     unit = snap.unit + (f" (min coverage {snap.min_coverage:g})" if snap.unit == "span" else "")
+    if not report.ranked:
+        return "per-query scores only: the runs have no rankings, nothing about retrieval applies"
     return (f"evidence unit {unit}; chunking: candidate "
             f"{shown(report.candidate.chunking_name())}, baseline "
             f"{shown(report.baseline.chunking_name())}")
@@ -275,9 +277,10 @@ def report_text(report: Report) -> str:
                      "queries; where each was lost first):")
         lines.extend(f"  {line}" for line in _aligned(
             [[visible(cell) for cell in row] for row in funnel_table(report.funnel)], {1, 2, 3}))
-    lines.append(f"Newly failing queries ({report.hit_measure} = 1 in the baseline, 0 in the "
-                 f"candidate): {len(report.newly_failing)}")
-    lines.extend(_queries(report.newly_failing, with_values=False))
+    if report.ranked:
+        lines.append(f"Newly failing queries ({report.hit_measure} = 1 in the baseline, 0 in "
+                     f"the candidate): {len(report.newly_failing)}")
+        lines.extend(_queries(report.newly_failing, with_values=False))
     if report.top_regressions:
         lines.append("Largest per-query drops:")
         lines.extend(_queries(report.top_regressions, with_values=True))
