@@ -17,15 +17,15 @@ from typing import Any
 
 import numpy as np
 import pytest
-from conftest import DATA, ROOT
+import scorecheck
+from conftest import DATA
+from scorecheck import QUESTIONS
 
 from retrieval_gate.core.errors import InputError
 from retrieval_gate.formats.scores import inspect_ai
 
 FIXTURES = DATA / "scores" / "inspect_ai"
 NAN = math.nan
-QUESTIONS = {(q := json.loads(line))["id"]: q["text"]
-             for line in (ROOT / "examples" / "pydoc" / "queries.jsonl").read_text().splitlines()}
 ZSTANDARD = sys.version_info >= (3, 14) or importlib.util.find_spec("zstandard") is not None
 zstd = pytest.mark.skipif(not ZSTANDARD, reason="the .eval logs of inspect_ai 0.3.285 are "
                           "compressed with Zstandard: Python < 3.14 reads them with the "
@@ -73,16 +73,7 @@ def eval_log(change: Callable[[str, Any], Any] | None = None, drop: tuple[str, .
 
 
 def refused(data: bytes, *parts: str, where: object = None) -> InputError:
-    with pytest.raises(InputError) as caught:
-        inspect_ai.read(data, "log.eval")
-    message = str(caught.value)
-    assert message.startswith("log.eval") and "\n" not in message
-    for part in parts:
-        assert part in message
-    if where is not None:
-        assert caught.value.where == where
-    assert caught.value.exit_code == 2
-    return caught.value
+    return scorecheck.refused(inspect_ai.read, data, "log.eval", *parts, where=where)
 
 
 @zstd

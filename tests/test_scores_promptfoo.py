@@ -10,15 +10,15 @@ from typing import Any
 
 import numpy as np
 import pytest
-from conftest import DATA, ROOT
+import scorecheck
+from conftest import DATA
+from scorecheck import QUESTIONS
 
 from retrieval_gate.core.errors import InputError
 from retrieval_gate.formats.scores import promptfoo
 
 FIXTURES = DATA / "scores" / "promptfoo"
 NAN = math.nan
-QUESTIONS = {(q := json.loads(line))["id"]: q["text"]
-             for line in (ROOT / "examples" / "pydoc" / "queries.jsonl").read_text().splitlines()}
 
 
 def fixture(name: str) -> bytes:
@@ -41,16 +41,7 @@ def table(rows, names: tuple[str, ...]) -> np.ndarray:
 
 
 def refused(data: bytes, *parts: str, where: object = None) -> InputError:
-    with pytest.raises(InputError) as caught:
-        promptfoo.read(data, "scores.json")
-    message = str(caught.value)
-    assert message.startswith("scores.json") and "\n" not in message
-    for part in parts:
-        assert part in message
-    if where is not None:
-        assert caught.value.where == where
-    assert caught.value.exit_code == 2
-    return caught.value
+    return scorecheck.refused(promptfoo.read, data, "scores.json", *parts, where=where)
 
 
 def test_ids_fixture_gives_the_metrics_promptfoo_wrote():
