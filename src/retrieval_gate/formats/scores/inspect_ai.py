@@ -1,0 +1,230 @@
+"""inspect_ai's eval logs as per-query scores.
+
+The file. An ``.eval`` log, inspect_ai's default: a zip archive holding ``header.json`` (the
+log without its samples: ``version``, ``status``, ``eval`` with ``packages.inspect_ai``,
+``plan``, ``results``, ``stats``), one ``samples/<id>_epoch_<n>.json`` per sample and epoch,
+and ``summaries.json``, ``reductions.json`` and ``_journal/`` (not read: the summaries shorten
+texts). Or a JSON log (``inspect eval --log-format json``): one document with the header's
+fields and the samples as a list ``samples``. Log version 2 is read, tested with inspect_ai
+0.3.200 (its ``.eval`` members are compressed with DEFLATE) and 0.3.285 (Zstandard, which
+needs Python 3.14 or the package ``zstandard``); any other version is refused, and so is the
+log of an eval whose status is not ``success`` (started, cancelled or failed: its samples are
+not all there) or that holds no samples (``--no-log-samples``).
+
+Scores. A sample's ``scores`` holds one score per scorer, by the scorer's name as the log
+writes it (``match``, ``includes``, ``exact``, ``model_graded_qa``, a custom scorer's function
+name), normalised as :mod:`~retrieval_gate.formats.scores.toolcases` says; a scorer whose value
+is an object gives one score per key, ``SCORER.KEY``. Values are read as inspect_ai's
+``value_to_float`` (0.3.285) reads them: ``"C"`` 1, ``"P"`` 0.5, ``"I"`` and ``"N"`` 0; true
+and false 1 and 0; ``"yes"``/``"true"`` 1 and ``"no"``/``"false"`` 0 in any case; a number, or
+a string holding a finite one, as it is. Any other value (a list, another string) is refused,
+where inspect_ai would count it as 0 with a warning.
+
+NaN: an unscored sample (a value NaN, as inspect_ai records a grader's answer that holds no
+grade), null, a scorer with no score for the sample (the sample stopped with an error before
+that scorer ran: the scores recorded before it are read, as inspect_ai's own metrics read
+them), and every score of a sample that was invalidated.
+
+Query key: the metadata field ``query_id`` when every sample has one; when none has, the
+sample's ``input`` as a string. Each epoch of a sample is one row, with ``samples[i]`` its
+epoch (1, 2, ...).
+"""
+
+from __future__ import annotations
+
+import importlib
+import io
+import math
+import re
+import struct
+import sys
+import zipfile
+import zlib
+from collections.abc import Iterator
+from typing import Any
+
+from retrieval_gate.core.errors import InputError
+from retrieval_gate.formats.jsonfmt import loads, path
+from retrieval_gate.formats.scores.rows import ScoreRows, sample_number, score_value
+from retrieval_gate.formats.scores.toolcases import Case, quoted, require, score_rows
+from retrieval_gate.formats.source import Blob, check_utf8
+
+LOG_VERSION = 2
+MAX_MEMBER_BYTES = 1 << 31
+"""The largest member of an ``.eval`` archive unpacked (a sample is kilobytes to megabytes)."""
+_READ = ("an inspect_ai log of version 2 (.eval, or --log-format json; tested with inspect_ai "
+         "0.3.200 and 0.3.285)")
+_AS_WRITTEN = "give the log as inspect_ai wrote it"
+_ZIP = b"PK\x03\x04"
+_ZSTANDARD = 93  # the zip compression method of Zstandard
+_LOCAL_HEADER = struct.Struct("<4s22xHH")  # signature ... name length, extra length
+_LETTERS = {"C": 1.0, "P": 0.5, "I": 0.0, "N": 0.0}
+_WORDS = {"yes": 1.0, "true": 1.0, "no": 0.0, "false": 0.0}
+_STRING_OR_NAN = re.compile(r'"[^"\\]*(?:\\.[^"\\]*)*"|\bNaN\b')  # a whole string, or NaN
+
+
+def read(data: bytes, name: str) -> ScoreRows:
+    """The scores of the inspect_ai log ``data`` (the file ``name``); InputError for anything
+    else."""
+    if data[:4] == _ZIP:
+        archive, members = _archive(data, name)
+        header = _header(_member(archive, members["header.json"], data, name), name)
+        samples: Iterator[tuple[str, Any]] = (
+            (member, _member(archive, info, data, name)) for member, info in members.items()
+            if member.startswith("samples/") and member.endswith(".json"))
+    else:
+        header = _header(_json(Blob(name, data).text(), name), name)
+        listed = require(header.get("samples", []), list, name, path("samples"), "samples",
+                         "a list")
+        samples = ((path("samples", i), sample) for i, sample in enumerate(listed))
+    cases = [_case(sample, name, where) for where, sample in samples]
+    if not cases:
+        raise InputError(name, "holds no samples (the eval ran with --no-log-samples)",
+                         "run the eval with its samples logged")
+    return score_rows(cases, name, _producer(header), "metadata field query_id", "input")
+
+
+def _producer(header: dict[str, Any], unknown: str = "inspect_ai (log version 2)") -> str:
+    """``inspect_ai VERSION`` as the log records it, else ``unknown``."""
+    spec = header["eval"]
+    packages = spec.get("packages") if isinstance(spec, dict) else None
+    version = packages.get("inspect_ai") if isinstance(packages, dict) else None
+    return f"inspect_ai {version}" if isinstance(version, str) and version else unknown
+
+
+def _json(text: str, source: str) -> Any:
+    """A JSON document of inspect_ai, which writes a NaN score as the bare word ``NaN``: read
+    as null (also NaN here); everything else as strictly as any input."""
+    if "NaN" in text:
+        text = _STRING_OR_NAN.sub(lambda m: "null" if m[0] == "NaN" else m[0], text)
+    return loads(text, source)
+
+
+def _header(header: Any, source: str) -> dict[str, Any]:
+    """The log's header, checked: inspect_ai's, version 2, status success."""
+    if not isinstance(header, dict) or "version" not in header or "eval" not in header:
+        raise InputError(source, "is not an inspect_ai log (it has no version and eval)",
+                         f"give {_READ}")
+    version = header["version"]
+    if version != LOG_VERSION or isinstance(version, bool):
+        raise InputError(source, f"was written by {_producer(header, 'inspect_ai')} with log version "
+                         f"{quoted(version)}, which retrieval-gate does not read",
+                         f"give {_READ}", path("version"))
+    if header.get("status") != "success":
+        raise InputError(source, f"is the log of an eval whose status is "
+                         f"{quoted(header.get('status'))}, not \"success\": its samples are "
+                         "not all there", "give the log of an eval that ran to the end "
+                         "(inspect eval-retry completes one)", path("status"))
+    return header
+
+
+def _archive(data: bytes, source: str) -> tuple[zipfile.ZipFile, dict[str, zipfile.ZipInfo]]:
+    """The ``.eval`` archive and its members by name (a name written twice: the last)."""
+    try:
+        archive = zipfile.ZipFile(io.BytesIO(data))
+    except (zipfile.BadZipFile, ValueError, EOFError) as exc:
+        raise InputError(source, f"is not a readable zip archive ({exc})", _AS_WRITTEN) from None
+    members = {info.filename: info for info in archive.infolist()}
+    if "header.json" not in members:
+        problem = ("has no header.json: its eval has not finished" if "_journal/start.json" in
+                   members else "is a zip archive without header.json, not an inspect_ai log")
+        raise InputError(source, problem, f"give {_READ}")
+    return archive, members
+
+
+def _member(archive: zipfile.ZipFile, info: zipfile.ZipInfo, data: bytes, source: str) -> Any:
+    """The JSON document of one member of the archive ``data``."""
+    where = f"{source}:{info.filename}"
+    if info.file_size > MAX_MEMBER_BYTES:
+        raise InputError(where, f"unpacks to {info.file_size:,} bytes, more than "
+                         f"{MAX_MEMBER_BYTES:,}", "give a smaller log")
+    try:
+        if info.compress_type == _ZSTANDARD and sys.version_info < (3, 14):
+            raw = _unzstd(info, data, where)
+        else:
+            raw = archive.read(info)
+    except (zipfile.BadZipFile, zlib.error, struct.error, EOFError, NotImplementedError,
+            RuntimeError, ValueError) as exc:
+        raise InputError(where, f"cannot be unpacked ({exc})", _AS_WRITTEN) from None
+    check_utf8(raw, where)
+    return _json(str(raw, "utf-8"), where)
+
+
+def _unzstd(info: zipfile.ZipInfo, data: bytes, where: str) -> bytes:
+    """A member compressed with Zstandard, unpacked with the package zstandard (Python's
+    zipfile reads it from 3.14 on); its size and CRC-32 checked as zipfile checks them."""
+    try:
+        zstandard: Any = importlib.import_module("zstandard")
+    except ImportError:
+        raise InputError(where, "is compressed with Zstandard, which Python reads from 3.14 "
+                         "on, or with the package zstandard", "pip install zstandard, or "
+                         "convert the log: inspect log convert --to json") from None
+    start = info.header_offset
+    signature, name_length, extra_length = _LOCAL_HEADER.unpack_from(data, start)
+    if signature != _ZIP:
+        raise zipfile.BadZipFile("bad local file header")
+    start += _LOCAL_HEADER.size + name_length + extra_length
+    packed = data[start:start + info.compress_size]
+    parts, left = [], info.file_size + 1  # one byte more than recorded shows a lie
+    try:
+        reader = zstandard.ZstdDecompressor().stream_reader(packed, read_across_frames=True)
+        while left > 0 and (part := reader.read(min(left, 1 << 24))):
+            parts.append(part)
+            left -= len(part)
+    except zstandard.ZstdError as exc:
+        raise zipfile.BadZipFile(str(exc)) from None
+    raw = b"".join(parts)
+    if len(raw) != info.file_size or zlib.crc32(raw) != info.CRC:
+        raise zipfile.BadZipFile("its size or CRC-32 is not the one recorded")
+    return raw
+
+
+def _case(sample: Any, source: str, where: str) -> Case:
+    """One sample's query id, input, epoch and scores."""
+    sample = require(sample, dict, source, where, "the sample", "an object")
+    metadata = require(_given(sample, "metadata"), dict, source, where, "metadata",
+                       "an object")
+    epoch = require(sample.get("epoch"), int, source, where, "epoch", "a whole number")
+    case = Case(metadata.get("query_id"), sample.get("input"), where,
+                sample_number(epoch, source, where))
+    scores = require(_given(sample, "scores"), dict, source, where, "scores", "an object")
+    for scorer, score in scores.items():
+        score = require(score, dict, source, where, f"score {quoted(scorer)}", "an object")
+        value = score.get("value")
+        named = ({f"{scorer}.{key}": item for key, item in value.items()}
+                 if isinstance(value, dict) else {scorer: value})
+        for name, item in named.items():
+            if name in case.scores:
+                raise InputError(source, f"two scores of the sample are named {quoted(name)}",
+                                 "rename one of the scorers", where)
+            case.scores[name] = _float(item, source, where, name)
+    if sample.get("invalidation") is not None:
+        case.scores = dict.fromkeys(case.scores, math.nan)
+    return case
+
+
+def _given(sample: dict[str, Any], field: str) -> Any:
+    """The sample's ``field``, an empty object when it is absent or null."""
+    value = sample.get(field)
+    return {} if value is None else value
+
+
+def _float(value: Any, source: str, where: str, name: str) -> float:
+    """A score value as inspect_ai's ``value_to_float`` reads it (see the module docstring);
+    null and NaN are NaN."""
+    if isinstance(value, str):
+        if value in _LETTERS:
+            return _LETTERS[value]
+        if value.lower() in _WORDS:
+            return _WORDS[value.lower()]
+        try:
+            found = float(value)
+        except ValueError:
+            found = math.nan
+        if math.isfinite(found):
+            return found
+    elif value is None or isinstance(value, (int, float)):
+        return score_value(value, name, source, where)
+    raise InputError(source, f"score {quoted(name)} has the value {quoted(value)}, which is "
+                     "not a number, a letter C, P, I or N, yes, no, true or false",
+                     "score with values inspect_ai reads as numbers", where)

@@ -1,0 +1,320 @@
+"""The inspect_ai reader on inspect_ai's own logs (tests/data/scores/inspect_ai, written by
+inspect_ai 0.3.285 and 0.3.200; see its README) and on damaged or foreign files.
+
+The expected values were read back from each log with inspect_ai's own ``read_eval_log`` and
+``value_to_float()`` when the logs were written; the tests do not import inspect_ai."""
+
+from __future__ import annotations
+
+import importlib.util
+import io
+import json
+import math
+import sys
+import zipfile
+from collections.abc import Callable
+from typing import Any
+
+import numpy as np
+import pytest
+import scorecheck
+from conftest import DATA
+from scorecheck import QUESTIONS
+
+from retrieval_gate.core.errors import InputError
+from retrieval_gate.formats.scores import inspect_ai
+
+FIXTURES = DATA / "scores" / "inspect_ai"
+NAN = math.nan
+ZSTANDARD = sys.version_info >= (3, 14) or importlib.util.find_spec("zstandard") is not None
+zstd = pytest.mark.skipif(not ZSTANDARD, reason="the .eval logs of inspect_ai 0.3.285 are "
+                          "compressed with Zstandard: Python < 3.14 reads them with the "
+                          "package zstandard, which is not installed")
+ID_NAMES = ("exact", "includes", "keywords", "length_ratio", "match", "model_graded_qa",
+            "reference_overlap")
+# per sample: exact, includes, keywords, length_ratio, match, model_graded_qa,
+# reference_overlap; p04's reference_overlap raised (the sample's error), so it and
+# model_graded_qa, which runs after it, have no score; p05's grader gave no grade (unscored)
+ID_VALUES = {
+    "p01": [0, 1, 1, 0.29, 1, 1, 0.5],
+    "p02": [0, 0, 0.5, 0.21, 0, 0, 0.2],
+    "p03": [0, 1, 1, 0.51, 0, 1, 1],
+    "p04": [1, 1, 0.5, 0.13, 1, NAN, NAN],
+    "p05": [0, 1, 1, 0.46, 0, NAN, 1],
+    "p06": [0, 1, 0.5, 0.32, 1, 1, 0.6666666666666666],
+}
+
+
+def fixture(name: str) -> bytes:
+    return (FIXTURES / name).read_bytes()
+
+
+def json_log(change: Callable[[dict[str, Any]], object]) -> bytes:
+    """ids.json (the JSON log of p04 and p05) with ``change`` applied to its document."""
+    document = json.loads(fixture("ids.json"))
+    change(document)
+    return json.dumps(document).encode()
+
+
+def eval_log(change: Callable[[str, Any], Any] | None = None, drop: tuple[str, ...] = ()
+             ) -> bytes:
+    """deflate.eval rebuilt member by member (DEFLATE), each document passed through
+    ``change(member, document)``, the members in ``drop`` left out."""
+    out = io.BytesIO()
+    with zipfile.ZipFile(FIXTURES / "deflate.eval") as source, \
+            zipfile.ZipFile(out, "w", zipfile.ZIP_DEFLATED) as target:
+        for info in source.infolist():
+            if info.filename not in drop:
+                document = json.loads(source.read(info))
+                if change is not None:
+                    document = change(info.filename, document)
+                target.writestr(info.filename, json.dumps(document))
+    return out.getvalue()
+
+
+def refused(data: bytes, *parts: str, where: object = None) -> InputError:
+    return scorecheck.refused(inspect_ai.read, data, "log.eval", *parts, where=where)
+
+
+@zstd
+def test_eval_log_gives_the_scores_inspect_ai_reads():
+    rows = inspect_ai.read(fixture("ids.eval"), "ids.eval")
+    assert rows.tool == "inspect_ai 0.3.285"
+    assert rows.keys == tuple(ID_VALUES) and not rows.by_text
+    assert rows.samples == (1,) * 6
+    assert rows.places == tuple(f"samples/{q}_epoch_1.json" for q in ID_VALUES)
+    assert rows.names == ID_NAMES
+    np.testing.assert_array_equal(rows.values, np.array(list(ID_VALUES.values())))
+
+
+def test_json_log_gives_the_same_scores_and_reads_nan():
+    rows = inspect_ai.read(fixture("ids.json"), "ids.json")
+    assert rows.tool == "inspect_ai 0.3.285"
+    assert rows.keys == ("p04", "p05") and rows.samples == (1, 1)
+    assert rows.places == ('$["samples"][0]', '$["samples"][1]')
+    assert rows.names == ID_NAMES
+    np.testing.assert_array_equal(rows.values, np.array([ID_VALUES["p04"], ID_VALUES["p05"]]))
+
+
+@zstd
+def test_without_query_id_the_input_is_the_key_and_an_object_value_gives_one_score_a_key():
+    rows = inspect_ai.read(fixture("text.eval"), "text.eval")
+    assert rows.by_text
+    assert rows.keys == tuple(QUESTIONS[f"p0{i}"] for i in range(1, 7))
+    assert rows.names == ("length_ratio", "match", "size.chars", "size.words")
+    expected = [[0.29, 1, 0.29, 0.5], [0.21, 0, 0.21, 0.4], [0.51, 0, 0.51, 1.1],
+                [0.13, 1, 0.13, 0.2], [0.46, 0, 0.46, 0.9], [0.32, 1, 0.32, 0.6]]
+    np.testing.assert_array_equal(rows.values, np.array(expected))
+
+
+@zstd
+def test_each_epoch_is_a_row_numbered_by_its_epoch():
+    rows = inspect_ai.read(fixture("epochs.eval"), "epochs.eval")
+    assert rows.keys == ("p01", "p02", "p03") * 3
+    assert rows.samples == (1, 1, 1, 2, 2, 2, 3, 3, 3)
+    assert rows.names == ("includes", "length_ratio", "match")
+    expected = [[1, 0.29, 1], [0, 0.21, 0], [1, 0.51, 0],
+                [1, 0.38, 0], [0, 0.3, 0], [1, 0.6, 0],
+                [1, 0.47, 0], [0, 0.39, 0], [1, 0.69, 0]]
+    np.testing.assert_array_equal(rows.values, np.array(expected))
+
+
+def test_a_deflate_eval_log_of_an_older_inspect_ai():
+    rows = inspect_ai.read(fixture("deflate.eval"), "deflate.eval")
+    assert rows.tool == "inspect_ai 0.3.200"
+    assert rows.keys == ("p01", "p02", "p03") and rows.names == ("length_ratio", "match")
+    np.testing.assert_array_equal(rows.values, np.array([[0.29, 1], [0.21, 0], [0.51, 0]]))
+
+
+@pytest.mark.skipif(sys.version_info >= (3, 14), reason="Python reads Zstandard from 3.14 on")
+def test_zstandard_missing_is_said_with_what_to_do(monkeypatch):
+    monkeypatch.setitem(sys.modules, "zstandard", None)  # as if it were not installed
+    refused(fixture("epochs.eval"), "log.eval:header.json: is compressed with Zstandard", "pip install zstandard", "inspect log convert --to json")
+
+
+HOSTILE = 'p01\n::error::<b>x</b> & \u2028 "NaN", NaN \\ NaN'
+
+
+def test_a_hostile_id_or_text_passes_through_unchanged():
+    def hostile_id(document):
+        document["samples"][0]["metadata"]["query_id"] = HOSTILE
+
+    assert inspect_ai.read(json_log(hostile_id), "x.json").keys[0] == HOSTILE
+
+    def hostile_text(document):
+        for sample in document["samples"]:
+            del sample["metadata"]["query_id"]
+        document["samples"][1]["input"] = HOSTILE
+
+    assert inspect_ai.read(json_log(hostile_text), "x.json").keys[1] == HOSTILE
+
+    def in_archive(member, document):
+        if member.startswith("samples/"):
+            document["metadata"]["query_id"] += HOSTILE
+        return document
+
+    keys = inspect_ai.read(eval_log(in_archive), "x.eval").keys
+    assert keys == ("p01" + HOSTILE, "p02" + HOSTILE, "p03" + HOSTILE)
+
+
+@pytest.mark.parametrize("value, expected", [
+    ("C", 1.0), ("P", 0.5), ("I", 0.0), ("N", 0.0), ("yes", 1.0), ("FALSE", 0.0),
+    ("True", 1.0), ("0.7", 0.7), (" 2e-1 ", 0.2), (True, 1.0), (False, 0.0), (3, 3.0),
+    (0.25, 0.25), (None, NAN),
+])
+def test_values_are_read_as_inspect_ai_reads_them(value, expected):
+    def change(document):
+        document["samples"][1]["scores"]["match"]["value"] = value
+
+    rows = inspect_ai.read(json_log(change), "x.json")
+    np.testing.assert_array_equal(rows.values[1, rows.names.index("match")], expected)
+
+
+@pytest.mark.parametrize("value, shown", [
+    ("maybe", '"maybe"'), ("c", '"c"'), ("nan", '"nan"'), ("inf", '"inf"'), ("", '""'),
+    ([1, 0], "[1, 0]"), ({"a": "x"}, '"x"'), ({"a": [1]}, "[1]"),
+])
+def test_a_value_inspect_ai_cannot_read_as_a_number_is_refused(value, shown):
+    def change(document):
+        document["samples"][0]["scores"]["exact"]["value"] = value
+
+    refused(json_log(change), f"has the value {shown}, which is not a number",
+            where='$["samples"][0]')
+
+
+def test_an_invalidated_sample_has_no_scores():
+    def change(document):
+        document["samples"][1]["invalidation"] = {"author": "someone", "reason": "leaked"}
+
+    rows = inspect_ai.read(json_log(change), "x.json")
+    assert np.isnan(rows.values[1]).all() and not np.isnan(rows.values[0]).all()
+
+
+def test_scorer_names_are_normalised_and_collisions_refused():
+    def rename(document):
+        for sample in document["samples"]:
+            sample["scores"]["My pkg/Judge (v2)"] = sample["scores"].pop("exact")
+
+    names = inspect_ai.read(json_log(rename), "x.json").names
+    assert names == ("includes", "keywords", "length_ratio", "match", "model_graded_qa",
+                     "my_pkg_judge_v2", "reference_overlap")
+
+    def collide(document):
+        scores = document["samples"][0]["scores"]
+        scores["size"] = {"value": {"words": 1}}
+        scores["size.words"] = {"value": 0}
+
+    refused(json_log(collide), 'two scores of the sample are named "size.words"',
+            where='$["samples"][0]')
+
+
+def test_ids_on_some_samples_only_are_refused_naming_the_first_without():
+    def change(document):
+        del document["samples"][1]["metadata"]["query_id"]
+
+    refused(json_log(change), "no metadata field query_id, while others have one",
+            where='$["samples"][1]')
+
+
+def test_without_ids_an_input_of_messages_is_refused():
+    def change(document):
+        for sample in document["samples"]:
+            del sample["metadata"]["query_id"]
+        document["samples"][0]["input"] = [{"role": "user", "content": "hi"}]
+
+    refused(json_log(change), "input [{", "is not a non-empty string",
+            where='$["samples"][0]')
+
+
+def test_foreign_truncated_and_unfinished_logs_are_refused():
+    data = fixture("ids.json")
+    refused(data[: len(data) // 2], "invalid JSON")
+    refused(b"", "empty")
+    refused((DATA / "scores" / "promptfoo" / "ids.json").read_bytes(),
+            "is not an inspect_ai log")
+    deflate = fixture("deflate.eval")
+    refused(deflate[: len(deflate) // 2], "is not a readable zip archive")
+    refused(eval_log(drop=("header.json",)), "has no header.json: its eval has not finished")
+    refused(eval_log(drop=("header.json", "_journal/start.json")),
+            "is a zip archive without header.json")
+    refused(eval_log(drop=tuple(f"samples/p0{i}_epoch_1.json" for i in (1, 2, 3))),
+            "holds no samples")
+
+    def no_samples(document):
+        del document["samples"]
+
+    refused(json_log(no_samples), "holds no samples")
+
+
+@pytest.mark.parametrize("field, value, message", [
+    ("version", 1, ("with log version 1, which retrieval-gate does not read — give an "
+                    "inspect_ai log of version 2")),
+    ("version", 3, "log version 3"),
+    ("status", "error", 'whose status is "error", not "success"'),
+    ("status", "started", 'whose status is "started"'),
+])
+def test_an_unknown_version_or_an_unfinished_eval_is_refused(field, value, message):
+    def change(document):
+        document[field] = value
+
+    refused(json_log(change), message, where=f'$["{field}"]')
+
+    def in_header(member, document):
+        if member == "header.json":
+            document[field] = value
+        return document
+
+    refused(eval_log(in_header), message)
+
+
+def test_an_unknown_version_names_the_inspect_ai_that_wrote_it():
+    def change(document):
+        document["version"] = 3
+        document["eval"]["packages"]["inspect_ai"] = "0.4.0"
+
+    refused(json_log(change), "was written by inspect_ai 0.4.0 with log version 3")
+
+    def unnamed(document):
+        document["version"] = 3
+        del document["eval"]["packages"]
+
+    refused(json_log(unnamed), "was written by inspect_ai with log version 3")
+
+    def version_2_unnamed(document):
+        del document["eval"]["packages"]
+
+    assert inspect_ai.read(json_log(version_2_unnamed), "x.json").tool == \
+        "inspect_ai (log version 2)"
+
+
+@pytest.mark.parametrize("field, value, message", [
+    ("epoch", "1", 'epoch "1" is not a whole number'),
+    ("scores", [], "scores [] is not an object"),
+    ("metadata", "p01", 'metadata "p01" is not an object'),
+])
+def test_a_field_of_the_wrong_kind_is_refused(field, value, message):
+    def change(member, document):
+        if member == "samples/p02_epoch_1.json":
+            document[field] = value
+        return document
+
+    refused(eval_log(change), message, where="samples/p02_epoch_1.json")
+
+
+def test_a_member_larger_than_the_limit_is_refused(monkeypatch):
+    monkeypatch.setattr(inspect_ai, "MAX_MEMBER_BYTES", 2000)
+    refused(fixture("deflate.eval"), "log.eval:samples/p01_epoch_1.json: unpacks to",
+            "more than 2,000")
+
+
+@pytest.mark.parametrize("name", ["deflate.eval", pytest.param("ids.eval", marks=zstd)])
+def test_damaged_archives_give_only_input_errors(name):
+    data = fixture(name)
+    for at in range(0, len(data), 701):
+        damaged = data[:at] + bytes([data[at] ^ 0x5A]) + data[at + 1:]
+        try:
+            inspect_ai.read(damaged, name)
+        except InputError:
+            pass
+        with pytest.raises(InputError):
+            inspect_ai.read(data[:at], name)
