@@ -24,6 +24,8 @@ READERS = {
     "csv": ("native", "read_csv"),
     "ragas": ("ragas", "read"),
     "deepeval": ("deepeval", "read"),
+    "promptfoo": ("promptfoo", "read"),
+    "inspect": ("inspect_ai", "read"),
 }
 FORMATS = tuple(READERS)
 
