@@ -27,6 +27,7 @@ from retrieval_gate.formats.scores.rows import (
 )
 from retrieval_gate.formats.source import check_utf8
 
+TOOLS = ("ragas", "deepeval", "promptfoo", "inspect")  # the formats of tools' outputs
 _FAILED = {"", "null", "nan", "none"}  # CSV cells of a failed judgement (case-insensitive)
 
 
@@ -41,6 +42,11 @@ def read_jsonl(data: bytes, name: str) -> ScoreRows:
     samples: list[int | None] = []
     given: list[dict[str, float]] = []
     for line, obj in json_lines(text, name):
+        if "query_id" not in obj:
+            raise InputError(name, 'the line has no "query_id": it is not a line of scores',
+                             'write {"query_id": ..., "scores": {...}} on every line, or, for '
+                             "a tool's output, name its format with --scores-format "
+                             f"({', '.join(TOOLS)})", line)
         keys.append(check_id(obj.get("query_id"), name, line, "query_id"))
         scores = obj.get("scores")
         if not isinstance(scores, dict) or not scores:
