@@ -409,3 +409,28 @@ def test_scores_only_refuses_what_describes_a_ranking(tmp_path, cranfield_scores
                         "--timed-on", "laptop")
     assert code == 2 and "describe a ranking" in err
     assert not Path(f"{scores}.manifest.json").exists()
+
+
+def test_the_library_and_the_github_output_gate_scores(tmp_path, cranfield_scores):
+    """retrieval_gate.check (what the pytest fixture calls) takes score gates as strings or
+    GatedMeasure objects; gate check --github (what the Action runs) writes them in the job
+    summary and the workflow annotations."""
+    import retrieval_gate
+    from retrieval_gate import GatedMeasure
+
+    s = cranfield_scores
+    b, c = runs_with(tmp_path, {"faith": s["faith_b"].tolist(),
+                                "halluc": (1 - s["faith_b"]).tolist()},
+                     {"faith": s["faith_c"].tolist(), "halluc": (1 - s["faith_c"]).tolist()})
+    report = retrieval_gate.check(c, baseline=b, snapshot=SNAPSHOT, config=False, gates=[
+        "score:faith=0.05", GatedMeasure("score:halluc", 0.05, lower_is_better=True)])
+    assert report.exit_code == 1
+    assert [c_.decision for c_ in report.comparisons] == ["regression", "regression"]
+    assert report.answer_scores is not None and report.answer_scores.scores[1].lower_is_better
+    summary = tmp_path / "summary.md"
+    env = {"GITHUB_ACTIONS": "true", "GITHUB_STEP_SUMMARY": str(summary)}
+    code, out, _ = gate("check", "--no-config", "--snapshot", SNAPSHOT, "--baseline", b,
+                        "--candidate", c, "--gate", "score:faith=0.05", "--github", env=env)
+    assert code == 1
+    assert "::error" in out and "score:faith" in out
+    assert "<summary>Per-query scores</summary>" in summary.read_text()
