@@ -29,6 +29,7 @@ from retrieval_gate.decide.policy import (
     labels,
     verdict,
 )
+from retrieval_gate.decide.signals import PairedSignal
 from retrieval_gate.formats.schema import schema
 from retrieval_gate.gating.gate import run_gate
 
@@ -143,7 +144,7 @@ def test_verdict_of_no_decision() -> None:
 
 def _gated(baseline: np.ndarray, candidate: np.ndarray, gate_: CostGate, policy: GatePolicy,
            family: int | None = None):
-    rows = compare_costs({gate_.metric: baseline}, {gate_.metric: candidate}, (gate_,), policy,
+    rows = compare_costs([PairedSignal.cost(gate_.metric, baseline, candidate)], (gate_,), policy,
                          family)
     (row,) = [r for r in rows if r.gate == gate_]
     return row

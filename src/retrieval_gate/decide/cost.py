@@ -58,6 +58,7 @@ from statistics import NormalDist
 import numpy as np
 
 from retrieval_gate.decide.policy import CostGate, Decision, GatePolicy, family_level
+from retrieval_gate.decide.signals import PairedSignal
 
 METRICS = ("latency_ms", "context_tokens")
 STATS = ("p50", "p95", "mean")
@@ -121,17 +122,12 @@ def in_family(gate: CostGate, n: int, policy: GatePolicy) -> bool:
             and n >= min_queries(gate, policy))
 
 
-def family_members(baseline: dict[str, np.ndarray | None],
-                   candidate: dict[str, np.ndarray | None], gates: Sequence[CostGate],
+def family_members(signals: Sequence[PairedSignal], gates: Sequence[CostGate],
                    policy: GatePolicy) -> int:
-    """How many of ``gates`` are members of the family on these runs' costs."""
-    return sum(in_family(g, _paired(baseline.get(g.metric), candidate.get(g.metric)), policy)
-               for g in gates)
-
-
-def _paired(b: np.ndarray | None, c: np.ndarray | None) -> int:
-    """The number of queries both runs give a cost for."""
-    return 0 if b is None or c is None else int(np.count_nonzero(~(np.isnan(b) | np.isnan(c))))
+    """How many of ``gates`` are members of the family on these cost signals (a cost no
+    signal carries has no pair: it is not)."""
+    covered = {s.name: int(s.covers.sum()) for s in signals}
+    return sum(in_family(g, covered.get(g.metric, 0), policy) for g in gates)
 
 
 def statistic(values: np.ndarray, stat: str, axis: int | None = None) -> np.ndarray:
@@ -141,23 +137,22 @@ def statistic(values: np.ndarray, stat: str, axis: int | None = None) -> np.ndar
     return np.percentile(values, 50 if stat == "p50" else 95, axis=axis)
 
 
-def compare_costs(baseline: dict[str, np.ndarray | None], candidate: dict[str, np.ndarray | None],
-                  gates: Sequence[CostGate], policy: GatePolicy, family: int | None = None
-                  ) -> tuple[CostRow, ...]:
-    """A row per shown statistic of each cost both runs record, and per gated one; paired over
+def compare_costs(signals: Sequence[PairedSignal], gates: Sequence[CostGate],
+                  policy: GatePolicy, family: int | None = None) -> tuple[CostRow, ...]:
+    """A row per shown statistic of each cost signal (a cost both runs record:
+    :meth:`~retrieval_gate.decide.signals.PairedSignal.cost`), and per gated one; paired over
     the queries both runs give it for. ``family``: the size m of the family the gate decides
     as one (the quality comparisons and the relative cost gates that can decide); None: these
     gates' members alone (:func:`family_members`). A gated cost a run does not record is the
     caller's error to raise (see :func:`missing_costs`)."""
-    family_alpha = family_level(policy.alpha, family,
-                                family_members(baseline, candidate, gates, policy), "cost gates")
+    family_alpha = family_level(policy.alpha, family, family_members(signals, gates, policy),
+                                "cost gates")
+    by_metric = {s.name: s for s in signals}
     rows = []
     for metric in METRICS:
-        b, c = baseline.get(metric), candidate.get(metric)
-        if b is None or c is None:
+        if metric not in by_metric:
             continue
-        both = ~(np.isnan(b) | np.isnan(c))
-        b, c = b[both], c[both]
+        b, c = by_metric[metric].paired()
         gated = {g.stat: g for g in gates if g.metric == metric}
         for stat in dict.fromkeys((*SHOWN[metric], *gated)):
             rows.append(_row(metric, stat, b, c, gated.get(stat), policy, family_alpha))

@@ -67,6 +67,18 @@ class PairedSignal:
                             np.ones(len(baseline), dtype=bool))
 
 
+    @staticmethod
+    def cost(metric: str, baseline: np.ndarray, candidate: np.ndarray) -> PairedSignal:
+        """A per-query cost (``latency_ms``, ``context_tokens``) of both runs, NaN where a run
+        does not give it: covering the queries both runs give it for."""
+        covers = ~(np.isnan(baseline) | np.isnan(candidate))
+        return PairedSignal(metric, "cost", True, baseline, candidate, covers)
+
+    def paired(self) -> tuple[np.ndarray, np.ndarray]:
+        """Both runs' values on the rows the signal covers."""
+        return self.baseline[self.covers], self.candidate[self.covers]
+
+
 @dataclass(frozen=True)
 class MissingCount:
     """What ``missing`` did to one score signal: the queries whose score failed in the

@@ -57,7 +57,12 @@ from retrieval_gate.gating.pipeline import (
     stage_sources,
     unranked,
 )
-from retrieval_gate.gating.sources import abstention_signals, measure_signals, score_signals
+from retrieval_gate.gating.sources import (
+    abstention_signals,
+    cost_signals,
+    measure_signals,
+    score_signals,
+)
 from retrieval_gate.inputs.answer_scores import QueryScores, judge_warnings, load_run_scores
 from retrieval_gate.inputs.run_manifest import (
     RunManifest,
@@ -117,12 +122,12 @@ def run_gate(snapshot: str | os.PathLike[str], baseline: str | os.PathLike[str],
     pairs = _pairs(policy, gated.named, slices)
     rows = {**slices, UNANSWERABLE: np.arange(len(test_set.unanswerable))
             + len(test_set.answerable)}
+    costs_paired = cost_signals(base, cand)
     family = (family_of(signals, rows, pairs, policy)
-              + cost_members(base.costs(), cand.costs(), policy.costs, policy))
+              + cost_members(costs_paired, policy.costs, policy))
     # the costs' bootstrap is numpy work that releases the GIL: it runs beside the rest
     with ThreadPoolExecutor(max_workers=1, thread_name_prefix="cost-bootstrap") as pool:
-        pending_costs = pool.submit(compare_costs, base.costs(), cand.costs(), policy.costs,
-                                    policy, family)
+        pending_costs = pool.submit(compare_costs, costs_paired, policy.costs, policy, family)
         comparisons = compare_signals(signals, rows, pairs, policy, family)
         nothing = _scored_nothing(base.scores, cand.scores, gated.measures)
         comparisons = tuple(_certifies_nothing(c) if c.measure in nothing else c

@@ -6,7 +6,9 @@ each on the gate's rows — the snapshot's answerable queries, then its unanswer
 - :func:`abstention_signals`: each run's abstained decision per query (``Abstain`` and
   ``FalseAbstain`` read the same 0/1 values on different slices);
 - :func:`score_signals`: the gated ``score:NAME`` of both runs' score files, failed scores
-  treated by the policy's ``missing``.
+  treated by the policy's ``missing``;
+- :func:`cost_signals`: each cost both runs record, per answerable query (decided as a ratio of
+  statistics by :mod:`retrieval_gate.decide.cost`).
 
 A new kind of signal is one more function here, and its reader.
 """
@@ -50,6 +52,14 @@ def abstention_signals(test_set: TestSet, base: RunScores, cand: RunScores,
         declined.append(np.array([float(said.get(q, False)) for q in rows]))
     return [PairedSignal.of(name, declined[0], declined[1], name == FALSE_ABSTAIN, "decision")
             for name in decisions]
+
+
+def cost_signals(base: RunScores, cand: RunScores) -> list[PairedSignal]:
+    """One signal per cost both runs record (latency, context tokens), per answerable query;
+    a run that records a cost for some queries only pairs on the queries both give."""
+    both = [(metric, b, cand.costs()[metric]) for metric, b in base.costs().items()]
+    return [PairedSignal.cost(metric, b, c) for metric, b, c in both
+            if b is not None and c is not None]
 
 
 def score_signals(scores: tuple[QueryScores, QueryScores], gated: Sequence[tuple[str, bool]],
