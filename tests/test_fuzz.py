@@ -7,9 +7,9 @@ line per problem on standard error when the input is refused, no output file (an
 temporary debris) after a failure, and within the example deadline (a stall is a failure).
 
 A few hundred examples run with the test suite. For a long campaign set
-``GATE_FUZZ_EXAMPLES`` (examples per target; 19 targets):
+``GATE_FUZZ_EXAMPLES`` (examples per target; 20 targets):
 
-    GATE_FUZZ_EXAMPLES=750 python -m pytest -q tests/test_fuzz.py    # ≈ 14,250 examples
+    GATE_FUZZ_EXAMPLES=750 python -m pytest -q tests/test_fuzz.py    # ≈ 15,000 examples
 """
 
 from __future__ import annotations
@@ -522,3 +522,39 @@ def test_json_lines_read_in_batches_as_the_whole_file(data, size):
     batched = _read_lines(lambda: [pair for batch in json_line_batches(Blob("c", raw), size)
                                    for pair in zip(batch.numbers, batch.objects)])
     assert batched == whole
+
+
+# -- per-query score files: the native formats and every tool's output -----------------------
+
+SCORE_SEEDS = {
+    "jsonl": b"".join(json.dumps({"query_id": f"q{i}", "scores": {"f": i / 10, "ok": i % 2},
+                                  "sample": s}).encode() + b"\n"
+                      for i in range(1, 8) for s in range(2)),
+    "csv": b"query_id,f,ok\n" + b"".join(f"q{i},{i / 10},{i % 2}\n".encode()
+                                         for i in range(1, 8)),
+    "ragas": (SEEDS.parent / "scores" / "ragas" / "result-ids.csv").read_bytes(),
+    "deepeval": (SEEDS.parent / "scores" / "deepeval" / "test_run-ids.json").read_bytes(),
+    "promptfoo": (SEEDS.parent / "scores" / "promptfoo" / "text.json").read_bytes(),
+    "inspect": (SEEDS.parent / "scores" / "inspect_ai" / "ids.json").read_bytes(),
+}
+
+
+@FUZZ
+@given(data=st.data(), fmt=st.sampled_from(sorted(SCORE_SEEDS)))
+def test_run_manifest_and_check_survive_mutated_score_files(testset, data, fmt, tmp_path):
+    """A score file of every format, mutated, pinned with gate run-manifest --scores (scores
+    only) and, when accepted, gated as score:f."""
+    folder = tmp_path / f"scores-{next(_names)}"
+    folder.mkdir()
+    scores = folder / "cand.scores"
+    scores.write_bytes(_mutate(data, SCORE_SEEDS[fmt]))
+    before = {p.name for p in folder.iterdir()}
+    code, _, err = gate("run-manifest", "--snapshot", testset / "snapshot.json", "--scores",
+                        scores, "--scores-format", fmt, "--judge", "model=m")
+    _expect_clean(code, err, REFUSED + (0,))
+    if code != 0:
+        assert {p.name for p in folder.iterdir()} == before  # no manifest, no debris
+        return
+    code, _, err = gate("check", "--no-config", "--snapshot", testset / "snapshot.json",
+                        "--baseline", scores, "--candidate", scores, "--gate", "score:f=0.05")
+    _expect_clean(code, err)
