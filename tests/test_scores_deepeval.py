@@ -139,7 +139,7 @@ def with_case(change) -> dict:
     (b'{"testCases": [{"input": "q", "metricsData": [{"name": "m", "score": 1}]}, 2]}',
      'run.json:$["testCases"][1]: a test case is not a JSON object'),
     (b'{"testCases": [{"metricsData": [{"name": "m", "score": 1}]}]}',
-     "this test case has neither a query_id in its metadata nor an input text"),
+     "this test case has neither a query_id nor a question text: input null"),
     (b'{"testCases": [], "testCases": []}', "key 'testCases' appears twice"),
     (b"\xff{}", "run.json:1: invalid UTF-8"),
 ])
