@@ -124,6 +124,15 @@ def test_the_ragas_0_1_columns_are_read():
     np.testing.assert_array_equal(rows.values, [[0.75, 1.0], [0.25, NAN]])
 
 
+def test_names_lose_underscores_dots_and_dashes_at_both_ends():
+    """The score name rule of every tool: a name that is not a score name is lower-cased, runs
+    of other characters become _, and _ . - are dropped at both ends; one too long is refused."""
+    rows = read("r.csv", b"user_input,Recall (v2.),_private,Exact-Match\nq,0.5,1,0\n")
+    assert rows.names == ("Exact-Match", "private", "recall_v2")
+    assert "followed by at most 63 letters" in str(refused(b"user_input," + b"x" * 65 +
+                                                           b"\nq,1\n"))
+
+
 def with_column(header: str, cells: list[str], file: str = "result-ids.csv") -> bytes:
     """The fixture with one more column at the end."""
     lines = (FIXTURES / file).read_text("utf-8").splitlines()
