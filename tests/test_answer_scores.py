@@ -88,7 +88,7 @@ def test_json_lines_and_csv_read_the_same_scores() -> None:
 
 
 @pytest.mark.parametrize(("text", "message"), [
-    ('{"query_id": "q1", "scores": {"f": "high"}}\n', "s.jsonl:1: score f = \"high\" is not a finite number"),
+    ('{"query_id": "q1", "scores": {"f": "high"}}\n', "s.jsonl:1: score 'f' is \"high\", not a number"),
     ('{"query_id": "q1", "scores": {"f": 1e400}}\n', "s.jsonl:1:"),
     ('{"query_id": "q1", "scores": {"a b": 1}}\n', "score name \"a b\""),
     ('{"query_id": "q1"}\n', 's.jsonl:1: the line has no "scores" object'),
@@ -108,7 +108,7 @@ def test_bad_score_lines_name_the_line(text: str, message: str) -> None:
 
 @pytest.mark.parametrize(("text", "message"), [
     ("id,f\nq1,1\n", "s.csv:1: the header has no query_id column"),
-    ("query_id,f\nq1,abc\n", "s.csv:2: score f = 'abc' is not a finite number"),
+    ("query_id,f\nq1,abc\n", "s.csv:2: score 'f' is \"abc\", not a number"),
     ("query_id,f\nq1,1,2\n", "s.csv:2: the line has 3 cells, the header 2"),
     ("query_id,f,f\nq1,1,2\n", "s.csv:1: a column is named twice"),
     ("query_id\nq1\n", "s.csv:1: the header names no score column"),

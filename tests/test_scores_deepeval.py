@@ -90,6 +90,13 @@ def test_a_metric_only_some_cases_have_is_nan_for_the_others():
     np.testing.assert_array_equal(rows.values[:, 2], [NAN, NAN, 0.25, NAN, NAN, NAN])
 
 
+def test_metric_names_lose_underscores_dots_and_dashes_at_both_ends():
+    document = run()
+    for test_case in document["testCases"]:
+        test_case["metricsData"][0]["name"] = "-Exact Match (v1.)"
+    assert read(document).names == ("context_term_recall", "exact_match_v1", "token_f1")
+
+
 def test_some_cases_with_a_query_id_and_some_without_are_refused():
     document = run()
     del document["testCases"][3]["metadata"]
@@ -139,7 +146,7 @@ def with_case(change) -> dict:
     (b'{"testCases": [{"input": "q", "metricsData": [{"name": "m", "score": 1}]}, 2]}',
      'run.json:$["testCases"][1]: a test case is not a JSON object'),
     (b'{"testCases": [{"metricsData": [{"name": "m", "score": 1}]}]}',
-     "this test case has neither a query_id in its metadata nor an input text"),
+     "this test case has neither a query_id nor a question text: input null"),
     (b'{"testCases": [], "testCases": []}', "key 'testCases' appears twice"),
     (b"\xff{}", "run.json:1: invalid UTF-8"),
 ])

@@ -212,7 +212,7 @@ def test_ids_on_some_samples_only_are_refused_naming_the_first_without():
     def change(document):
         del document["samples"][1]["metadata"]["query_id"]
 
-    refused(json_log(change), "no metadata field query_id, while others have one",
+    refused(json_log(change), "this sample has no metadata field query_id while others have one",
             where='$["samples"][1]')
 
 

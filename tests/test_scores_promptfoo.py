@@ -159,10 +159,10 @@ def test_an_unknown_results_version_is_refused():
 
 
 @pytest.mark.parametrize("field, value, message", [
-    ("namedScores", {"else_clause": "high"}, 'score else_clause = "high" is not a finite number'),
+    ("namedScores", {"else_clause": "high"}, 'score \'else_clause\' is "high", not a number'),
     ("namedScores", [], "namedScores [] is not an object"),
-    ("score", "0.5", 'score promptfoo.score = "0.5" is not a finite number'),
-    ("score", 10 ** 400, "score promptfoo.score = 1000000000"),
+    ("score", "0.5", 'score \'promptfoo.score\' is "0.5", not a number'),
+    ("score", 10 ** 400, "score 'promptfoo.score' is inf, not a finite number"),
     ("success", 1, "success 1 is not true or false"),
     ("failureReason", 3, "failureReason 3 is not 0, 1 or 2"),
     ("vars", "p01", 'vars "p01" is not an object'),
@@ -180,7 +180,7 @@ def test_ids_on_some_tests_only_are_refused_naming_the_first_without():
         del results(document)[2]["vars"]["query_id"]
         del results(document)[4]["vars"]["query_id"]
 
-    refused(edited("ids.json", change), "no var query_id, while others have one",
+    refused(edited("ids.json", change), "this test has no var query_id while others have one",
             where='$["results"]["results"][2]')
 
 
@@ -212,7 +212,7 @@ def test_colliding_metric_names_are_refused():
         results(document)[0]["namedScores"]["MENTIONS  FINALLY"] = 1
 
     refused(edited("ids.json", collide), '"Mentions finally" and "MENTIONS  FINALLY" both '
-            "read as score:mentions_finally")
+            "read as score 'mentions_finally'")
 
     def reserved(document):
         results(document)[0]["namedScores"]["promptfoo.score"] = 1
@@ -234,7 +234,7 @@ def test_no_results_is_refused():
     def change(document):
         document["results"]["results"] = []
 
-    refused(edited("ids.json", change), "holds no cases")
+    refused(edited("ids.json", change), "holds no test")
 
 
 def test_damaged_files_give_only_input_errors():

@@ -124,6 +124,15 @@ def test_the_ragas_0_1_columns_are_read():
     np.testing.assert_array_equal(rows.values, [[0.75, 1.0], [0.25, NAN]])
 
 
+def test_names_lose_underscores_dots_and_dashes_at_both_ends():
+    """The score name rule of every tool: a name that is not a score name is lower-cased, runs
+    of other characters become _, and _ . - are dropped at both ends; one too long is refused."""
+    rows = read("r.csv", b"user_input,Recall (v2.),_private,Exact-Match\nq,0.5,1,0\n")
+    assert rows.names == ("Exact-Match", "private", "recall_v2")
+    assert "followed by at most 63 letters" in str(refused(b"user_input," + b"x" * 65 +
+                                                           b"\nq,1\n"))
+
+
 def with_column(header: str, cells: list[str], file: str = "result-ids.csv") -> bytes:
     """The fixture with one more column at the end."""
     lines = (FIXTURES / file).read_text("utf-8").splitlines()
@@ -196,10 +205,10 @@ def test_a_truncated_file_is_refused_naming_the_line():
     (b"user_input,faithfulness\n\"q\"x,1\n", "invalid CSV"),
     (b"user_input,Exact Match,exact_match\nq,1,1\n",
      "metrics \"Exact Match\" and \"exact_match\" both read as score 'exact_match'"),
-    (b"user_input,(!)\nq,1\n", "metric name \"(!)\" has no letter or digit"),
+    (b"user_input,(!)\nq,1\n", 'score name "(!)" reads as "", not a letter or digit'),
     (b"user_input,faithfulness\n,1\n", "this row has neither a query_id nor a question text"),
     (b'{"user_input": [{"content": "hi", "type": "human"}], "topic_adherence": 1}',
-     "this row has neither a query_id nor a question text (user_input)"),
+     "this row has neither a query_id nor a question text: user_input [{"),
     (b'{"query_id": 7, "user_input": "q", "faithfulness": 1}', "query_id 7 is not a non-empty"),
     (b"user_input,faithfulness\nq,\xff\n", "scores.csv:2: invalid UTF-8"),
     (b"  \n", "the file is empty"),

@@ -32,16 +32,8 @@ from typing import Any
 
 from retrieval_gate.core.errors import InputError
 from retrieval_gate.formats.jsonfmt import document_or_lines, path
-from retrieval_gate.formats.scores.cases import (
-    Case,
-    as_float,
-    finite,
-    not_a_number,
-    query_id,
-    quoted,
-    score_rows,
-)
-from retrieval_gate.formats.scores.rows import ScoreRows
+from retrieval_gate.formats.scores.cases import Case, query_id, score_rows
+from retrieval_gate.formats.scores.rows import ScoreRows, quoted, score_value
 from retrieval_gate.formats.source import Blob
 
 _EXPECTED = ("give the test run DeepEval saved: test_run_<timestamp>.json of "
@@ -70,13 +62,7 @@ def read(data: bytes, name: str) -> ScoreRows:
                          path(*keys, "conversationalTestCases"))
     cases = [_case(test_case, name, (*keys, "testCases", i))
              for i, test_case in enumerate(document["testCases"])]
-
-    def no_text(case: Case) -> InputError:
-        return InputError(name, "this test case has neither a query_id in its metadata nor "
-                          "an input text", "give every test case metadata={\"query_id\": ...}",
-                          case.place)
-
-    return score_rows(cases, name, "deepeval", "test case", no_text)
+    return score_rows(cases, name, "deepeval", "test case", "query_id", "input")
 
 
 def _case(test_case: Any, name: str, keys: tuple[str | int, ...]) -> Case:
@@ -108,15 +94,6 @@ def _case(test_case: Any, name: str, keys: tuple[str | int, ...]) -> Case:
         if metric_name in scores:
             raise InputError(name, f"metric '{metric_name}' appears twice in the test case",
                              "give the test case's metrics distinct names", at)
-        scores[metric_name] = _score(metric, metric_name, name, at)
-    return Case(where, identifier, text or None, scores)
-
-
-def _score(metric: dict[str, Any], metric_name: str, name: str, where: str) -> float:
-    """A metric's score on a test case: NaN when DeepEval recorded an error or no score."""
-    score = metric.get("score")
-    if metric.get("error") is not None or score is None:
-        return math.nan
-    if not isinstance(score, (bool, int, float)):
-        raise not_a_number(name, metric_name, score, where)
-    return finite(as_float(score), name, metric_name, where)
+        scores[metric_name] = (math.nan if metric.get("error") is not None
+                               else score_value(metric.get("score"), metric_name, name, at))
+    return Case(where, identifier, text, scores)

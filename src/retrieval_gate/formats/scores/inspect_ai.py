@@ -13,7 +13,7 @@ not all there) or that holds no samples (``--no-log-samples``).
 
 Scores. A sample's ``scores`` holds one score per scorer, by the scorer's name as the log
 writes it (``match``, ``includes``, ``exact``, ``model_graded_qa``, a custom scorer's function
-name), normalised as :mod:`~retrieval_gate.formats.scores.toolcases` says; a scorer whose value
+name), normalised as :mod:`~retrieval_gate.formats.scores.cases` says; a scorer whose value
 is an object gives one score per key, ``SCORER.KEY``. Values are read as inspect_ai's
 ``value_to_float`` (0.3.285) reads them: ``"C"`` 1, ``"P"`` 0.5, ``"I"`` and ``"N"`` 0; true
 and false 1 and 0; ``"yes"``/``"true"`` 1 and ``"no"``/``"false"`` 0 in any case; a number, or
@@ -45,8 +45,8 @@ from typing import Any
 
 from retrieval_gate.core.errors import InputError
 from retrieval_gate.formats.jsonfmt import loads, path
-from retrieval_gate.formats.scores.rows import ScoreRows, sample_number, score_value
-from retrieval_gate.formats.scores.toolcases import Case, quoted, require, score_rows
+from retrieval_gate.formats.scores.cases import Case, query_id, require, score_rows
+from retrieval_gate.formats.scores.rows import ScoreRows, quoted, sample_number, score_value
 from retrieval_gate.formats.source import Blob, check_utf8
 
 LOG_VERSION = 2
@@ -55,6 +55,7 @@ MAX_MEMBER_BYTES = 1 << 31
 _READ = ("an inspect_ai log of version 2 (.eval, or --log-format json; tested with inspect_ai "
          "0.3.200 and 0.3.285)")
 _AS_WRITTEN = "give the log as inspect_ai wrote it"
+_ID = "metadata field query_id"
 _ZIP = b"PK\x03\x04"
 _ZSTANDARD = 93  # the zip compression method of Zstandard
 _LOCAL_HEADER = struct.Struct("<4s22xHH")  # signature ... name length, extra length
@@ -81,7 +82,7 @@ def read(data: bytes, name: str) -> ScoreRows:
     if not cases:
         raise InputError(name, "holds no samples (the eval ran with --no-log-samples)",
                          "run the eval with its samples logged")
-    return score_rows(cases, name, _producer(header), "metadata field query_id", "input")
+    return score_rows(cases, name, _producer(header), "sample", _ID, "input")
 
 
 def _producer(header: dict[str, Any], unknown: str = "inspect_ai (log version 2)") -> str:
@@ -185,22 +186,23 @@ def _case(sample: Any, source: str, where: str) -> Case:
     metadata = require(_given(sample, "metadata"), dict, source, where, "metadata",
                        "an object")
     epoch = require(sample.get("epoch"), int, source, where, "epoch", "a whole number")
-    case = Case(metadata.get("query_id"), sample.get("input"), where,
-                sample_number(epoch, source, where))
-    scores = require(_given(sample, "scores"), dict, source, where, "scores", "an object")
-    for scorer, score in scores.items():
+    identifier = query_id(metadata.get("query_id"), source, where, _ID)
+    scorers = require(_given(sample, "scores"), dict, source, where, "scores", "an object")
+    scores: dict[str, float] = {}
+    for scorer, score in scorers.items():
         score = require(score, dict, source, where, f"score {quoted(scorer)}", "an object")
         value = score.get("value")
         named = ({f"{scorer}.{key}": item for key, item in value.items()}
                  if isinstance(value, dict) else {scorer: value})
         for name, item in named.items():
-            if name in case.scores:
+            if name in scores:
                 raise InputError(source, f"two scores of the sample are named {quoted(name)}",
                                  "rename one of the scorers", where)
-            case.scores[name] = _float(item, source, where, name)
+            scores[name] = _float(item, source, where, name)
     if sample.get("invalidation") is not None:
-        case.scores = dict.fromkeys(case.scores, math.nan)
-    return case
+        scores = dict.fromkeys(scores, math.nan)
+    return Case(where, identifier, sample.get("input"), scores,
+                sample_number(epoch, source, where))
 
 
 def _given(sample: dict[str, Any], field: str) -> Any:

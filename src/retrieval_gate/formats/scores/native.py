@@ -22,6 +22,8 @@ from retrieval_gate.core.errors import InputError
 from retrieval_gate.formats.scores.rows import (
     ScoreRows,
     check_score_name,
+    finite,
+    not_a_number,
     sample_number,
     score_value,
 )
@@ -122,12 +124,10 @@ def _cell(text: str, score: str, name: str, line: int) -> float:
     try:
         value = float(text)
     except ValueError:
-        value = math.inf
-    if not math.isfinite(value) or "_" in text:
-        raise InputError(name, f"score {score} = {text[:40]!r} is not a finite number",
-                         "write each score as a number, or leave the cell empty when the judge "
-                         "failed", line)
-    return value
+        value = math.nan
+    if math.isnan(value) or "_" in text:
+        raise not_a_number(text, score, name, line)
+    return finite(value, score, name, line)
 
 
 def _sample_cell(text: str, name: str, line: int) -> int | None:

@@ -17,7 +17,7 @@ Scores of a test (``namedScores``, ``score``, ``success``, ``failureReason`` and
 - ``promptfoo.score``: the test's own ``score``, the weighted mean of all its assertions;
 - ``promptfoo.pass``: 1 when the test passed, 0 when it failed.
 
-Metric names are normalised as :mod:`~retrieval_gate.formats.scores.toolcases` says
+Metric names are normalised as :mod:`~retrieval_gate.formats.scores.cases` says
 (``Mentions finally`` is ``score:mentions_finally``); a metric named ``promptfoo.score`` or
 ``promptfoo.pass`` is refused.
 
@@ -41,14 +41,8 @@ from typing import Any
 
 from retrieval_gate.core.errors import InputError
 from retrieval_gate.formats.jsonfmt import document_or_lines, path
-from retrieval_gate.formats.scores.rows import ScoreRows, score_value
-from retrieval_gate.formats.scores.toolcases import (
-    Case,
-    quoted,
-    require,
-    score_name,
-    score_rows,
-)
+from retrieval_gate.formats.scores.cases import Case, query_id, require, score_name, score_rows
+from retrieval_gate.formats.scores.rows import ScoreRows, quoted, score_value
 from retrieval_gate.formats.source import Blob
 
 FORMAT_VERSION = 3
@@ -57,6 +51,7 @@ _READ = ("promptfoo's JSON output of results version 3 (promptfoo eval -o result
          "tested with promptfoo 0.123.1)")
 _ERROR = 2  # failureReason: 0 passed, 1 an assertion failed, 2 an error
 _RAISED = ("Custom function threw error:", "Python code execution failed:")
+_ID = "var query_id"
 
 
 def read(data: bytes, name: str) -> ScoreRows:
@@ -82,7 +77,7 @@ def read(data: bytes, name: str) -> ScoreRows:
     tests = require(results.get("results"), list, name, where, "results.results", "a list")
     cases = [_case(test, name, path("results", "results", i)) for i, test in enumerate(tests)]
     _one_column(tests, name)
-    return score_rows(cases, name, _producer(document), "var query_id", "var query")
+    return score_rows(cases, name, _producer(document), "test", _ID, "var query")
 
 
 def _producer(document: dict[str, Any]) -> str:
@@ -96,28 +91,29 @@ def _case(test: Any, source: str, where: str) -> Case:
     """One test's query id, text and scores."""
     test = require(test, dict, source, where, "the result", "an object")
     variables = require(test.get("vars", {}), dict, source, where, "vars", "an object")
-    case = Case(variables.get("query_id"), variables.get("query"), where)
+    identifier = query_id(variables.get("query_id"), source, where, _ID)
     reason = test.get("failureReason")
     if reason not in (0, 1, 2) or isinstance(reason, bool):
         raise InputError(source, f"failureReason {quoted(reason)} is not 0, 1 or 2",
                          f"give {_READ}", where)
+    text = variables.get("query")
     if reason == _ERROR:
-        case.scores = {SCORE: math.nan, PASS: math.nan}
-        return case
+        return Case(where, identifier, text, {SCORE: math.nan, PASS: math.nan})
     named = require(test.get("namedScores", {}), dict, source, where, "namedScores",
                     "an object")
+    scores: dict[str, float] = {}
     for metric, value in named.items():
         if score_name(metric) in (SCORE, PASS):
             raise InputError(source, f"metric {quoted(metric)} has the name of the test's own "
                              "score", "rename the metric in the promptfoo config", where)
-        case.scores[metric] = score_value(value, metric, source, where)
-    case.scores[SCORE] = score_value(test.get("score"), SCORE, source, where)
-    case.scores[PASS] = float(require(test.get("success"), bool, source, where, "success",
-                                      "true or false"))
+        scores[metric] = score_value(value, metric, source, where)
+    scores[SCORE] = score_value(test.get("score"), SCORE, source, where)
+    scores[PASS] = float(require(test.get("success"), bool, source, where, "success",
+                                 "true or false"))
     raised = _raised(test.get("gradingResult"), source, where)
     if raised:
-        case.scores.update(dict.fromkeys([SCORE, PASS, *(m for m in raised if m)], math.nan))
-    return case
+        scores.update(dict.fromkeys([SCORE, PASS, *(m for m in raised if m)], math.nan))
+    return Case(where, identifier, text, scores)
 
 
 def _raised(grading: Any, source: str, where: str) -> list[str | None]:

@@ -40,15 +40,8 @@ from typing import Any
 
 from retrieval_gate.core.errors import InputError
 from retrieval_gate.formats.jsonfmt import document_or_lines, json_lines, path
-from retrieval_gate.formats.scores.cases import (
-    Case,
-    as_float,
-    finite,
-    not_a_number,
-    query_id,
-    score_rows,
-)
-from retrieval_gate.formats.scores.rows import ScoreRows
+from retrieval_gate.formats.scores.cases import Case, query_id, score_rows
+from retrieval_gate.formats.scores.rows import ScoreRows, as_float, finite, not_a_number
 from retrieval_gate.formats.source import Blob
 
 SAMPLE_FIELDS = frozenset({
@@ -91,27 +84,15 @@ def read(data: bytes, name: str) -> ScoreRows:
                          "text", "give the DataFrame of evaluate()'s result, which has a "
                          "column of numbers per metric")
     cases = [Case(place, query_id(_cell(record.get("query_id")), name, place),
-                  _text(record.get(question)),
-                  {column: values[i] for column, values in scores.items()})
+                  record.get(question), {column: values[i] for column, values in scores.items()})
              for i, (place, record) in enumerate(records)]
-
-    def no_text(case: Case) -> InputError:
-        return InputError(name, f"this row has neither a query_id nor a question text "
-                          f"({question})", "add a query_id column, or give every row its "
-                          f"question as {question} text", case.place)
-
     return score_rows(cases, name, "ragas 0.1" if question == "question" else "ragas", "row",
-                      no_text)
+                      "query_id", question)
 
 
 def _cell(value: Any) -> Any:
     """A CSV cell or JSON value, with the empty cell as None (absent)."""
     return None if value == "" else value
-
-
-def _text(value: Any) -> str | None:
-    """A question text: a non-empty string, else None (a multi-turn conversation is a list)."""
-    return value if isinstance(value, str) and value else None
 
 
 def _scores(columns: list[str], records: list[Record], number: Callable[[Any], float | None],
@@ -125,11 +106,11 @@ def _scores(columns: list[str], records: list[Record], number: Callable[[Any], f
         values = [number(record.get(column)) for _, record in records]
         numbers = [value for value in values if value is not None]
         if len(numbers) == len(values):
-            out[column] = [finite(value, name, column, place)
+            out[column] = [finite(value, column, name, place)
                            for value, (place, _) in zip(numbers, records)]
         elif any(not math.isnan(value) for value in numbers):
             place, record = records[values.index(None)]
-            raise not_a_number(name, column, record.get(column), place)
+            raise not_a_number(record.get(column), column, name, place)
     return out
 
 

@@ -16,6 +16,7 @@ from dataclasses import dataclass
 import numpy as np
 
 from retrieval_gate.core.errors import InputError
+from retrieval_gate.core.untrusted import capped
 
 
 @dataclass(frozen=True)
@@ -50,41 +51,61 @@ MAX_SAMPLE = 1_000_000
 """The largest sample number a score file may give."""
 
 
-def check_score_name(name: object, source: str, where: int | str) -> str:
-    """``name`` if it is a valid score name (:data:`SCORE_NAME`); else InputError."""
+def quoted(value: object) -> str:
+    """A value of a file as a message shows it: JSON, at most 60 characters."""
+    return capped(json.dumps(value, ensure_ascii=False), 60)
+
+
+def check_score_name(name: object, source: str, where: int | str,
+                     written: str | None = None) -> str:
+    """``name`` if it is a valid score name (:data:`SCORE_NAME`); else InputError. ``written``
+    is the tool's own name that ``name`` was made from, shown in the message when given."""
     if not isinstance(name, str) or not SCORE_NAME.fullmatch(name):
-        shown = json.dumps(name, ensure_ascii=False)[:60]
-        raise InputError(source, f"score name {shown} is not a letter or digit followed by at "
-                         "most 63 letters, digits, '_', '.' or '-'",
+        shown = (f"{quoted(name)} is" if written is None
+                 else f"{quoted(written)} reads as {quoted(name)},")
+        raise InputError(source, f"score name {shown} not a letter or digit followed by at most "
+                         "63 letters, digits, '_', '.' or '-'",
                          "rename the score (it is written after score: in a gate)", where)
     return name
 
 
 def score_value(value: object, name: str, source: str, where: int | str) -> float:
-    """A score's value as float64: a finite number, true/false as 1/0, null as NaN (a judge
-    that failed); InputError for anything else."""
+    """A score's value as float64: a finite number, true/false as 1/0, null (or NaN) as NaN (a
+    judge that failed); InputError for anything else (:func:`not_a_number`, :func:`finite`)."""
     if value is None:
         return math.nan
-    if isinstance(value, bool):
+    if not isinstance(value, (bool, int, float)):
+        raise not_a_number(value, name, source, where)
+    return finite(as_float(value), name, source, where)
+
+
+def as_float(value: float) -> float:
+    """A JSON number (an int of any size, a float, a bool) as a float; ±infinity for an int
+    beyond the range of float64."""
+    try:
         return float(value)
-    if isinstance(value, (int, float)):
-        try:
-            number = float(value)
-        except OverflowError:
-            number = math.inf
-        if math.isfinite(number):
-            return number
-    shown = json.dumps(value, ensure_ascii=False)[:40] if not isinstance(value, float) \
-        else str(value)
-    raise InputError(source, f"score {name} = {shown} is not a finite number",
-                     "write each score as a number, true/false, or null when the judge failed",
-                     where)
+    except OverflowError:
+        return math.inf if value > 0 else -math.inf
+
+
+def finite(value: float, name: str, source: str, where: int | str) -> float:
+    """``value`` if it is finite or NaN (a failed judgement); InputError for ±infinity."""
+    if math.isinf(value):
+        raise InputError(source, f"score '{name}' is {value}, not a finite number",
+                         "write a finite score (empty or null for a failed judgement)", where)
+    return value
+
+
+def not_a_number(value: object, name: str, source: str, where: int | str) -> InputError:
+    """The error for a score whose value (as the file writes it) is not a number."""
+    return InputError(source, f"score '{name}' is {quoted(value)}, not a number",
+                      "write the score as a number (empty or null for a failed judgement)",
+                      where)
 
 
 def sample_number(value: object, source: str, where: int | str) -> int:
     """A sample number: an integer in [0, :data:`MAX_SAMPLE`]; else InputError."""
     if isinstance(value, bool) or not isinstance(value, int) or not 0 <= value <= MAX_SAMPLE:
-        shown = json.dumps(value, ensure_ascii=False)[:40]
-        raise InputError(source, f"sample {shown} is not a whole number from 0 to {MAX_SAMPLE}",
-                         "number the samples of a query 0, 1, 2, ...", where)
+        raise InputError(source, f"sample {quoted(value)} is not a whole number from 0 to "
+                         f"{MAX_SAMPLE}", "number the samples of a query 0, 1, 2, ...", where)
     return value
