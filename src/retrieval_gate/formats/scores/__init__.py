@@ -28,6 +28,7 @@ READERS = {
     "inspect": ("inspect_ai", "read"),
 }
 FORMATS = tuple(READERS)
+TOOLS = tuple(f for f in FORMATS if f not in ("jsonl", "csv"))  # the formats of tools' outputs
 
 
 def detect_format(blob: Blob, option: str = "--scores-format") -> str:
@@ -38,7 +39,7 @@ def detect_format(blob: Blob, option: str = "--scores-format") -> str:
     if first is None or first[1] not in (b"{", b"["):
         return "csv"
     if first[1] == b"[" or _one_document(blob):
-        tools = ", ".join(f for f in FORMATS if f not in ("jsonl", "csv"))
+        tools = ", ".join(TOOLS)
         raise InputError(blob.name, "is one JSON document, not JSON Lines of scores",
                          f"write one line per query, or name the tool's format with {option} "
                          f"({tools})")

@@ -19,6 +19,7 @@ import math
 import numpy as np
 
 from retrieval_gate.core.errors import InputError
+from retrieval_gate.formats.scores import TOOLS
 from retrieval_gate.formats.scores.rows import (
     ScoreRows,
     check_score_name,
@@ -29,7 +30,6 @@ from retrieval_gate.formats.scores.rows import (
 )
 from retrieval_gate.formats.source import check_utf8
 
-TOOLS = ("ragas", "deepeval", "promptfoo", "inspect")  # the formats of tools' outputs
 _FAILED = {"", "null", "nan", "none"}  # CSV cells of a failed judgement (case-insensitive)
 
 
