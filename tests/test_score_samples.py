@@ -59,6 +59,7 @@ def test_a_bad_sample_number_is_refused_at_its_line(tmp_path):
     file = write_scores(tmp_path / "bm25.scores.jsonl", rows)
     code, out, err = gate("run-manifest", "--snapshot", SNAPSHOT, "--run", run, "--scores", file)
     assert code == 2 and out == ""
-    assert err.splitlines() == [f'error: {file}:4 $["sample"]: sample -1 is not a whole number '
-                                "from 0 to 1000000 — number the samples of a query 0, 1, 2, ..."]
+    assert err.splitlines() == [(f'error: {file}:4 $["sample"]: sample -1 is not a whole '
+                                 "number from 0 to 1000000 — number the samples of a query 0, "
+                                 "1, 2, ...")]
     assert not (tmp_path / "bm25.trec.manifest.json").exists()
