@@ -91,6 +91,29 @@ quality comparisons and the cost gates as two families (the rule before: Bonferr
 each, every cost gate deciding from the policy's 25 queries) and as one family (the gate's
 rule: one α/m over every member, p95 a member from its own minimum on).
 
+Per-query scores with repeated samples (``--samples``, instead of the tables above): the
+gate's ``score:NAME`` signals, whose per-query value is the mean of a judge's k samples (k ∈
+{1, 3, 5}). A query's **truth** is a real per-query score: the shipped hybrid run's nDCG@10
+(225 queries, drawn with replacement). Each of its three scores (``score:a``, ``b``, ``c``: one
+truth, independent noise — three judgements of the same answers) gets k independent samples
+per run from the truth, by one of two judges:
+
+* **clipped normal** — truth + N(0, σ²) clipped to [0, 1], σ = ``--noise`` (default 0.2);
+* **Bernoulli** — 1 with probability truth, else 0 (a binary judge: with k = 1 the signal is a
+  0/1 decision, and its sign test is McNemar's).
+
+No change (**null**): both runs' samples come from the same truth (interchangeable runs).
+**Drop** of δ = 1× and 2× the margin (power): the candidate's truths are all lowered by the
+shift s for which the expected score (the judge's expected sample, clipping included; exact
+for the normal, bisection over s) falls by exactly δ on average over the 225 queries. Samples
+are averaged per query (the first test set of every cell checks that the gate's reader,
+``load_query_scores`` on the samples written as a JSON Lines score file, gives the same means),
+then decided as the gate decides scores: one ``PairedSignal`` per score, ``compare_signals``
+with the family ``family_of`` counts, the default policy but ``--resamples`` and margin 0.02,
+rule ``estimate``; families of 1 (``score:a``) and 3. The tables: the family-wise false-alarm
+rate under the null, with the SD of the per-query difference, and the power, per judge, k, m
+and n.
+
 Output: Markdown tables; a rate is the share of ``--sims`` test sets, with ± 2 standard errors
 where it is a false-alarm rate (or "< 3/sims", the 95% upper bound, when none occurred); † marks
 a rate more than 2 standard errors above α. Seeded: every cell has its own
@@ -122,13 +145,18 @@ from retrieval_gate.decide.cost import PERCENTILE_MIN_QUERIES, compare_costs, mi
 from retrieval_gate.decide.policy import (
     DEFAULT_MARGIN,
     REGRESSION_RULES,
+    SCORE_PREFIX,
     CostGate,
     GatedMeasure,
     GatePolicy,
+    PairPolicy,
     compare,
     decide,
 )
+from retrieval_gate.decide.signals import PairedSignal, compare_signals, family_of
 from retrieval_gate.formats import read_qrels, read_run
+from retrieval_gate.formats.source import Blob
+from retrieval_gate.inputs.answer_scores import load_query_scores
 from retrieval_gate.scoring.measures import parse_measures
 from retrieval_gate.scoring.scores import score_run
 
@@ -717,6 +745,206 @@ def main_costs(args: argparse.Namespace) -> int:
     return 0
 
 
+# --------------------------------------------------------------------------------------------
+# Per-query scores with repeated samples
+
+
+SAMPLE_COUNTS = (1, 3, 5)
+SCORE_FAMILIES = (1, 3)
+SCORE_NAMES = ("a", "b", "c")
+NOISE = 0.2
+SCORE_SCENARIOS = {"null": 0.0, **{f"drop {delta / MARGIN:g}×": delta for delta in DROPS}}
+
+
+@dataclass(frozen=True)
+class Judge:
+    """How a run's samples of a query's score come from the query's truth ``t``:
+    ``draw(t, k, rng)`` gives k independent samples of each value of ``t`` (a new last axis),
+    ``expected(t)`` the expected sample."""
+
+    name: str
+    draw: Callable[[np.ndarray, int, np.random.Generator], np.ndarray]
+    expected: Callable[[np.ndarray], np.ndarray]
+
+
+def noisy(sigma: float) -> Judge:
+    """A sample is ``t + σ·z`` (z standard normal) clipped to [0, 1]. Expected:
+    E[max(X, 0)] − E[max(X − 1, 0)] for X ~ N(t, σ²), where E[max(X − a, 0)] =
+    (t − a)·Φ(u) + σ·φ(u), u = (t − a)/σ."""
+    from scipy.special import ndtr
+
+    def draw(t: np.ndarray, k: int, rng: np.random.Generator) -> np.ndarray:
+        return np.clip(t[..., None] + sigma * rng.standard_normal((*t.shape, k)), 0.0, 1.0)
+
+    def above(t: np.ndarray, a: float) -> np.ndarray:
+        u = (t - a) / sigma
+        return (t - a) * ndtr(u) + sigma * np.exp(-u * u / 2) / math.sqrt(2 * math.pi)
+
+    return Judge(f"truth + N(0, {sigma:g}²), clipped", draw,
+                 lambda t: above(t, 0.0) - above(t, 1.0))
+
+
+def bernoulli() -> Judge:
+    """A sample is 1 with probability ``t`` (clipped to [0, 1]), else 0: a binary judge."""
+    def draw(t: np.ndarray, k: int, rng: np.random.Generator) -> np.ndarray:
+        return (rng.random((*t.shape, k)) < t[..., None]).astype(float)
+
+    return Judge("Bernoulli(truth)", draw, lambda t: np.clip(t, 0.0, 1.0))
+
+
+def load_truths() -> np.ndarray:
+    """The shipped hybrid run's per-query nDCG@10 on Cranfield (225 queries)."""
+    measures = parse_measures(["nDCG@10"])
+    return score_run(read_qrels(QRELS), read_run(HYBRID), measures).values[:, 0]
+
+
+def shift_for(judge: Judge, truths: np.ndarray, delta: float) -> float:
+    """The shift s of every truth (``t − s``) that lowers the expected score by exactly
+    ``delta`` on average over ``truths`` (bisection to 1e-12; 0 for no drop)."""
+    if delta == 0:
+        return 0.0
+    target = judge.expected(truths).mean() - delta
+    low, high = 0.0, 1.0
+    while high - low > 1e-12:
+        mid = (low + high) / 2
+        low, high = (mid, high) if judge.expected(truths - mid).mean() > target else (low, mid)
+    return (low + high) / 2
+
+
+def read_back(samples: np.ndarray) -> np.ndarray:
+    """The per-query means the gate's reader gives for one run's samples (queries × scores ×
+    k): written as a native JSON Lines score file, one line per (query, sample), and read by
+    :func:`~retrieval_gate.inputs.answer_scores.load_query_scores`."""
+    n, _, k = samples.shape
+    ids = tuple(f"q{i}" for i in range(n))
+    lines = [json.dumps({"query_id": ids[i], "sample": s,
+                         "scores": dict(zip(SCORE_NAMES, samples[i, :, s].tolist()))})
+             for i in range(n) for s in range(k)]
+    blob = Blob("simulated.scores.jsonl", "\n".join(lines).encode("utf-8"))
+    return load_query_scores(blob, None, (), ids).values
+
+
+def run_score_cell(baseline: np.ndarray, candidate: np.ndarray, resamples: int,
+                   min_queries: int) -> Cell:
+    """Families of 1 and 3 scores (``score:a``, ``b``, ``c``) on every simulated test set
+    (sims × n × 3 per-query means of each run), decided as the gate decides ``score:NAME``:
+    one :class:`PairedSignal` per score, :func:`compare_signals` with the family the gate
+    counts (:func:`family_of`), rule ``estimate``."""
+    cell = Cell(baseline.shape[0])
+    names = [f"{SCORE_PREFIX}{name}" for name in SCORE_NAMES]
+    rows = {"all": np.arange(baseline.shape[1])}
+    setups = {}
+    for m in SCORE_FAMILIES:
+        policy = GatePolicy(gates=tuple(GatedMeasure(name, MARGIN) for name in names[:m]),
+                            resamples=resamples, min_queries=min_queries)
+        setups[m] = policy, {(name, "all"): PairPolicy(MARGIN) for name in names[:m]}
+        cell.regression[m, "estimate"] = 0
+        cell.passed[m] = 0
+    for b, c in zip(baseline, candidate):
+        for m, (policy, pairs) in setups.items():
+            signals = [PairedSignal.of(name, b[:, j], c[:, j]) for j, name in
+                       enumerate(names[:m])]
+            comparisons = compare_signals(signals, rows, pairs, policy,
+                                          family_of(signals, rows, pairs, policy))
+            cell.regression[m, "estimate"] += any(x.decision == "regression"
+                                                  for x in comparisons)
+            cell.passed[m] += all(x.decision == "pass" for x in comparisons)
+    return cell
+
+
+ScoreResults = dict[tuple[str, int, str, int], Cell]  # (judge, k, scenario, n)
+
+
+def run_samples(judges: Sequence[Judge], truths: np.ndarray, sizes: Sequence[int], sims: int,
+                resamples: int, min_queries: int, seed: int
+                ) -> tuple[ScoreResults, dict[tuple[str, int], float]]:
+    """Every judge × k × scenario × n; and per (judge, k) the SD of the per-query difference
+    under the null (largest n). A test set draws n truths with replacement; each of its 3
+    scores gets k samples per run from the query's truth (the candidate's lowered by the
+    scenario's shift), averaged per query. The first test set of every cell checks that the
+    gate's reader averages the samples to the same means."""
+    results: ScoreResults = {}
+    spread: dict[tuple[str, int], float] = {}
+    for j_id, judge in enumerate(judges):
+        for s_id, (scenario, delta) in enumerate(SCORE_SCENARIOS.items()):
+            shift = shift_for(judge, truths, delta)
+            for k in SAMPLE_COUNTS:
+                for n in sizes:
+                    rng = np.random.default_rng([seed, 300 + j_id, s_id, k, n])
+                    t = np.repeat(truths[rng.integers(0, len(truths), (sims, n))][..., None],
+                                  len(SCORE_NAMES), axis=-1)
+                    b_samples, c_samples = judge.draw(t, k, rng), judge.draw(t - shift, k, rng)
+                    b, c = b_samples.mean(axis=-1), c_samples.mean(axis=-1)
+                    for run, means in ((b_samples, b), (c_samples, c)):
+                        assert np.allclose(read_back(run[0]), means[0], rtol=0, atol=1e-12)
+                    results[judge.name, k, scenario, n] = run_score_cell(b, c, resamples,
+                                                                         min_queries)
+                    if delta == 0:
+                        spread[judge.name, k] = float((c - b)[..., 0].std(ddof=1))
+            print(f"samples: {judge.name}, {scenario} done", file=sys.stderr, flush=True)
+    return results, spread
+
+
+def samples_alarm_table(results: ScoreResults, judges: Sequence[Judge],
+                        spread: dict[tuple[str, int], float], sizes: Sequence[int]) -> str:
+    """(judge, k, m) × n: the family-wise share called `regression` under no change."""
+    head = ("| judge | k | m | SD of d | " + " | ".join(f"n = {n}" for n in sizes)
+            + " |\n|---|---:|---:|---:|" + "---:|" * len(sizes))
+    rows = []
+    for judge in judges:
+        for k in SAMPLE_COUNTS:
+            for m in SCORE_FAMILIES:
+                cells = [results[judge.name, k, "null", n] for n in sizes]
+                rows.append(f"| {judge.name} | {k} | {m} | {spread[judge.name, k]:.3f} | "
+                            + " | ".join(rate_se(c.regression[m, "estimate"], c.sims)
+                                         for c in cells) + " |")
+    return "\n".join([head, *rows])
+
+
+def samples_power_table(results: ScoreResults, judges: Sequence[Judge],
+                        sizes: Sequence[int]) -> str:
+    """(judge, k, m) × n: share called `regression` at a true drop of 1× / 2× the margin
+    (every score of the family drops)."""
+    head = ("| judge | k | m | " + " | ".join(f"n = {n}" for n in sizes) + " |\n|---|---:|---:|"
+            + "---:|" * len(sizes))
+    drops = [name for name, delta in SCORE_SCENARIOS.items() if delta]
+    rows = []
+    for judge in judges:
+        for k in SAMPLE_COUNTS:
+            for m in SCORE_FAMILIES:
+                rows.append(f"| {judge.name} | {k} | {m} | " + " | ".join(
+                    " / ".join(f"{results[judge.name, k, d, n].rate(m, 'estimate'):.2f}"
+                               for d in drops) for n in sizes) + " |")
+    return "\n".join([head, *rows])
+
+
+def main_samples(args: argparse.Namespace) -> int:
+    start = time.perf_counter()
+    truths = load_truths()
+    judges = (noisy(args.noise), bernoulli())
+    results, spread = run_samples(judges, truths, args.sizes, args.sims, args.resamples,
+                                  args.min_queries, args.seed)
+    elapsed = time.perf_counter() - start
+    print(f"# Calibration of per-query scores with repeated samples\n\n"
+          f"Margin {MARGIN}, α = {ALPHA}, BCa with {args.resamples:,} resamples (gate seed "
+          f"{GatePolicy().seed}), min-queries {args.min_queries}, {args.sims} simulated test sets "
+          f"per cell (largest ± 2·SE of a rate: {2 * math.sqrt(0.25 / args.sims):.3f}), seed "
+          f"{args.seed}. Truths: the hybrid run's per-query nDCG@10 (mean "
+          f"{truths.mean():.3f}, {np.mean(truths == 0):.0%} zero), drawn with replacement; "
+          f"each of a query's three scores gets k samples per run from its truth (independent "
+          f"noise), averaged per query; a family of m gates the first m of score:a, score:b, "
+          f"score:c; SD of d: the per-query difference's SD under no change (n = "
+          f"{args.sizes[-1]}).\n")
+    print(f"## No change: family-wise share called `regression` (rule estimate)\n\n"
+          f"{samples_alarm_table(results, judges, spread, args.sizes)}")
+    print(f"\n## Power: share called `regression` at a true drop of 1× / 2× the margin "
+          f"(every score of the family; rule estimate)\n\n"
+          f"{samples_power_table(results, judges, args.sizes)}")
+    shown = " ".join(["python", "benchmarks/calibration.py", *sys.argv[1:]])
+    print(f"\n_Simulation time {elapsed:.0f} s; `{shown}`._")
+    return 0
+
+
 def parse_args(argv: Sequence[str] | None) -> argparse.Namespace:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("--sims", type=int, default=1000,
@@ -736,6 +964,13 @@ def parse_args(argv: Sequence[str] | None) -> argparse.Namespace:
                         help="the relative cost gate's tables (latency p50, p95, mean; small "
                         "test sets; quality and cost as one family) instead of the quality "
                         "rule's")
+    parser.add_argument("--samples", action="store_true",
+                        help="per-query scores with k = 1, 3, 5 noisy samples per query and run "
+                        "(a clipped-normal and a Bernoulli judge): false alarms and power of "
+                        "families of 1 and 3 scores, instead of the quality rule's tables")
+    parser.add_argument("--noise", type=float, default=NOISE,
+                        help=f"with --samples: the clipped-normal judge's noise SD (default "
+                        f"{NOISE:g})")
     args = parser.parse_args(argv)
     if args.quick:
         args.sims, args.resamples, args.sizes = 100, 500, [25, 100]
@@ -755,6 +990,8 @@ def main(argv: Sequence[str] | None = None) -> int:
     args = parse_args(argv)
     if args.costs:
         return main_costs(args)
+    if args.samples:
+        return main_samples(args)
     start = time.perf_counter()
     pairs = load_pairs()
     results: dict[str, dict[int, dict[str, Cell]]] = {}

@@ -43,6 +43,7 @@ def read_jsonl(data: bytes, name: str) -> ScoreRows:
     places: list[int | str] = []
     samples: list[int | None] = []
     given: list[dict[str, float]] = []
+    at_sample = path("sample")  # where in its line a bad sample number is
     for line, obj in json_lines(text, name):
         if "query_id" not in obj:
             raise InputError(name, 'the line has no "query_id": it is not a line of scores',
@@ -56,7 +57,7 @@ def read_jsonl(data: bytes, name: str) -> ScoreRows:
                              '{"NAME": VALUE, ...} on every line', line)
         given.append({check_score_name(k, name, line): score_value(v, k, name, line)
                       for k, v in scores.items()})
-        samples.append(sample_number(obj["sample"], name, f"{line} {path('sample')}")
+        samples.append(sample_number(obj["sample"], name, f"{line} {at_sample}")
                        if "sample" in obj else None)
         places.append(line)
     return _rows(keys, places, samples, given, name, "native JSON Lines")
