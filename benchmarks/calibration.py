@@ -527,7 +527,7 @@ def cost_policy(stat: str, resamples: int, rule: str = "estimate") -> GatePolicy
 def gated_row(baseline: np.ndarray, candidate: np.ndarray, policy: GatePolicy,
               family: int | None = None) -> Any:
     (gate,) = policy.costs
-    rows = compare_costs({"latency_ms": baseline}, {"latency_ms": candidate}, policy.costs,
+    rows = compare_costs([PairedSignal.cost("latency_ms", baseline, candidate)], policy.costs,
                          policy, family)
     return next(r for r in rows if r.gate == gate)
 
@@ -679,9 +679,9 @@ def combined(pairs: Sequence[Pair], sizes: Sequence[int], sims: int, resamples: 
                     comparisons = compare(np.zeros((n, 2)), quality[i][:, :2], MEASURES[:2],
                                           {"all": np.arange(n)}, q_policy, family=family)
                     with floors_lifted() if way == "two" else contextlib.nullcontext():
-                        rows = [r for r in compare_costs({"latency_ms": b[i]},
-                                                         {"latency_ms": c[i]}, costs.costs,
-                                                         costs, family)
+                        rows = [r for r in compare_costs(
+                                    [PairedSignal.cost("latency_ms", b[i], c[i])], costs.costs,
+                                    costs, family)
                                 if r.gate is not None]
                     strict = [decide(q.n, q.mean_diff, q.ci_low, q.ci_high, q.sign_p_holm,
                                      q.margin, ALPHA, ci_high_adjusted=q.ci_high_adjusted,
