@@ -360,13 +360,7 @@ class Family:
         value of a parameter left out (instead of its own default). The first written
         parameter the family does not take, or whose value is not one of its values, is
         refused (InputError), and so is a required parameter left out."""
-        values: dict[str, Any] = {p.key: p.default for p in self.params}
-        for key, text in defaults.items():
-            param = self.param("keyword", key)
-            if param is not None:
-                values[key] = param.read(text)
-                if values[key] is None:
-                    raise ValueError(f"default {key}={text!r} is not one of {param.values}")
+        values = self._defaults(defaults)
         for slot, key, text, given in written:
             param = self.param(slot, key)
             value = None if param is None else param.read(text)
@@ -378,6 +372,18 @@ class Family:
                 raise InputError(source, f"{self.name} needs {param.usage}",
                                  f"write it, e.g. {self.name}{param.example}")
         return Measure(self.name, **values)
+
+    def _defaults(self, given: Mapping[str, str]) -> dict[str, Any]:
+        """Each parameter's value when a name leaves it out: its default, or the value written
+        in ``given`` for a keyword parameter it names (ValueError if not one of its values)."""
+        values: dict[str, Any] = {p.key: p.default for p in self.params}
+        for key, text in given.items():
+            param = self.param("keyword", key)
+            if param is not None:
+                values[key] = param.read(text)
+                if values[key] is None:
+                    raise ValueError(f"default {key}={text!r} is not one of {param.values}")
+        return values
 
     def _refusal(self, source: str, param: Param | None, given: str) -> InputError:
         """The error for ``given``: not a parameter of the family (``param`` None), or not one

@@ -150,7 +150,7 @@ def _relevant_judgment(qrels: Qrels, qid: str, threshold: int) -> bool:
 def _check_query_set(qrels: Qrels, queries: Sequence[Query], threshold: int) -> None:
     """InputError unless the query set and the judgments agree: every judged query is in the
     set, no unanswerable query has a relevant judgment, and every fact a query requires is
-    labelled on one of its judgments."""
+    labelled on one of its judgments (:func:`_check_facts`)."""
     known = {q.id for q in queries}
     for qid in qrels.judgments:
         if qid not in known:
@@ -162,6 +162,11 @@ def _check_query_set(qrels: Qrels, queries: Sequence[Query], threshold: int) -> 
             raise InputError(qrels.source, f"query '{q.id}' is marked unanswerable but has "
                              f"a judgment at grade ≥ {threshold}", "mark it answerable in "
                              "the queries file, or correct its judgments", qrels.where(q.id))
+    _check_facts(qrels, queries)
+
+
+def _check_facts(qrels: Qrels, queries: Sequence[Query]) -> None:
+    """InputError unless every fact a query requires is labelled on one of its judgments."""
     for q in queries:
         labelled = set(qrels.labelled_facts(q.id)) if q.facts else set()
         unknown = [f for f in q.facts or () if f not in labelled]
