@@ -1,9 +1,14 @@
 """Retrieval measures: parseable, immutable names and their one definition each.
 
-A measure is written ``Name[(param=value,...)][@k]``, for example ``nDCG@10``,
-``RR(rel=2)@10`` or ``nDCG(gain=linear)``. Without ``@k`` a measure covers the whole ranked list.
-Names are matched case-insensitively and aliases are canonicalised (``MRR@3`` → ``RR@3``); the
-``str()`` of a :class:`Measure` is its canonical name.
+A measure is written ``Name[(param=value,...)][@k] [stage]``, for example ``nDCG@10``,
+``RR(rel=2)@10``, ``nDCG(gain=linear)`` or ``Recall@50 [candidates]``. Without ``@k`` a measure
+covers the whole ranked list. Names are matched case-insensitively and aliases are canonicalised
+(``MRR@3`` → ``RR@3``); the ``str()`` of a :class:`Measure` is its canonical name.
+
+:data:`FAMILIES` is the one table of the measures: each :class:`Family` with its aliases,
+definition, trec_eval names and the parameters it takes (each a :class:`Param`: type and
+range, default, description). Parsing, its refusals, ``str()``, the reports' definition lines and the
+listings in messages all read it.
 
 Notation: R = number of relevant judgments of the query (grade ≥ threshold; negative grades
 never count), ranks are 1-based, "top k" is the first k items (all items without ``@k``).
@@ -14,8 +19,9 @@ sets its own with ``rel=N``; nDCG never uses the threshold (its gains are the gr
 from __future__ import annotations
 
 import re
-from collections.abc import Callable, Iterable
-from dataclasses import dataclass
+from collections.abc import Callable, Iterable, Mapping, Sequence
+from dataclasses import dataclass, field, replace
+from typing import Any, Literal
 
 import numpy as np
 
@@ -161,7 +167,7 @@ def ndcg(rows: JudgedRows, k: int | None, gain: str) -> np.ndarray:
     return _ratio(dcg, idcg)
 
 
-def judged(rows: JudgedRows, k: int | None, threshold: int) -> np.ndarray:
+def judged(rows: JudgedRows, k: int | None) -> np.ndarray:
     """Judged@k = judged items in the top k / k (ir_measures' ``Judged@k``): an empty slot of
     a list shorter than k is not a judged item, so returning fewer items never raises it.
     Without k, judged items / items returned, 0 for an empty list. An item is judged when the
@@ -173,7 +179,7 @@ def judged(rows: JudgedRows, k: int | None, threshold: int) -> np.ndarray:
     return count / k if k is not None else _ratio(count, rows.retrieved)
 
 
-def stale(rows: JudgedRows, k: int | None, threshold: int) -> np.ndarray:
+def stale(rows: JudgedRows, k: int | None) -> np.ndarray:
     """Stale@k = items in the top k that are not in force on the query's day / k (without k,
     / items returned): superseded or not yet valid. 0 without access data. Lower is better."""
     if rows.stale is None:
@@ -182,7 +188,7 @@ def stale(rows: JudgedRows, k: int | None, threshold: int) -> np.ndarray:
     return count / k if k is not None else _ratio(count, rows.retrieved)
 
 
-def mixed_versions(rows: JudgedRows, k: int | None, threshold: int) -> np.ndarray:
+def mixed_versions(rows: JudgedRows, k: int | None) -> np.ndarray:
     """MixedVersions@k = 1 when the top k holds two or more distinct documents of one family
     (versions linked by ``supersedes``) and at least one of them is not in force on the
     query's day — a current and a superseded rule side by side; else 0. Documents are counted,
@@ -209,56 +215,274 @@ def mixed_versions(rows: JudgedRows, k: int | None, threshold: int) -> np.ndarra
     return out
 
 
-@dataclass(frozen=True)
-class _Family:
+# ---------------------------------------------------------------------------------------------
+# The table: every family and the parameters it takes, as data. Parsing, the refusals, str(),
+# the definition lines of the reports and the listings in messages are all read from it.
+
+Slot = Literal["cutoff", "keyword", "stage"]
+"""Where a name writes a parameter: ``@k``, ``(key=value,...)`` or `` [stage]``."""
+
+_INTEGER = re.compile(r"-?[0-9]+")
+_NOT_VALID = "parameter '{given}' is not valid for {family}"
+_TAKES = "{family} takes {takes}"
+
+
+@dataclass(frozen=True, eq=False)
+class Param:
+    """A parameter a measure family takes, as data.
+
+    ``key`` is the :class:`Measure` field it sets — for a ``keyword`` parameter also the key a
+    name writes (``rel=2``, case-insensitive) — and ``slot`` where a name writes it. ``syntax``
+    and ``example`` show how it is written, ``values`` its type and range, ``description`` what
+    it does. Its value is an integer in [``low``, ``high``] when those are set, else one of
+    ``choices`` (each spelling, case-insensitive, to its canonical value), else a text that
+    ``pattern`` matches. ``default`` is the value when a name leaves it out (None: nothing is
+    set, and ``default_text`` says what stands in); a ``required`` parameter may not be left
+    out. ``problem`` and ``fix`` are the words of a refusal (format fields: ``given`` as
+    written, ``short`` — up to 24 characters, else the first 12 and "…" — ``family``,
+    ``takes``: the family's keyword parameters, ``values``). ``form`` writes the value into a
+    canonical name; ``states`` is the clause a keyword parameter adds to its measure's
+    definition line, with the value in ``meanings``' words."""
+
+    key: str
+    slot: Slot
+    syntax: str
+    example: str
+    values: str
+    description: str
+    form: str
+    default: int | str | None = None
+    default_text: str = ""
+    required: bool = False
+    low: int | None = None
+    high: int | None = None
+    choices: Mapping[str, str] | None = None
+    pattern: re.Pattern[str] | None = None
+    problem: str = _NOT_VALID
+    fix: str = _TAKES
+    states: str = "{}"
+    meanings: Mapping[str, str] = field(default_factory=dict)
+
+    def read(self, text: str) -> int | str | None:
+        """The value ``text`` writes, or None when it is not one of this parameter's values.
+        An integer is read only when it has at most 12 characters: a thousand-digit one is
+        refused, never converted."""
+        if self.low is not None and self.high is not None:
+            fits = _INTEGER.fullmatch(text) and len(text) <= 12
+            return int(text) if fits and self.low <= int(text) <= self.high else None
+        if self.choices is not None:
+            return self.choices.get(text.lower())
+        return text if self.pattern is not None and self.pattern.fullmatch(text) else None
+
+    @property
+    def usage(self) -> str:
+        """How it is written, with its values unless the syntax lists them (its choices)."""
+        return self.syntax if self.choices is not None else f"{self.syntax} ({self.values})"
+
+    def shown(self, value: int | str) -> str:
+        """``value`` in the words of a definition line."""
+        return self.meanings.get(str(value), str(value))
+
+
+CUTOFF = Param(
+    key="k", slot="cutoff", syntax="@k", example="@10", form="@{}",
+    values=f"a positive integer up to {MAX_CUTOFF:,}", low=1, high=MAX_CUTOFF,
+    description="how many of the top items the measure reads",
+    default_text="the whole ranked list",
+    problem="cutoff k = '{short}' is not {values}",
+    fix="write a cutoff such as @10, or leave out @k to cover the whole list")
+REL = Param(
+    key="rel", slot="keyword", syntax="rel=N", example="rel=N", form="rel={}",
+    values=f"an integer grade, {MIN_GRADE}..{MAX_GRADE}", low=MIN_GRADE, high=MAX_GRADE,
+    description="the measure's own relevance threshold: relevant = grade ≥ N",
+    default_text="the policy's threshold (--threshold, 1 by default)",
+    states="relevant = grade ≥ {}")
+GAIN = Param(
+    key="gain", slot="keyword", syntax="gain=exponential|linear", example="gain=linear",
+    form="gain={}", values="exponential (or exp) or linear (or lin)",
+    choices={"exponential": EXPONENTIAL, "exp": EXPONENTIAL, "linear": LINEAR, "lin": LINEAR},
+    description="the gain of a grade g: 2^g − 1 (exponential) or g (linear, as trec_eval)",
+    default=EXPONENTIAL, default_text="exponential, or the snapshot's scoring.gain",
+    states="gain {}, discount log2(rank + 1)",
+    meanings={EXPONENTIAL: "2^g − 1", LINEAR: "g (linear)"})
+STAGE = Param(
+    key="stage", slot="stage", syntax="[stage]", example="[candidates]", form=" [{}]",
+    values="letters, digits, _ . -; at most 64", pattern=STAGE_NAME,
+    description="the pipeline stage whose ranking the measure reads",
+    default_text="the last stage of the snapshot's pipeline (a run of one stage: itself)",
+    problem="stage '{given:.24}' is not a stage name",
+    fix="name a stage of the snapshot's pipeline in brackets, e.g. Recall@50 [candidates] "
+        "({values})")
+_THRESHOLDED = (CUTOFF, REL, STAGE)
+_UNTHRESHOLDED = (CUTOFF, STAGE)
+
+
+@dataclass(frozen=True, eq=False)
+class Family:
+    """A measure family, as data: its canonical name and aliases (any case), the function
+    that computes it (rows, k, then the values of its keyword parameters in order), its
+    definition line in every report (``summary``, followed by its keyword parameters'
+    clauses), its definition in the README's Measures table, trec_eval's names of it (with a
+    cutoff, ``{k}`` standing for k; without one) and the parameter setting they need, the
+    parameters it takes, whether lower is better (a measure of harm) and whether it reads the
+    facts a query requires."""
+
     name: str
     aliases: tuple[str, ...]
     compute: Callable[..., np.ndarray]
     summary: str
-    binary: bool = True  # uses the relevance threshold (accepts rel=N)
+    definition: str
+    params: tuple[Param, ...] = _THRESHOLDED
+    trec_eval: tuple[str | None, str | None] = (None, None)
+    trec_eval_needs: str = ""
     lower_is_better: bool = False
+    reads_facts: bool = False
+
+    @property
+    def keywords(self) -> tuple[Param, ...]:
+        """The parameters written in parentheses, in the order a canonical name writes them."""
+        return tuple(p for p in self.params if p.slot == "keyword")
+
+    @property
+    def takes(self) -> str:
+        """The keyword parameters, as a refusal lists them."""
+        return ", ".join(p.usage for p in self.keywords) or "no parameters"
+
+    def param(self, slot: Slot, key: str) -> Param | None:
+        """The parameter a name writes in ``slot`` (under ``key``, for a keyword), if taken."""
+        return next((p for p in self.params if p.slot == slot
+                     and (slot != "keyword" or p.key == key)), None)
+
+    def measure(self, source: str, written: Sequence[tuple[Slot, str, str, str]],
+                defaults: Mapping[str, str]) -> Measure:
+        """The measure a name of this family writes: ``written`` holds (slot, key, value text,
+        text as written) in the order they are checked; ``defaults`` gives, as written, the
+        value of a parameter left out (instead of its own default). The first written
+        parameter the family does not take, or whose value is not one of its values, is
+        refused (InputError), and so is a required parameter left out."""
+        values = self._defaults(defaults)
+        for slot, key, text, given in written:
+            param = self.param(slot, key)
+            value = None if param is None else param.read(text)
+            if param is None or value is None:
+                raise self._refusal(source, param, given)
+            values[param.key] = value
+        for param in self.params:
+            if param.required and values[param.key] is None:
+                raise InputError(source, f"{self.name} needs {param.usage}",
+                                 f"write it, e.g. {self.name}{param.example}")
+        return Measure(self.name, **values)
+
+    def _defaults(self, given: Mapping[str, str]) -> dict[str, Any]:
+        """Each parameter's value when a name leaves it out: its default, or the value written
+        in ``given`` for a keyword parameter it names (ValueError if not one of its values)."""
+        values: dict[str, Any] = {p.key: p.default for p in self.params}
+        for key, text in given.items():
+            param = self.param("keyword", key)
+            if param is not None:
+                values[key] = param.read(text)
+                if values[key] is None:
+                    raise ValueError(f"default {key}={text!r} is not one of {param.values}")
+        return values
+
+    def _refusal(self, source: str, param: Param | None, given: str) -> InputError:
+        """The error for ``given``: not a parameter of the family (``param`` None), or not one
+        of ``param``'s values."""
+        problem, fix, values = ((_NOT_VALID, _TAKES, "") if param is None
+                                else (param.problem, param.fix, param.values))
+        words = {"given": given, "short": given if len(given) <= 24 else f"{given[:12]}…",
+                 "family": self.name, "takes": self.takes, "values": values}
+        return InputError(source, problem.format(**words), fix.format(**words))
 
 
-_FAMILIES = (
-    _Family("Recall", ("R",), recall, "relevant in top k / R"),
-    _Family("P", ("Precision",), precision, "relevant in top k / k"),
-    _Family("Hit", ("Success",), hit, "1 if any relevant in top k"),
-    _Family("RR", ("MRR",), reciprocal_rank, "1 / rank of the first relevant within k"),
-    _Family("AP", ("MAP",), average_precision, "Σ P@i over relevant ranks i ≤ k / R"),
-    _Family("nDCG", ("NDCG",), ndcg, "DCG@k / IDCG@k", binary=False),
-    _Family("CP", (), context_precision, "Σ P@i over relevant ranks i ≤ k / relevant in top k"),
-    _Family("Judged", (), judged, "judged in top k / k", binary=False),
-    _Family("FactCoverage", (), fact_coverage, "required facts stated by a relevant unit in "
-            "top k / required facts"),
-    _Family("AllFacts", (), all_facts, "1 if every required fact is stated in top k"),
-    _Family("Stale", (), stale, "items not in force on the query's day in top k / k; lower is "
-            "better", binary=False, lower_is_better=True),
-    _Family("MixedVersions", (), mixed_versions, "1 if top k holds two or more distinct "
-            "documents of one family, one of them not in force on the query's day; lower is "
-            "better", binary=False, lower_is_better=True),
+FAMILIES = (
+    Family("Recall", ("R",), recall, "relevant in top k / R", "relevant in top k / R",
+           trec_eval=("recall_{k}", None)),
+    Family("P", ("Precision",), precision, "relevant in top k / k",
+           "relevant in top k / k (short lists are not rewarded); `P` = relevant retrieved / "
+           "retrieved", trec_eval=("P_{k}", "set_P")),
+    Family("Hit", ("Success",), hit, "1 if any relevant in top k",
+           "1 if any relevant item in top k, else 0", trec_eval=("success_{k}", None)),
+    Family("RR", ("MRR",), reciprocal_rank, "1 / rank of the first relevant within k",
+           "1 / rank of the first relevant item within k, else 0; its mean is MRR",
+           trec_eval=(None, "recip_rank")),
+    Family("AP", ("MAP",), average_precision, "Σ P@i over relevant ranks i ≤ k / R",
+           "Σ over relevant ranks i ≤ k of P@i, / R", trec_eval=("map_cut_{k}", "map")),
+    Family("nDCG", ("NDCG",), ndcg, "DCG@k / IDCG@k",
+           "DCG@k / IDCG@k, DCG = Σ_{i≤k} (2^g_i − 1) / log2(i + 1)",
+           params=(CUTOFF, GAIN, STAGE), trec_eval=("ndcg_cut_{k}", "ndcg"),
+           trec_eval_needs="gain=linear"),
+    Family("CP", (), context_precision, "Σ P@i over relevant ranks i ≤ k / relevant in top k",
+           "context precision: Σ over relevant ranks i ≤ k of P@i, / relevant in top k"),
+    Family("Judged", (), judged, "judged in top k / k",
+           "items with a judgment (grade ≥ 0) in top k / k (an empty slot is not judged; "
+           "ir_measures' `Judged@k`); an item its asker may not see, or not in force on the "
+           "query's day, counts as judged: it gains 0 by rule, and no judgment could change "
+           "that", params=_UNTHRESHOLDED),
+    Family("FactCoverage", (), fact_coverage,
+           "required facts stated by a relevant unit in top k / required facts",
+           "required facts stated by a relevant unit covered in top k / required facts (0 for "
+           "a query that requires none, with a warning)", reads_facts=True),
+    Family("AllFacts", (), all_facts, "1 if every required fact is stated in top k",
+           "1 if every required fact is stated by a relevant unit in top k, else 0",
+           reads_facts=True),
+    Family("Stale", (), stale,
+           "items not in force on the query's day in top k / k; lower is better",
+           "items not in force on the query's `as_of` in top k / k; lower is better",
+           params=_UNTHRESHOLDED, lower_is_better=True),
+    Family("MixedVersions", (), mixed_versions,
+           "1 if top k holds two or more distinct documents of one family, one of them not in "
+           "force on the query's day; lower is better",
+           "1 if top k holds two or more distinct documents of one family (`supersedes`), one "
+           "of them not in force; documents, not items: two chunks of one document are one; "
+           "lower is better", params=_UNTHRESHOLDED, lower_is_better=True),
 )
-FACT_FAMILIES = ("FactCoverage", "AllFacts")
-_BY_NAME = {n.lower(): f for f in _FAMILIES for n in (f.name, *f.aliases)}
-_GAINS = {"exponential": EXPONENTIAL, "exp": EXPONENTIAL, "linear": LINEAR, "lin": LINEAR}
+FACT_FAMILIES = tuple(f.name for f in FAMILIES if f.reads_facts)
+_CANONICAL = {f.name: f for f in FAMILIES}
+_BY_NAME = {n.lower(): f for f in FAMILIES for n in (f.name, *f.aliases)}
 _SYNTAX = re.compile(r"^(?P<name>[A-Za-z]+)(?:\((?P<params>[^()]*)\))?(?:@(?P<k>[^@\[\]]*?))?"
                      r"(?:\s*\[(?P<stage>[^\[\]]*)\])?$")
 
+
+def family_of(name: str) -> Family | None:
+    """The family a measure name starts with (its canonical name or an alias, any case)."""
+    return _BY_NAME.get(name.lower())
+
+
+def _listed(name: str, family: Family) -> str:
+    """A name as the listing writes it: ``Recall@k``."""
+    return name + (CUTOFF.syntax if CUTOFF in family.params else "")
+
+
+def _options() -> str:
+    """The keyword parameters as the listing offers them: ``(rel=N) or, for nDCG,
+    (gain=linear)``; one that fewer than half of the families take names them."""
+    text = ""
+    for param in dict.fromkeys(p for f in FAMILIES for p in f.keywords):
+        takers = [f.name for f in FAMILIES if param in f.params]
+        few = 2 * len(takers) < len(FAMILIES)
+        option = (f"for {', '.join(takers)}, " if few else "") + f"({param.example})"
+        text += option if not text else (" or, " if few else " or ") + option
+    return text
+
+
 KNOWN_MEASURES = ", ".join(
-    f"{f.name}@k" + (f" ({', '.join(a + '@k' for a in f.aliases)})" if f.aliases else "")
-    for f in _FAMILIES
+    _listed(f.name, f) + (f" ({', '.join(_listed(a, f) for a in f.aliases)})" if f.aliases
+                          else "")
+    for f in FAMILIES
 )
-_FIX_NAME = (
-    f"use one of {KNOWN_MEASURES}, optionally with (rel=N) or, for nDCG, (gain=linear); "
-    "leave out @k to cover the whole list"
-)
+_FIX_NAME = (f"use one of {KNOWN_MEASURES}, optionally with {_options()}; leave out "
+             f"{CUTOFF.syntax} to cover the whole list")
 
 
 @dataclass(frozen=True)
 class Measure:
     """A measure value: family, cutoff ``k`` (None = whole list), optional relevance threshold
     ``rel`` (None = the policy's), for nDCG the ``gain``, and for a pipeline run the ``stage``
-    whose ranking it reads (None: the run has one stage). Immutable and hashable; ``str()`` is
-    the canonical name: ``Recall@50 [candidates]``."""
+    whose ranking it reads (None: the run has one stage). Its fields are the keys of the
+    parameters of :data:`FAMILIES`; one its family takes and leaves out gets the parameter's
+    default. Immutable and hashable; ``str()`` is the canonical name: ``Recall@50
+    [candidates]``."""
 
     family: str
     k: int | None = None
@@ -267,98 +491,84 @@ class Measure:
     stage: str | None = None
 
     def __post_init__(self) -> None:
-        if self.family == "nDCG" and self.gain is None:
-            object.__setattr__(self, "gain", EXPONENTIAL)
+        if self.family not in _CANONICAL:
+            raise ValueError(f"no measure family {self.family!r}")
+        for param in self._family.params:
+            if getattr(self, param.key) is None and param.default is not None:
+                object.__setattr__(self, param.key, param.default)
+
+    @property
+    def _family(self) -> Family:
+        return _CANONICAL[self.family]
+
+    def _written(self, slot: Slot) -> list[str]:
+        """The parameters of ``slot`` that differ from their defaults, as a name writes them."""
+        return [p.form.format(value) for p in self._family.params
+                if p.slot == slot and (value := getattr(self, p.key)) != p.default]
 
     def __str__(self) -> str:
-        params = []
-        if self.gain == LINEAR:
-            params.append(f"gain={LINEAR}")
-        if self.rel is not None:
-            params.append(f"rel={self.rel}")
-        text = self.family + (f"({','.join(params)})" if params else "")
-        text = text if self.k is None else f"{text}@{self.k}"
-        return text if self.stage is None else f"{text} [{self.stage}]"
+        keywords = self._written("keyword")
+        return "".join([self.family, f"({','.join(keywords)})" if keywords else "",
+                        *self._written("cutoff"), *self._written("stage")])
 
     def at_stage(self, stage: str | None) -> Measure:
         """This measure read on ``stage``."""
-        return Measure(self.family, self.k, self.rel, self.gain, stage)
+        return replace(self, stage=stage)
 
     @property
     def lower_is_better(self) -> bool:
         """True for measures of harm (Stale, MixedVersions): a rise is the regression."""
-        return _BY_NAME[self.family.lower()].lower_is_better
+        return self._family.lower_is_better
 
     @property
     def uses_threshold(self) -> bool:
-        return _BY_NAME[self.family.lower()].binary
+        return REL in self._family.params
 
     def threshold(self, default: int) -> int:
         """The relevance threshold this measure applies."""
         return default if self.rel is None else self.rel
 
+    def _settings(self, default_threshold: int) -> list[tuple[Param, int | str]]:
+        """Each keyword parameter and the value it applies (``rel``: :meth:`threshold`)."""
+        return [(p, self.threshold(default_threshold) if p is REL else getattr(self, p.key))
+                for p in self._family.keywords]
+
     def describe(self, default_threshold: int) -> str:
         """One line stating the definition, gain and threshold, for reports."""
-        family = _BY_NAME[self.family.lower()]
-        if self.family == "nDCG":
-            gain = "2^g − 1" if self.gain == EXPONENTIAL else "g (linear)"
-            return f"{self}: {family.summary}; gain {gain}, discount log2(rank + 1)"
-        if not family.binary:
-            return f"{self}: {family.summary}"
-        return f"{self}: {family.summary}; relevant = grade ≥ {self.threshold(default_threshold)}"
+        clauses = [p.states.format(p.shown(v)) for p, v in self._settings(default_threshold)]
+        return f"{self}: " + "; ".join([self._family.summary, *clauses])
 
     def compute(self, rows: JudgedRows, default_threshold: int) -> np.ndarray:
         """Per-query values (float64 array, one per query of ``rows``)."""
-        family = _BY_NAME[self.family.lower()]
-        if self.family == "nDCG":
-            return ndcg(rows, self.k, self.gain or EXPONENTIAL)
-        return family.compute(rows, self.k, self.threshold(default_threshold))
+        settings = self._settings(default_threshold)
+        return self._family.compute(rows, self.k, *(v for _, v in settings))
+
+
+def _written(match: re.Match[str]) -> list[tuple[Slot, str, str, str]]:
+    """What a name writes, in the order it is checked — cutoff, keyword parameters from left
+    to right, stage — as (slot, key, value text, text as written)."""
+    out: list[tuple[Slot, str, str, str]] = []
+    if match["k"] is not None:
+        out.append(("cutoff", CUTOFF.key, match["k"], match["k"]))
+    for param in filter(None, (p.strip() for p in (match["params"] or "").split(","))):
+        key, _, value = (s.strip() for s in param.partition("="))
+        out.append(("keyword", key.lower(), value, param))
+    if match["stage"] is not None:
+        out.append(("stage", STAGE.key, match["stage"].strip(), match["stage"]))
+    return out
 
 
 def parse_measure(text: str, default_gain: str = EXPONENTIAL) -> Measure:
-    """Parse ``Name[(param=value,...)][@k]`` into a :class:`Measure`, or raise InputError.
-    ``default_gain`` is the gain of an nDCG named without ``gain=``."""
+    """Parse ``Name[(param=value,...)][@k] [stage]`` into a :class:`Measure`, or raise
+    InputError. ``default_gain`` is the gain of an nDCG named without ``gain=``."""
     source = f"measure '{text}'"
     match = _SYNTAX.match(text.strip())
     if not match:
         raise InputError(source, "is not of the form Name[(param=value)][@k] [stage]", _FIX_NAME)
-    family = _BY_NAME.get(match["name"].lower())
+    family = family_of(match["name"])
     if family is None:
         raise InputError(source, f"unknown measure name '{match['name']}'", _FIX_NAME)
-    k = None
-    if match["k"] is not None:
-        if not re.fullmatch(r"[0-9]+", match["k"]) or not _small(match["k"], 1, MAX_CUTOFF):
-            shown = match["k"] if len(match["k"]) <= 24 else f"{match['k'][:12]}…"
-            raise InputError(source, f"cutoff k = '{shown}' is not a positive integer up to "
-                             f"{MAX_CUTOFF:,}", "write a cutoff such as @10, or leave out @k "
-                             "to cover the whole list")
-        k = int(match["k"])
-    rel = None
-    gain = _GAINS[default_gain] if family.name == "nDCG" else None
-    for param in filter(None, (p.strip() for p in (match["params"] or "").split(","))):
-        key, _, value = (s.strip() for s in param.partition("="))
-        key = key.lower()
-        if key == "rel" and family.binary and re.fullmatch(r"-?[0-9]+", value) and _small(
-                value, MIN_GRADE, MAX_GRADE):
-            rel = int(value)
-        elif key == "gain" and family.name == "nDCG" and value.lower() in _GAINS:
-            gain = _GAINS[value.lower()]
-        else:
-            allowed = f"rel=N (an integer grade, {MIN_GRADE}..{MAX_GRADE})" if family.binary else (
-                "gain=exponential|linear" if family.name == "nDCG" else "no parameters")
-            raise InputError(source, f"parameter '{param}' is not valid for {family.name}",
-                             f"{family.name} takes {allowed}")
-    stage = match["stage"]
-    if stage is not None and not STAGE_NAME.fullmatch(stage.strip()):
-        raise InputError(source, f"stage '{stage[:24]}' is not a stage name",
-                         "name a stage of the snapshot's pipeline in brackets, e.g. "
-                         "Recall@50 [candidates] (letters, digits, _ . -; at most 64)")
-    return Measure(family.name, k, rel, gain, None if stage is None else stage.strip())
-
-
-def _small(digits: str, low: int, high: int) -> bool:
-    """True when the integer written ``digits`` lies in [low, high] (read only if short)."""
-    return len(digits) <= 12 and low <= int(digits) <= high
+    return family.measure(source, _written(match), {GAIN.key: default_gain})
 
 
 def parse_measures(names: Iterable[str], default_gain: str = EXPONENTIAL

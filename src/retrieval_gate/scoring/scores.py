@@ -131,50 +131,68 @@ def query_set(qrels: Qrels, queries: Sequence[Query] | None,
     """(answerable ids, unanswerable ids, warnings): the queries to score, checked against the
     judgments. Without a query set, every judged query is answerable. Raises InputError when a
     judged query is not in the query set, an unanswerable query has a judgment at or above the
-    threshold, or (under ``unlabeled: error``) an answerable query has none."""
-    threshold = policy.threshold
+    threshold, a required fact is labelled on none of its query's judgments, or (under
+    ``unlabeled: error``) an answerable query has no judgment at or above the threshold."""
     if queries is None:
         answerable, unanswerable = list(qrels.judgments), []
     else:
-        known = {q.id for q in queries}
-        for qid in qrels.judgments:
-            if qid not in known:
-                raise InputError(qrels.source, f"query '{qid}' is judged but not in the query "
-                                 "set", "add it to the queries file or remove its judgments",
-                                 qrels.where(qid))
-        for q in queries:
-            if not q.answerable and any(g >= max(threshold, 0)
-                                        for g in qrels.judgments.get(q.id, {}).values()):
-                raise InputError(qrels.source, f"query '{q.id}' is marked unanswerable but has "
-                                 f"a judgment at grade ≥ {threshold}", "mark it answerable in "
-                                 "the queries file, or correct its judgments", qrels.where(q.id))
-        for q in queries:
-            if not q.facts:
-                continue
-            labelled = set(qrels.labelled_facts(q.id))
-            unknown = [f for f in q.facts if f not in labelled]
-            if unknown:
-                raise InputError(qrels.source, f"query '{q.id}' requires fact '{unknown[0]}', "
-                                 "which none of its judgments states", "label a judgment of "
-                                 "the query with that fact, or correct the query's 'facts'",
-                                 qrels.where(q.id))
+        _check_query_set(qrels, queries, policy.threshold)
         answerable = [q.id for q in queries if q.answerable]
         unanswerable = [q.id for q in queries if not q.answerable]
+    return answerable, unanswerable, _unlabeled(qrels, answerable, policy)
 
-    warnings = []
-    unlabeled = [q for q in answerable if not any(
-        g >= max(threshold, 0) for g in qrels.judgments.get(q, {}).values())]
-    if unlabeled:
-        if policy.unlabeled == "error":
-            raise InputError(qrels.source, f"query '{unlabeled[0]}' has no judgment at grade ≥ "
-                             f"{threshold} ({_queries(len(unlabeled))} without one: "
-                             f"{_listing(unlabeled)})", "judge it, mark it answerable: false in "
-                             "the queries file, or score it as trec_eval does: "
-                             + policy.fix("unlabeled", "zero"), qrels.where(unlabeled[0]))
-        warnings.append(f"{_queries(len(unlabeled))} without a judgment at grade ≥ {threshold} "
-                        "(unlabeled: zero): their binary measures are 0, and nDCG counts only "
-                        f"their grades below the threshold: {_listing(unlabeled)}")
-    return answerable, unanswerable, warnings
+
+def _relevant_judgment(qrels: Qrels, qid: str, threshold: int) -> bool:
+    """Whether the query has a judgment at grade ≥ the threshold (and ≥ 0)."""
+    return any(g >= max(threshold, 0) for g in qrels.judgments.get(qid, {}).values())
+
+
+def _check_query_set(qrels: Qrels, queries: Sequence[Query], threshold: int) -> None:
+    """InputError unless the query set and the judgments agree: every judged query is in the
+    set, no unanswerable query has a relevant judgment, and every fact a query requires is
+    labelled on one of its judgments (:func:`_check_facts`)."""
+    known = {q.id for q in queries}
+    for qid in qrels.judgments:
+        if qid not in known:
+            raise InputError(qrels.source, f"query '{qid}' is judged but not in the query "
+                             "set", "add it to the queries file or remove its judgments",
+                             qrels.where(qid))
+    for q in queries:
+        if not q.answerable and _relevant_judgment(qrels, q.id, threshold):
+            raise InputError(qrels.source, f"query '{q.id}' is marked unanswerable but has "
+                             f"a judgment at grade ≥ {threshold}", "mark it answerable in "
+                             "the queries file, or correct its judgments", qrels.where(q.id))
+    _check_facts(qrels, queries)
+
+
+def _check_facts(qrels: Qrels, queries: Sequence[Query]) -> None:
+    """InputError unless every fact a query requires is labelled on one of its judgments."""
+    for q in queries:
+        labelled = set(qrels.labelled_facts(q.id)) if q.facts else set()
+        unknown = [f for f in q.facts or () if f not in labelled]
+        if unknown:
+            raise InputError(qrels.source, f"query '{q.id}' requires fact '{unknown[0]}', "
+                             "which none of its judgments states", "label a judgment of "
+                             "the query with that fact, or correct the query's 'facts'",
+                             qrels.where(q.id))
+
+
+def _unlabeled(qrels: Qrels, answerable: list[str], policy: ScoringPolicy) -> list[str]:
+    """The warning for answerable queries without a judgment at grade ≥ the threshold
+    (``unlabeled: zero``), or InputError (``unlabeled: error``)."""
+    threshold = policy.threshold
+    unlabeled = [q for q in answerable if not _relevant_judgment(qrels, q, threshold)]
+    if not unlabeled:
+        return []
+    if policy.unlabeled == "error":
+        raise InputError(qrels.source, f"query '{unlabeled[0]}' has no judgment at grade ≥ "
+                         f"{threshold} ({_queries(len(unlabeled))} without one: "
+                         f"{_listing(unlabeled)})", "judge it, mark it answerable: false in "
+                         "the queries file, or score it as trec_eval does: "
+                         + policy.fix("unlabeled", "zero"), qrels.where(unlabeled[0]))
+    return [(f"{_queries(len(unlabeled))} without a judgment at grade ≥ {threshold} "
+             "(unlabeled: zero): their binary measures are 0, and nDCG counts only "
+             f"their grades below the threshold: {_listing(unlabeled)}")]
 
 
 def score_run(qrels: Qrels, run: RunRows, measures: Sequence[Measure],
@@ -198,84 +216,149 @@ def score_run(qrels: Qrels, run: RunRows, measures: Sequence[Measure],
     With ``access`` data (:mod:`retrieval_gate.scoring.visibility`), an item the query may not see or
     that is not in force on its day gains nothing, judgments of such documents are not
     counted, and the leaks among the items the measures read are listed. ``by_item`` keeps
-    items as they are even when they carry documents (chunk judgments name the chunks)."""
+    items as they are even when they carry documents (chunk judgments name the chunks).
+
+    The steps, each a function below: the queries to score (:func:`query_set`), the run's
+    places for span judgments (:func:`_placed`), the ranking (:func:`_rank`, then
+    :func:`_check_in_corpus`), the run's queries against the scored ones (:func:`_outside`,
+    :func:`_missing`), access and leaks (:func:`_access`), the join with the judgments
+    (:func:`_judge`), the measures (:func:`_evaluate`) and the warnings they raise
+    (:func:`_measure_warnings`)."""
     if not measures:
         raise InputError("--measure", "no measure to compute", "name at least one measure")
     answerable, unanswerable, warnings = query_set(qrels, queries, policy)
-    spans = qrels.spans
-    if spans is not None:
-        if corpus is None:
-            raise InputError(qrels.source, "span judgments need the corpus their offsets "
-                             "point into", "pin the corpus file in the snapshot (or pass "
-                             "--corpus FILE to gate score)")
-        spans_in_corpus(spans, corpus, qrels.source)
-        if run.starts is None or run.ends is None or run.doc_ids is None:
-            if len(run.qcodes):
-                raise InputError(run.source, "span judgments need each item's place in the "
-                                 "corpus (document, start, end)", "give the run's chunk "
-                                 "table, or JSON Lines items with doc_id, start and end")
-            # No item at all: nothing to place, every ranking is empty (and scores 0).
-            run = replace(run, doc_ids=np.zeros(0, dtype="S1"),
-                          starts=np.zeros(0, dtype=np.int64), ends=np.zeros(0, dtype=np.int64))
-
-    # Items below the deepest cutoff (+1, to see ties at it) cannot change a score.
-    deepest = _depth(measures)
-    depth = (None if whole_list or deepest is None or policy.unjudged == "error"
-             else deepest + 1)
-    ranked = rank_run(run, policy.duplicates, doc_map, depth,
-                      "remove the repeat, or keep its best rank: " + policy.fix("duplicates", "first"),
-                      collapse=spans is None and not by_item, limit=limit)
-    if corpus is not None:  # every item a measure reads: within the deepest cutoff (+1)
-        places = ranked.places
-        require_in_corpus(run.source, corpus, ranked.docs if places is None else places.doc,
-                          None if places is None else places.start,
-                          None if places is None else places.end)
+    run = _placed(run, qrels, corpus)
+    ranked = _rank(run, measures, policy, doc_map, limit, whole_list,
+                   collapse=qrels.spans is None and not by_item)
+    if corpus is not None:
+        _check_in_corpus(run.source, corpus, ranked)
     index = {q: i for i, q in enumerate(answerable)}
     skipped = set(unanswerable)
-    extra = [q for q in ranked.query_ids if q not in index and q not in skipped]
-    if extra:
-        if policy.extra == "error":
-            first = ranked.query_ids.index(extra[0])
-            row = int(ranked.offsets[first])
-            raise InputError(run.source, f"query '{extra[0]}' is not in the "
-                             f"{'query set' if queries is not None else 'qrels'} "
-                             f"({_queries(len(extra))} outside it: {_listing(extra)})",
-                             "remove it from the run, or ignore such queries: "
-                             + policy.fix("extra", "ignore"),
-                             ranked.where(row) if row < len(ranked.docs) else None)
-        warnings.append(f"ignored {_queries(len(extra))} of the run outside the "
-                        f"{'query set' if queries is not None else 'qrels'} (extra: ignore): "
-                        f"{_listing(extra)}")
-    present = set(ranked.query_ids)
-    missing = [q for q in answerable if q not in present]
-    if missing:
-        if policy.missing == "error":
-            raise InputError(run.source, f"query '{missing[0]}' has no ranking "
-                             f"({_queries(len(missing))} missing: {_listing(missing)})",
-                             "add its ranking (an empty one is a result: in a JSON Lines run, "
-                             f'{{"query_id": {json.dumps(missing[0], ensure_ascii=False)}, '
-                             '"items": []}; a TREC run cannot hold one), or score it 0 as '
-                             "trec_eval -c does: " + policy.fix("missing", "zero"))
-        warnings.append(f"{_queries(len(missing))} missing from the run, scored 0 "
-                        f"(missing: zero): {_listing(missing)}")
-
-    by_id = {q.id: q for q in queries or ()}
+    warnings += _outside(ranked, index, skipped, queries is not None, policy, run.source)
+    warnings += _missing(ranked, answerable, policy, run.source)
     flags = leaks = None
     if access is not None:
+        by_id = {q.id: q for q in queries or ()}
         flags, leaks = _access(access, ranked, by_id, index, skipped, measures)
     rows = _judge(ranked, qrels, answerable, index, policy, queries, min_coverage, flags,
                   access)
-    values = np.column_stack([m.compute(rows, policy.threshold) for m in measures]) \
-        if answerable else np.zeros((0, len(measures)))
-    warnings.extend(_threshold_warnings(rows, measures, policy.threshold, answerable))
-    warnings.extend(_fact_warnings(rows, measures, answerable))
-    warnings.extend(_tie_warnings(ranked, measures, index))
-    coverage = UnitCoverage(rows.judgment_qidx, rows.relevant_units(policy.threshold),
-                            rows.judgment_rank != NEVER, rows.judgment_rank,
-                            rows.judgment_grade, rows.unit_names)
+    values = _evaluate(rows, measures, policy.threshold)
+    warnings += _measure_warnings(rows, ranked, measures, policy.threshold, answerable, index)
     return Scores(tuple(measures), tuple(answerable), values, tuple(unanswerable),
-                  tuple(warnings), policy, coverage, rows.retrieved, leaks,
-                  _returned(ranked, unanswerable, leaks, measures), ranked)
+                  tuple(warnings), policy, _coverage(rows, policy.threshold), rows.retrieved,
+                  leaks, _returned(ranked, unanswerable, leaks, measures), ranked)
+
+
+def _placed(run: RunRows, qrels: Qrels, corpus: Corpus | None) -> RunRows:
+    """The run, ready for the judgments' units: as it is for id judgments. Span judgments need
+    the corpus (their spans must lie in it) and each item's place in it: InputError without
+    them — but a run without any item gets empty places (every ranking is empty, and scores
+    0)."""
+    spans = qrels.spans
+    if spans is None:
+        return run
+    if corpus is None:
+        raise InputError(qrels.source, "span judgments need the corpus their offsets "
+                         "point into", "pin the corpus file in the snapshot (or pass "
+                         "--corpus FILE to gate score)")
+    spans_in_corpus(spans, corpus, qrels.source)
+    if run.starts is not None and run.ends is not None and run.doc_ids is not None:
+        return run
+    if len(run.qcodes):
+        raise InputError(run.source, "span judgments need each item's place in the "
+                         "corpus (document, start, end)", "give the run's chunk "
+                         "table, or JSON Lines items with doc_id, start and end")
+    return replace(run, doc_ids=np.zeros(0, dtype="S1"), starts=np.zeros(0, dtype=np.int64),
+                   ends=np.zeros(0, dtype=np.int64))
+
+
+def _rank(run: RunRows, measures: Sequence[Measure], policy: ScoringPolicy,
+          doc_map: dict[str, str] | None, limit: StageContract | None, whole_list: bool,
+          collapse: bool) -> RankedRun:
+    """Each query's ranking (see :func:`~retrieval_gate.core.ranking.rank_run`): trec_eval's
+    order, repeated items as the ``duplicates`` policy says, cut as a pipeline stage's
+    ``limit`` passes them on, and with ``collapse`` items collapsed to their documents. Items
+    below the deepest cutoff (+1, to see ties at it) cannot change a score and are left out —
+    unless a measure reads the whole list, ``whole_list`` asks for every item, or an unjudged
+    item is an error (wherever it is)."""
+    deepest = _depth(measures)
+    depth = (None if whole_list or deepest is None or policy.unjudged == "error"
+             else deepest + 1)
+    return rank_run(run, policy.duplicates, doc_map, depth,
+                    "remove the repeat, or keep its best rank: " + policy.fix("duplicates", "first"),
+                    collapse=collapse, limit=limit)
+
+
+def _check_in_corpus(source: str, corpus: Corpus, ranked: RankedRun) -> None:
+    """InputError unless every document the ranked items name is in the corpus (and every
+    item's place lies inside its document's text)."""
+    places = ranked.places
+    require_in_corpus(source, corpus, _row_docs(ranked),
+                      None if places is None else places.start,
+                      None if places is None else places.end)
+
+
+def _outside(ranked: RankedRun, index: dict[str, int], unanswerable: set[str],
+             query_set_given: bool, policy: ScoringPolicy, source: str) -> list[str]:
+    """The warning for the run's queries outside the query set (or the qrels, without one):
+    ignored under ``extra: ignore``, InputError (naming the first one's line) under ``extra:
+    error``."""
+    extra = [q for q in ranked.query_ids if q not in index and q not in unanswerable]
+    if not extra:
+        return []
+    where = "query set" if query_set_given else "qrels"
+    if policy.extra == "error":
+        row = int(ranked.offsets[ranked.query_ids.index(extra[0])])
+        raise InputError(source, f"query '{extra[0]}' is not in the {where} "
+                         f"({_queries(len(extra))} outside it: {_listing(extra)})",
+                         "remove it from the run, or ignore such queries: "
+                         + policy.fix("extra", "ignore"),
+                         ranked.where(row) if row < len(ranked.docs) else None)
+    return [(f"ignored {_queries(len(extra))} of the run outside the {where} (extra: ignore): "
+             f"{_listing(extra)}")]
+
+
+def _missing(ranked: RankedRun, answerable: list[str], policy: ScoringPolicy, source: str
+             ) -> list[str]:
+    """The warning for answerable queries the run has no ranking for: scored 0 under
+    ``missing: zero``, InputError under ``missing: error``."""
+    present = set(ranked.query_ids)
+    missing = [q for q in answerable if q not in present]
+    if not missing:
+        return []
+    if policy.missing == "error":
+        raise InputError(source, f"query '{missing[0]}' has no ranking "
+                         f"({_queries(len(missing))} missing: {_listing(missing)})",
+                         "add its ranking (an empty one is a result: in a JSON Lines run, "
+                         f'{{"query_id": {json.dumps(missing[0], ensure_ascii=False)}, '
+                         '"items": []}; a TREC run cannot hold one), or score it 0 as '
+                         "trec_eval -c does: " + policy.fix("missing", "zero"))
+    return [(f"{_queries(len(missing))} missing from the run, scored 0 (missing: zero): "
+             f"{_listing(missing)}")]
+
+
+def _evaluate(rows: JudgedRows, measures: Sequence[Measure], threshold: int) -> np.ndarray:
+    """Every measure's per-query values: one row per answerable query, one column per
+    measure (none of either without answerable queries)."""
+    if not rows.n_queries:
+        return np.zeros((0, len(measures)))
+    return np.column_stack([m.compute(rows, threshold) for m in measures])
+
+
+def _measure_warnings(rows: JudgedRows, ranked: RankedRun, measures: Sequence[Measure],
+                      threshold: int, answerable: list[str], index: dict[str, int]
+                      ) -> list[str]:
+    """What the reader of the measures should know: queries without a relevant judgment at a
+    measure's own threshold, queries that require no fact, and ties a cutoff splits."""
+    return [*_threshold_warnings(rows, measures, threshold, answerable),
+            *_fact_warnings(rows, measures, answerable), *_tie_warnings(ranked, measures, index)]
+
+
+def _coverage(rows: JudgedRows, threshold: int) -> UnitCoverage:
+    """The judged units' coverage by the scored items (see :class:`UnitCoverage`)."""
+    return UnitCoverage(rows.judgment_qidx, rows.relevant_units(threshold),
+                        rows.judgment_rank != NEVER, rows.judgment_rank, rows.judgment_grade,
+                        rows.unit_names)
 
 
 def _depth(measures: Sequence[Measure]) -> int | None:
@@ -338,19 +421,10 @@ def _judge(ranked: RankedRun, qrels: Qrels, answerable: list[str], index: dict[s
     """Join the ranked items of the answerable queries with their judged units (ids or spans):
     each row's grade, and each unit's grade, fact and the rank that covers it. With access
     data (``flags`` per ranked row), rows the query may not see or not in force gain nothing,
-    and units of such documents are dropped."""
+    and units of such documents are dropped. Under ``unjudged: error`` an unjudged item is an
+    InputError."""
     n = len(answerable)
-    run_to_eval = np.array([index.get(q, -1) for q in ranked.query_ids], dtype=np.int64)
-    counts = np.diff(ranked.offsets)
-    row_query = np.repeat(run_to_eval, counts)
-    selected = np.flatnonzero(row_query >= 0)
-    # Rows stay grouped by run query; regroup them in query-set order for the measures.
-    selected = selected[np.argsort(row_query[selected], kind="stable")]
-    qidx = row_query[selected]
-    docs = ranked.docs[selected]
-    starts = np.repeat(ranked.offsets[:-1], counts)[selected]
-    rank = (selected - starts + 1).astype(np.int64)
-
+    selected, qidx, rank = _answerable_rows(ranked, index)
     units = _units_of(qrels, answerable, queries)
     ok = stale = family = version = None
     if flags is not None and access is not None:
@@ -360,43 +434,80 @@ def _judge(ranked: RankedRun, qrels: Qrels, answerable: list[str], index: dict[s
         known = {q.id: q for q in queries or ()}
         units = _acceptable_units(units, access, [known.get(q) or Query(q) for q in answerable])
     if qrels.spans is not None:
-        assert ranked.places is not None  # checked by score_run
-        places = ranked.places.take(selected)
-        if ok is not None and not ok.all():  # an unacceptable item holds no text
-            places = Places(places.doc, places.start, np.where(ok, places.end, places.start),
-                            places.tokens)
-        grade, judged, unit_rank = judge_spans(qidx, rank, places, units.qidx, units.spans,
-                                               min_coverage)
+        grade, judged, unit_rank = _grade_spans(ranked, selected, qidx, rank, units, ok,
+                                                min_coverage)
     else:
-        found = IdIndex(units.ids, units.qidx).find(docs, qidx)
-        hit = found >= 0 if ok is None else (found >= 0) & ok
-        grade = np.zeros(len(docs), dtype=units.grade.dtype)  # (no unit left: none judged)
-        grade[hit] = units.grade[found[hit]]
-        judged = hit & (grade >= 0)
-        unit_rank = np.full(len(units.grade), NEVER, dtype=np.int64)
-        np.minimum.at(unit_rank, found[hit], rank[hit])
+        grade, judged, unit_rank = _grade_ids(ranked.docs[selected], qidx, rank, units, ok)
     if ok is not None:
         judged = judged | ~ok  # not evidence for this query: judged non-relevant
     if policy.unjudged == "error" and not judged.all():
         row = int(np.flatnonzero(~judged)[0])
-        raise InputError(ranked.source, f"item '{docs[row].decode()}' of query "
-                         f"'{answerable[qidx[row]]}' has no judgment", "judge it, or count "
-                         "unjudged items as non-relevant: " + policy.fix("unjudged", "nonrelevant"),
+        raise InputError(ranked.source, f"item '{ranked.docs[selected[row]].decode()}' of "
+                         f"query '{answerable[qidx[row]]}' has no judgment", "judge it, or "
+                         "count unjudged items as non-relevant: "
+                         + policy.fix("unjudged", "nonrelevant"),
                          ranked.where(int(selected[row])))
+    ideal_qidx, ideal_rank, ideal_grade = _ideal(units, n)
+    return JudgedRows(
+        n_queries=n, qidx=qidx, rank=rank, grade=grade, judged=judged,
+        retrieved=np.bincount(qidx, minlength=n), judgment_qidx=units.qidx,
+        judgment_grade=units.grade, judgment_rank=unit_rank, ideal_qidx=ideal_qidx,
+        ideal_rank=ideal_rank, ideal_grade=ideal_grade, judgment_fact=units.fact,
+        required_qidx=units.required_qidx, required_fact=units.required_fact,
+        stale=stale, family=family, version=version, unit_names=_UnitNames(units),
+    )
 
+
+def _answerable_rows(ranked: RankedRun, index: dict[str, int]
+                     ) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    """(ranked rows, their query's position in ``index``, their rank): the rows of the
+    queries ``index`` holds, regrouped from run order into ``index``'s order (each query's
+    rows keep their order)."""
+    run_to_eval = np.array([index.get(q, -1) for q in ranked.query_ids], dtype=np.int64)
+    counts = np.diff(ranked.offsets)
+    row_query = np.repeat(run_to_eval, counts)
+    selected = np.flatnonzero(row_query >= 0)
+    selected = selected[np.argsort(row_query[selected], kind="stable")]
+    starts = np.repeat(ranked.offsets[:-1], counts)[selected]
+    return selected, row_query[selected], (selected - starts + 1).astype(np.int64)
+
+
+def _grade_spans(ranked: RankedRun, selected: np.ndarray, qidx: np.ndarray, rank: np.ndarray,
+                 units: _Units, ok: np.ndarray | None, min_coverage: float
+                 ) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    """(grade, judged per row; rank covering each unit) for span judgments, from the rows'
+    places (see :func:`~retrieval_gate.scoring.evidence.judge_spans`); a row that is not
+    ``ok`` (not acceptable evidence) holds no text."""
+    assert ranked.places is not None  # checked by score_run
+    places = ranked.places.take(selected)
+    if ok is not None and not ok.all():
+        places = Places(places.doc, places.start, np.where(ok, places.end, places.start),
+                        places.tokens)
+    return judge_spans(qidx, rank, places, units.qidx, units.spans, min_coverage)
+
+
+def _grade_ids(docs: np.ndarray, qidx: np.ndarray, rank: np.ndarray, units: _Units,
+               ok: np.ndarray | None) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    """(grade, judged per row; best rank of each unit, :data:`NEVER` if unranked) for id
+    judgments: a row is its query's judged unit of the same id, unless it is not ``ok``."""
+    found = IdIndex(units.ids, units.qidx).find(docs, qidx)
+    hit = found >= 0 if ok is None else (found >= 0) & ok
+    grade = np.zeros(len(docs), dtype=units.grade.dtype)  # (no unit left: none judged)
+    grade[hit] = units.grade[found[hit]]
+    unit_rank = np.full(len(units.grade), NEVER, dtype=np.int64)
+    np.minimum.at(unit_rank, found[hit], rank[hit])
+    return grade, hit & (grade >= 0), unit_rank
+
+
+def _ideal(units: _Units, n: int) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    """(query, rank, grade) of each query's ideal ranking: its units of positive grade, best
+    grade first."""
     positive = np.flatnonzero(units.grade > 0)
     order = positive[np.lexsort((-units.grade[positive], units.qidx[positive]))]
     ideal_qidx = units.qidx[order]
     ideal_starts = np.searchsorted(ideal_qidx, np.arange(n))
     ideal_rank = np.arange(len(order)) - ideal_starts[ideal_qidx] + 1
-    return JudgedRows(
-        n_queries=n, qidx=qidx, rank=rank, grade=grade, judged=judged,
-        retrieved=np.bincount(qidx, minlength=n), judgment_qidx=units.qidx,
-        judgment_grade=units.grade, judgment_rank=unit_rank, ideal_qidx=ideal_qidx,
-        ideal_rank=ideal_rank, ideal_grade=units.grade[order], judgment_fact=units.fact,
-        required_qidx=units.required_qidx, required_fact=units.required_fact,
-        stale=stale, family=family, version=version, unit_names=_UnitNames(units),
-    )
+    return ideal_qidx, ideal_rank, units.grade[order]
 
 
 @dataclass(frozen=True, eq=False)
