@@ -58,8 +58,10 @@ from retrieval_gate.gating.outcome import (
     UnanswerableSide,
 )
 from retrieval_gate.inputs.config import load_config
-from retrieval_gate.report.html import NAME, TEXT, report_html
-from retrieval_gate.report.text import headline, p_value, signed
+from retrieval_gate.report.cells import p_value, signed
+from retrieval_gate.report.html import report_html
+from retrieval_gate.report.safe import NAME, TEXT
+from retrieval_gate.report.verdict import headline
 
 EXAMPLES = {"cranfield": "pyproject.toml", "pipeline": "examples/pydoc/pipeline.toml",
             "policies": "examples/policies/gate.toml", "spans": "examples/pydoc/gate.toml"}

@@ -43,7 +43,8 @@ from markdown_it import MarkdownIt
 from retrieval_gate.core.untrusted import capped, command_safe, visible
 from retrieval_gate.decide.policy import GatedMeasure, GatePolicy
 from retrieval_gate.gating.gate import run_gate
-from retrieval_gate.report.markdown import MARKER, MAX_CHARS, NAME, TEXT, report_markdown
+from retrieval_gate.report.markdown import MARKER, MAX_CHARS, report_markdown
+from retrieval_gate.report.safe import NAME, TEXT
 from retrieval_gate.report.text import report_text
 
 PAYLOADS = [

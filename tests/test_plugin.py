@@ -17,9 +17,8 @@ from conftest import BASELINE, ROOT, RUNS, SNAPSHOT, imported_by
 
 import retrieval_gate
 from retrieval_gate import pytest_plugin
-from retrieval_gate.report.failure import failure_html, failure_json
-from retrieval_gate.report.html import report_html
-from retrieval_gate.report.json import report_json
+from retrieval_gate.report.html import failure_html, report_html
+from retrieval_gate.report.json import failure_json, report_json
 
 pytest_plugins = ["pytester"]
 pytestmark = pytest.mark.skipif(bool(os.environ.get("PYTEST_DISABLE_PLUGIN_AUTOLOAD")),

@@ -26,15 +26,11 @@ from retrieval_gate.decide.policy import (
 )
 from retrieval_gate.gating.gate import run_gate
 from retrieval_gate.inputs.config import config_from_mapping
+from retrieval_gate.report.cells import deciding_bound, decision_cell, decision_reason
 from retrieval_gate.report.github import workflow_annotations
 from retrieval_gate.report.junit import report_junit
 from retrieval_gate.report.markdown import report_markdown
-from retrieval_gate.report.text import (
-    deciding_bound,
-    decision_cell,
-    decision_reason,
-    report_text,
-)
+from retrieval_gate.report.text import report_text
 
 ONE = GatePolicy(gates=(GatedMeasure("m", 0.02),), resamples=2000)
 

@@ -17,7 +17,7 @@ from test_report_words import _set
 import retrieval_gate.gating.gate as gate_check
 from retrieval_gate.core.untrusted import visible
 from retrieval_gate.inputs.snapshot import fingerprint
-from retrieval_gate.report.text import p_value, signed
+from retrieval_gate.report.cells import p_value, signed
 
 WIDTH = 160  # characters of a comparison table's line in the text report, at most
 

@@ -67,12 +67,12 @@ def write_reports(report: Report, output_format: str, json_out: str | None = Non
 def write_failure_reports(message: str, exit_code: int, json_out: str | None = None,
                           markdown_out: str | None = None, junit_out: str | None = None,
                           html_out: str | None = None) -> None:
-    """The requested files for a gate that could not decide (see
-    :mod:`~retrieval_gate.report.failure`), written all or nothing like a decision's."""
-    from retrieval_gate.report import failure
+    """The requested files for a gate that could not decide, each in its format's error form,
+    written all or nothing like a decision's."""
+    from retrieval_gate.report import html, json, junit, markdown
 
     files = [(path, render(message, exit_code)) for path, render in (
-        (json_out, failure.failure_json), (markdown_out, failure.failure_markdown),
-        (junit_out, failure.failure_junit), (html_out, failure.failure_html)) if path]
+        (json_out, json.failure_json), (markdown_out, markdown.failure_markdown),
+        (junit_out, junit.failure_junit), (html_out, html.failure_html)) if path]
     with staged_texts(files):
         pass

@@ -28,14 +28,13 @@ from pathlib import Path
 
 from retrieval_gate.core.errors import EnvironmentFault
 from retrieval_gate.core.untrusted import capped, command_safe, visible
-from retrieval_gate.decide.policy import labels
 from retrieval_gate.gating.outcome import Report
-from retrieval_gate.report.failure import error_verdict, failure_markdown
+from retrieval_gate.report.cells import comparison_detail, cost_name, labels
+from retrieval_gate.report.markdown import failure_markdown
 from retrieval_gate.report.sections import cost_detail, leak_summary
-from retrieval_gate.report.text import signed
+from retrieval_gate.report.verdict import error_lines, error_verdict
 
 __all__ = [
-    "error_verdict",
     "escape_data",
     "escape_property",
     "publish",
@@ -86,33 +85,41 @@ def _capped(kind: str, items: list[tuple[str, str]]) -> list[str]:
 
 
 def workflow_annotations(report: Report) -> list[str]:
-    """The workflow commands for ``report`` (see the module docstring)."""
-    errors: list[tuple[str, str]] = []
-    warnings: list[tuple[str, str]] = []
-    summary = leak_summary(report)
-    if summary is not None and report.leaks is not None and (
-            report.leaks.candidate.count or report.leaks.baseline.count):
-        first = (report.leaks.candidate.rows or report.leaks.baseline.rows)[:1]
-        example = "" if not first else (f"; e.g. query {first[0].query} rank {first[0].rank}: "
-                                        f"{first[0].item}")
-        (errors if report.leaks.fails else warnings).append(("retrieval leak",
-                                                             summary + example))
-    ci = labels(report.policy, report.family).ci
-    for c in report.comparisons:
-        detail = (f"{c.measure} on '{c.slice}': Δ {signed(c.mean_diff)}, {ci} "
-                  f"[{signed(c.ci_low)}, {signed(c.ci_high)}], margin {c.margin:g}, n = {c.n}")
-        if not c.gating:
-            continue
-        if c.decision == "regression":
-            errors.append((f"retrieval regression: {c.measure}", detail))
-        elif c.decision == "inconclusive":
-            warnings.append((f"retrieval inconclusive: {c.measure}", detail))
-    for row in report.costs:
-        if row.decision in ("regression", "inconclusive"):
-            target = errors if row.decision == "regression" else warnings
-            target.append((f"cost {row.decision}: {row.metric} {row.stat}", cost_detail(row)))
+    """The workflow commands for ``report`` (see the module docstring): the leaks, then the
+    gating comparisons and the gated costs that regressed (errors) or could not be decided
+    (warnings), then the report's warnings."""
+    found = [*_leak(report), *_comparisons(report), *_costs(report)]
+    errors = [(title, message) for kind, title, message in found if kind == "error"]
+    warnings = [(title, message) for kind, title, message in found if kind == "warning"]
     warnings += [("retrieval-gate", w) for w in report.warnings]
     return _capped("error", errors) + _capped("warning", warnings)
+
+
+_KIND = {"regression": "error", "inconclusive": "warning"}  # the annotation of a decision
+
+
+def _leak(report: Report) -> list[tuple[str, str, str]]:
+    """(kind, title, message) of the leaks, when either run leaks: an error when they fail the
+    gate, else a warning; the message names the first leak."""
+    leaks, summary = report.leaks, leak_summary(report)
+    if leaks is None or summary is None or not (leaks.candidate.count or leaks.baseline.count):
+        return []
+    first = (leaks.candidate.rows or leaks.baseline.rows)[:1]
+    example = "" if not first else (f"; e.g. query {first[0].query} rank {first[0].rank}: "
+                                    f"{first[0].item}")
+    return [("error" if leaks.fails else "warning", "retrieval leak", summary + example)]
+
+
+def _comparisons(report: Report) -> list[tuple[str, str, str]]:
+    ci = labels(report.policy, report.family).ci
+    return [(_KIND[c.decision], f"retrieval {c.decision}: {c.measure}",
+             f"{c.measure} on '{c.slice}': {comparison_detail(c, ci)}")
+            for c in report.comparisons if c.gating and c.decision in _KIND]
+
+
+def _costs(report: Report) -> list[tuple[str, str, str]]:
+    return [(_KIND[row.decision], f"cost {row.decision}: {cost_name(row)}", cost_detail(row))
+            for row in report.costs if row.decision is not None and row.decision in _KIND]
 
 
 def _append(variable: str, text: str, env: Mapping[str, str]) -> None:
@@ -164,7 +171,7 @@ def publish_failure(message: str, exit_code: int, env: Mapping[str, str] = os.en
     Markdown-escaped in the summary (at most 50 lines), made visible and capped in the
     annotations."""
     verdict = error_verdict(exit_code)
-    lines = message.rstrip("\n").split("\n")
     _append("GITHUB_STEP_SUMMARY", failure_markdown(message, exit_code), env)
     _outputs({"verdict": verdict, "exit-code": str(exit_code), "report": ""}, env)
-    return _capped("error", [(f"retrieval-gate: {verdict}", line) for line in lines])
+    return _capped("error", [(f"retrieval-gate: {verdict}", line)
+                             for line in error_lines(message)])

@@ -1,7 +1,7 @@
 """The HTML report of ``gate check``: one self-contained page for a reviewer — the verdict, a
 forest plot of every gated comparison, the sorted per-query differences of every gated
 measure, the evidence funnel, costs and unanswerable queries, a per-query table, warnings and
-definitions.
+definitions; and the page of a gate that could not decide.
 
 Self-contained: inline CSS, inline SVG drawn here, and one small inline script that only makes
 the per-query table sortable (everything is readable with JavaScript off). Nothing is loaded:
@@ -10,10 +10,10 @@ sheet and script, by their SHA-256 hashes, so even a slip in escaping could neit
 resource nor run an injected script.
 
 Every string from the inputs (paths, the snapshot's name, system fields, slices, measure names,
-query ids and texts, warnings) goes through :func:`escape`: cut to a length per kind of value,
-made :func:`~retrieval_gate.core.untrusted.visible`, HTML-escaped (also in attribute values), and
-with ``::`` and ``##[`` written as character references, so that no line of the file is a
-GitHub workflow command when a job prints it. Deterministic: the same report gives the same
+query ids and texts, warnings) goes through :func:`~retrieval_gate.report.safe.html`: cut to a
+length per kind of value, made :func:`~retrieval_gate.core.untrusted.visible`, HTML-escaped
+(also in attribute values), and with ``::`` and ``##[`` written as character references, so
+that no line of the file is a GitHub workflow command when a job prints it. Deterministic: the same report gives the same
 bytes (no clock time, no random identifiers).
 """
 
@@ -24,42 +24,57 @@ import hashlib
 import html
 import json
 import math
-from collections.abc import Iterable, Sequence
+from collections.abc import Callable, Iterable, Sequence
 from dataclasses import dataclass
 from typing import Any
 
 from retrieval_gate.core.untrusted import capped, visible
-from retrieval_gate.decide.policy import GatePolicy, Labels, labels
+from retrieval_gate.decide.policy import GatePolicy
 from retrieval_gate.gating.outcome import Comparison, FunnelReport, QueryRow, Report, RunSummary
+from retrieval_gate.report.cells import (
+    Labels,
+    bootstrap_name,
+    deciding_bound,
+    decision_reason,
+    decision_words,
+    detectable,
+    interval,
+    labels,
+    mean_cell,
+    sentence,
+    sign_p,
+    signed,
+    wins_losses_ties,
+)
+from retrieval_gate.report.safe import LINE, NAME, PATH, TEXT
+from retrieval_gate.report.safe import html as escape
 from retrieval_gate.report.sections import (
+    Table,
     abstention_note,
     cost_notes,
     cost_rule,
     cost_table,
     funnel_table,
-    holm_phrase,
-    leak_rows,
     leak_summary,
+    leak_table,
     leaks_not_shown,
-    next_step,
     score_lines,
+    statistics,
     timed_on,
-    unanswerable_rows,
+    unanswerable_table,
 )
-from retrieval_gate.report.text import (
+from retrieval_gate.report.verdict import (
+    ERRORS_SHOWN,
     chunkings,
-    deciding_bound,
-    decision_reason,
+    error_lines,
+    error_verdict,
+    failure_step,
     headline,
-    mean_cell,
-    p_value,
-    signed,
+    next_step,
 )
 
-__all__ = ["CONTENT_SECURITY_POLICY", "escape", "report_html"]
+__all__ = ["CONTENT_SECURITY_POLICY", "failure_html", "report_html"]
 
-# Characters of one value shown: names and ids, paths, query texts, sentences.
-NAME, PATH, TEXT, LINE = 80, 160, 200, 400
 _SHORT = 26  # characters of a measure's name beside a plot (the full name is in its tooltip)
 _NEWLY_FAILING_SHOWN = 50
 
@@ -68,13 +83,6 @@ _NEWLY_FAILING_SHOWN = 50
 _COLOUR = {"regression": "#D55E00", "inconclusive": "#E69F00", "pass": "#009E73",
            "improved": "#0072B2", "win": "#0072B2", "loss": "#D55E00", "tie": "#7a7a7a"}
 _INK = "#222"
-
-
-def escape(value: str, limit: int = LINE) -> str:
-    """``value`` as HTML text or a quoted attribute value that shows exactly it: at most
-    ``limit`` characters, made visible, HTML-escaped, and never a workflow command in a log."""
-    text = html.escape(visible(capped(value, limit)), quote=True)
-    return text.replace("::", ":&#58;").replace("##[", "#&#35;[")
 
 
 # --------------------------------------------------------------------------------------------
@@ -192,6 +200,12 @@ def _table(rows: Sequence[Sequence[str]], numeric: Iterable[int] = (), limit: in
             "</tbody></table></div>")
 
 
+def _drawn(table: Table) -> str:
+    """A section's table. A page wraps long cells, so each may show as much of a value from the
+    inputs as the table's widest column allows."""
+    return _table(table.rows, table.numeric, max(n for n in table.limits if n is not None))
+
+
 def _ticks(low: float, high: float, count: int = 6) -> list[float]:
     """Round tick values covering [low, high] (about ``count`` of them)."""
     raw = (high - low) / count
@@ -253,10 +267,6 @@ def _kind(c: Comparison) -> str:
     return "improved" if c.decision == "pass" and c.improvement else c.decision
 
 
-def _decision_words(c: Comparison) -> str:
-    return c.decision + (", improved" if c.improvement else "")
-
-
 def _legend() -> str:
     """The forest plot's key: shape, colour and words of each decision, and the margin."""
     items = (("regression", "regression"), ("inconclusive", "inconclusive"), ("pass", "pass"),
@@ -283,9 +293,8 @@ def _system(summary: RunSummary) -> str:
 
 def _verdict(report: Report, lab: Labels) -> str:
     word, why = headline(report)
-    snap, policy = report.snapshot, report.policy
+    snap = report.snapshot
     n_all = max((c.n for c in report.comparisons if c.slice == "all"), default=len(report.queries))
-    method = "BCa" if policy.bootstrap == "bca" else "percentile"
     facts = [
         ("exit code", f"<span class=\"num\">{report.exit_code}</span>"),
         ("candidate", f"<code>{escape(report.candidate.path, PATH)}</code>"),
@@ -295,28 +304,26 @@ def _verdict(report: Report, lab: Labels) -> str:
         ("snapshot", (f"{escape(snap.name, NAME)} <code>{escape(snap.fingerprint, NAME)}</code>, "
                      f"{n_all} answerable queries")),
         ("evidence", escape(chunkings(report, lambda name: capped(name, NAME)), LINE)),
-        ("statistics", escape(f"paired per query; {policy.resamples} {method} bootstrap "
-                              f"resamples (seed {policy.seed}), {lab.intervals}, "
-                              f"{holm_phrase(report)}", LINE)),
+        ("statistics", escape(statistics(report, lab), LINE)),
         *([("config", f"<code>{escape(report.config, PATH)}</code>")] if report.config else []),
     ]
     rows = "\n".join(f"<dt>{name}</dt><dd>{value}</dd>" for name, value in facts)
     return (f'<header class="verdict {report.verdict}" id="verdict">\n'
             f'<h1><span class="status">{word}</span> retrieval-gate report</h1>\n'
-            f'<p class="why">{escape(why[0].upper() + why[1:], 5 * LINE)}.</p>\n'
+            f'<p class="why">{escape(sentence(why), 5 * LINE)}.</p>\n'
             f'<p class="next"><strong>Next:</strong> {escape(next_step(report), 2 * LINE)}.</p>\n'
             f'<dl class="facts">\n{rows}\n</dl>\n</header>')
 
 
-def _leaks(report: Report) -> str:
+def _leaks(report: Report, lab: Labels) -> str:
     """The leaks, before anything else: a sentence, the first rows, how many more."""
     summary = leak_summary(report)
     if summary is None:
         return ""
     more = leaks_not_shown(report)
     return ('<section class="leaks" id="leaks">\n<h2>Leaks</h2>\n'
-            f"<p><strong>{escape(summary[0].upper() + summary[1:], 2 * LINE)}.</strong></p>\n"
-            + _table(leak_rows(report), numeric=(2,))
+            f"<p><strong>{escape(sentence(summary), 2 * LINE)}.</strong></p>\n"
+            + _drawn(leak_table(report))
             + (f"<p>{escape(more)}</p>" if more else "") + "\n</section>")
 
 
@@ -373,12 +380,12 @@ def _forest_row(c: Comparison, scale: _Scale, top: float, lab: Labels) -> str:
     margin_x = scale(_margin_at(c))
     material = ((margin_x, _PLOT_R) if c.lower_is_better else (_PLOT_L, margin_x))
     low, high = scale(c.ci_low), scale(c.ci_high)
-    words = (f"{signed(c.mean_diff)} [{signed(c.ci_low)}, {signed(c.ci_high)}] · "
-             f"{'+' if c.lower_is_better else '−'}{c.margin:g} · {_decision_words(c)}")
+    words = (f"{signed(c.mean_diff)} {interval(c.ci_low, c.ci_high)} · "
+             f"{'+' if c.lower_is_better else '−'}{c.margin:g} · {decision_words(c.decision, c.improvement)}")
     tooltip = (f"{escape(c.measure, NAME)}: Δ {signed(c.mean_diff)}, {lab.ci} "
-               f"[{signed(c.ci_low)}, {signed(c.ci_high)}], margin {c.margin:g}"
+               f"{interval(c.ci_low, c.ci_high)}, margin {c.margin:g}"
                f"{' (lower is better: a rise is the regression)' if c.lower_is_better else ''}"
-               f", n = {c.n}, {_decision_words(c)}")
+               f", n = {c.n}, {decision_words(c.decision, c.improvement)}")
     return "\n".join([
         f'<g class="comparison {kind}" data-measure="{escape(c.measure, NAME)}">',
         f"<title>{tooltip}</title>",
@@ -409,12 +416,11 @@ def _comparison_table(comparisons: Sequence[Comparison], lab: Labels, policy: Ga
         why = decision_reason(c, policy)
         rows.append([c.measure, c.slice, str(c.n), mean_cell(c.baseline_mean),
                      mean_cell(c.candidate_mean), signed(c.mean_diff),
-                     f"[{signed(c.ci_low)}, {signed(c.ci_high)}]", deciding_bound(c),
-                     f"{c.wins}/{c.losses}/{c.ties}",
-                     f"{p_value(c.sign_p)} ({p_value(c.sign_p_holm)})",
+                     interval(c.ci_low, c.ci_high), deciding_bound(c), wins_losses_ties(c),
+                     sign_p(c),
                      f"{'+' if c.lower_is_better else '−'}{c.margin:g}",
-                     "undefined (n < 2)" if c.mde is None else f"{c.mde:.4f}",
-                     _decision_words(c) + (f" ({why})" if why else "")
+                     detectable(c),
+                     decision_words(c.decision, c.improvement) + (f" ({why})" if why else "")
                      + (f" — {notes}" if notes else "")])
     return _table(rows, numeric=(2, 3, 4, 5, 6, 7, 9, 11), limit=LINE)
 
@@ -512,8 +518,9 @@ def _query_plot(report: Report, c: Comparison, lab: Labels) -> str:
               "</svg>"]
     caption = (f"<figcaption>{escape(c.measure, NAME)}: {counts['win']} queries better, "
                f"{counts['loss']} worse, {counts['tie']} tied (tie band {band:g}); slice "
-               f"{escape(c.slice, NAME)}: mean Δ {signed(c.mean_diff)}, {lab.ci} [{signed(c.ci_low)}, {signed(c.ci_high)}] — "
-               f"{_decision_words(c)}. Hover a bar for its query.</figcaption>")
+               f"{escape(c.slice, NAME)}: mean Δ {signed(c.mean_diff)}, {lab.ci} "
+               f"{interval(c.ci_low, c.ci_high)} — "
+               f"{decision_words(c.decision, c.improvement)}. Hover a bar for its query.</figcaption>")
     return f"<figure>\n<h3>{escape(c.measure, NAME)}</h3>\n" + "\n".join(parts) + \
         f"\n{caption}\n</figure>"
 
@@ -561,33 +568,33 @@ def _funnel_plot(funnel: FunnelReport) -> str:
     return "\n".join(parts)
 
 
-def _funnel(report: Report) -> str:
+def _funnel(report: Report, lab: Labels) -> str:
     funnel = report.funnel
     if funnel is None:
         return ""
     return "\n".join(['<section id="funnel">', "<h2>Evidence funnel</h2>",
                       (f"<p>{funnel.units} relevant units of the answerable queries; where each "
                       "was lost first.</p>"), "<figure>", _funnel_plot(funnel), "</figure>",
-                      _table(funnel_table(funnel), numeric=(1, 2, 3), limit=LINE),
+                      _drawn(funnel_table(funnel)),
                       "</section>"])
 
 
-def _costs(report: Report) -> str:
-    rows = cost_table(report)
-    if not rows:
+def _costs(report: Report, lab: Labels) -> str:
+    table = cost_table(report)
+    if not table.rows:
         return ""
     where = timed_on(report, lambda place: escape(place, TEXT))
     return "\n".join(['<section id="costs">', "<h2>Cost</h2>",
                       ("<p>Paired over the queries both runs record"
                        + (f"; {where}" if where else "") + ".</p>"),
-                      _table(rows, numeric=(1, 2, 3, 4)),
+                      _drawn(table),
                       *(f'<p class="note">{escape(note, 2 * LINE)}.</p>'
                         for note in cost_notes(report)),
                       f'<p class="note">Rule: {escape(cost_rule(report), LINE)}.</p>',
                       "</section>"])
 
 
-def _scores(report: Report) -> str:
+def _scores(report: Report, lab: Labels) -> str:
     """The gated per-query scores: kind, samples, spread, failed scores, files and judges."""
     lines = score_lines(report)
     if not lines:
@@ -597,15 +604,15 @@ def _scores(report: Report) -> str:
                       "</section>"])
 
 
-def _unanswerable(report: Report) -> str:
-    rows = unanswerable_rows(report)
-    if not rows:
+def _unanswerable(report: Report, lab: Labels) -> str:
+    table = unanswerable_table(report)
+    if not table.rows:
         return ""
     note = abstention_note(report)
     return "\n".join(['<section id="unanswerable">',
-                      f"<h2>Unanswerable queries ({len(rows) - 1})</h2>",
-                      f"<p>{escape(note[0].upper() + note[1:], 2 * LINE)}.</p>" if note else "",
-                      _table(rows, limit=TEXT), "</section>"])
+                      f"<h2>Unanswerable queries ({len(table.rows) - 1})</h2>",
+                      f"<p>{escape(sentence(note), 2 * LINE)}.</p>" if note else "",
+                      _drawn(table), "</section>"])
 
 
 # --------------------------------------------------------------------------------------------
@@ -620,7 +627,7 @@ def _diff_cell(value: float) -> str:
     return f'<td class="v" data-v="{value + 0.0!r}">{signed(value)}</td>'
 
 
-def _query_table(report: Report) -> str:
+def _query_table(report: Report, lab: Labels) -> str:
     """Section 5: every answerable query with each plotted measure's values in both runs and
     their difference; sortable by any column when scripts run."""
     plotted = _plotted(report)
@@ -668,9 +675,8 @@ def _notes(report: Report, lab: Labels) -> str:
     warnings = "\n".join(f"<li>{escape(w)}</li>" for w in report.warnings)
     definitions = "\n".join(f"<li>{escape(m.describe(snap.policy.threshold))}</li>"
                             for m in snap.measures)
-    method = "BCa" if policy.bootstrap == "bca" else "percentile"
     decided = [
-        (f"α = {policy.alpha:g}; {policy.resamples} {method} bootstrap resamples of the queries, "
+        (f"α = {policy.alpha:g}; {policy.resamples} {bootstrap_name(policy)} bootstrap resamples of the queries, "
         f"seed {policy.seed}; tie band {policy.tie_band:g}; regression rule "
         f"{policy.regression_rule}; min-queries {policy.min_queries}; fail on {policy.fail_on}"),
         f"rule: {lab.rule}",
@@ -688,25 +694,27 @@ def _notes(report: Report, lab: Labels) -> str:
 # --------------------------------------------------------------------------------------------
 # The page
 
+_Section = Callable[[Report, Labels], str]
 
-def _nav(report: Report) -> str:
-    links = [("leaks", "Leaks", report.leaks is not None), ("comparisons", "Comparisons", True),
-             ("per-query", "Per-query differences", bool(_plotted(report))),
-             ("funnel", "Funnel", report.funnel is not None), ("costs", "Cost",
-                                                               bool(report.costs)),
-             ("unanswerable", "Unanswerable", bool(report.unanswerable)),
-             ("queries", "Queries", bool(report.queries)), ("notes", "Notes", True)]
-    return "<nav>" + "".join(f'<a href="#{anchor}">{name}</a>'
-                             for anchor, name, shown in links if shown) + "</nav>"
+# The sections after the verdict, in the page's order: (anchor, link text, section). The
+# navigation links every section shown (not empty) that has a link text; the leaks come before
+# it, to be read first.
+_SECTIONS: tuple[tuple[str, str | None, _Section], ...] = (
+    ("leaks", "Leaks", _leaks), ("comparisons", "Comparisons", _forests),
+    ("per-query", "Per-query differences", _per_query), ("funnel", "Funnel", _funnel),
+    ("costs", "Cost", _costs), ("scores", None, _scores),
+    ("unanswerable", "Unanswerable", _unanswerable), ("queries", "Queries", _query_table),
+    ("notes", "Notes", _notes))
 
 
 def report_html(report: Report) -> str:
     """The report as one self-contained HTML5 page (see the module docstring)."""
     lab = labels(report.policy, report.family, report.family_costs)
     word, _ = headline(report)
-    body = [_verdict(report, lab), _leaks(report), _nav(report), _forests(report, lab),
-            _per_query(report, lab), _funnel(report), _costs(report), _scores(report), _unanswerable(report),
-            _query_table(report), _notes(report, lab)]
+    sections = [(anchor, name, section(report, lab)) for anchor, name, section in _SECTIONS]
+    nav = "<nav>" + "".join(f'<a href="#{anchor}">{name}</a>'
+                            for anchor, name, shown in sections if shown and name) + "</nav>"
+    leaks, *others = (shown for _, _, shown in sections)
     return "\n".join([
         "<!DOCTYPE html>",
         '<html lang="en">',
@@ -719,8 +727,26 @@ def report_html(report: Report) -> str:
         f"<style>{_CSS}</style>",
         "</head>",
         "<body>",
-        *filter(None, body),
+        *filter(None, [_verdict(report, lab), leaks, nav, *others]),
         f"<script>{_SCRIPT}</script>",
         "</body>",
         "</html>",
         ""])
+
+
+def failure_html(message: str, exit_code: int) -> str:
+    """For a gate that could not decide: a page with the status, what to do next (the error's
+    own advice) and the error lines (at most
+    :data:`~retrieval_gate.report.verdict.ERRORS_SHOWN`), escaped."""
+    verdict = error_verdict(exit_code).upper()
+    items = "".join(f"<li>{html.escape(visible(capped(line, LINE)))}</li>\n"
+                    for line in error_lines(message)[:ERRORS_SHOWN])
+    step = failure_step(message)
+    advice = ("" if step is None else
+              f"<p><strong>Next:</strong> {html.escape(visible(capped(step, 2 * LINE)))}.</p>\n")
+    return ("<!DOCTYPE html>\n<html lang=\"en\"><head><meta charset=\"utf-8\">\n"
+            "<meta http-equiv=\"Content-Security-Policy\" content=\"default-src 'none'; "
+            "style-src 'unsafe-inline'\">\n"
+            f"<title>{verdict}: retrieval-gate</title></head>\n<body>\n"
+            f"<h1>{verdict} ⛔ retrieval-gate</h1>\n<p>The gate could not compare the runs "
+            f"(exit {exit_code}).</p>\n{advice}<ul>\n{items}</ul>\n</body></html>\n")

@@ -1,4 +1,6 @@
-"""The JSON report of ``gate check`` (schema ``schemas/report.schema.json``).
+"""The JSON report of ``gate check`` (schema ``schemas/report.schema.json``), and the error form
+of a gate that could not decide: ``{"schema", "verdict": "invalid" | "not-comparable" |
+"error", "exit_code": N, "errors": [one line each]}``.
 
 Deterministic: keys sorted, floats unrounded in Python's shortest round-trip form, no wall-clock
 time; the same inputs and configuration give the same bytes.
@@ -12,8 +14,9 @@ from typing import Any
 from retrieval_gate.decide.policy import CostGate
 from retrieval_gate.gating.outcome import FunnelReport, Report, RunSummary
 from retrieval_gate.report.score_table import to_json
+from retrieval_gate.report.verdict import error_lines, error_verdict
 
-__all__ = ["REPORT_SCHEMA", "report_document", "report_json"]
+__all__ = ["REPORT_SCHEMA", "failure_json", "report_document", "report_json"]
 
 REPORT_SCHEMA = "urn:retrieval-gate:schema:report:2"
 """The report's schema and its version (the ``$id`` of ``schemas/report.schema.json``); version
@@ -98,3 +101,9 @@ def _funnel(funnel: FunnelReport) -> dict[str, Any]:
 
 def report_json(report: Report) -> str:
     return to_json(report_document(report))
+
+
+def failure_json(message: str, exit_code: int) -> str:
+    """The error form of the report (the report schema's), for a gate that could not decide."""
+    return to_json({"schema": REPORT_SCHEMA, "verdict": error_verdict(exit_code),
+                    "exit_code": exit_code, "errors": error_lines(message)})

@@ -13,6 +13,7 @@ from collections.abc import Mapping
 from typing import Any
 
 from retrieval_gate.core.untrusted import visible
+from retrieval_gate.report.cells import mean_cell
 from retrieval_gate.scoring.scores import Scores
 
 
@@ -61,10 +62,6 @@ def _encode(value: Any, open_levels: int, indent: str) -> str:
     return "[\n" + ",\n".join(items) + f"\n{indent}]"
 
 
-def _cell(value: float | None) -> str:
-    return "-" if value is None else f"{value:.4f}"
-
-
 def scores_text(scores: Scores, inputs: Mapping[str, Any], title: str | None = None) -> str:
     """Per-query rows, a mean row, the definitions (gain and threshold) and the warnings."""
     names = [str(m) for m in scores.measures]
@@ -79,10 +76,10 @@ def scores_text(scores: Scores, inputs: Mapping[str, Any], title: str | None = N
     lines.append("")
     lines.append("  ".join(["query".ljust(width), *(n.rjust(c) for n, c in zip(names, columns))]))
     for qid, row in zip(ids, scores.per_query().values()):
-        lines.append("  ".join([qid.ljust(width), *(_cell(row[n]).rjust(c)
+        lines.append("  ".join([qid.ljust(width), *(mean_cell(row[n]).rjust(c)
                                                      for n, c in zip(names, columns))]))
     means = scores.means()
-    lines.append("  ".join(["mean".ljust(width), *(_cell(means[n]).rjust(c)
+    lines.append("  ".join(["mean".ljust(width), *(mean_cell(means[n]).rjust(c)
                                                    for n, c in zip(names, columns))]))
     lines.append(f"{len(scores.query_ids)} answerable queries averaged (macro mean)")
     if scores.unanswerable:

@@ -1,64 +1,74 @@
-"""What every renderer shows in the same words: the evidence funnel and the costs as rows of
-cells, the leaks, the unanswerable queries, what was retrieved instead, and the one line that
-says what to do next. Cells and sentences hold text from the inputs (stage names, ids, paths)
+"""What every renderer shows in the same words, grouped by kind of signal: the leaks, the costs,
+the evidence funnel and the unanswerable queries as :class:`Table`\\ s (each declaring once
+which of its columns are numbers and how much of a value from the inputs a cell shows), the
+sentences around them, and the order of the groups after the comparisons
+(:func:`signal_groups`). Cells and sentences hold text from the inputs (stage names, ids, paths)
 as is; each renderer makes them safe."""
 
 from __future__ import annotations
 
-import math
-import shlex
 from collections.abc import Callable
+from dataclasses import dataclass
+from typing import Literal
 
-from retrieval_gate.core.errors import InputError
 from retrieval_gate.decide.cost import CostRow
-from retrieval_gate.decide.policy import percent
-from retrieval_gate.gating.outcome import Comparison, FunnelReport, Report, UnanswerableSide
-from retrieval_gate.scoring.measures import parse_measure
+from retrieval_gate.gating.outcome import FunnelReport, Report, UnanswerableSide
+from retrieval_gate.report.cells import (
+    Labels,
+    bootstrap_name,
+    cost_decision,
+    cost_name,
+    cost_value,
+    counted,
+    percent,
+    ratio,
+    ratio_interval,
+)
+from retrieval_gate.report.safe import LINE, NAME, TEXT
 
-__all__ = ["abstention_note", "cost_detail", "cost_first", "cost_notes", "cost_rule",
-           "cost_table", "failure_step", "funnel_table", "holm_phrase", "instead_lines",
-           "leak_rows", "leak_summary", "leaks_not_shown", "lost_at", "next_step",
-           "queries_needed", "timed_on", "unanswerable_rows"]
+__all__ = ["LEAKS_SHOWN", "Group", "Table", "abstention_note", "cost_detail", "cost_first",
+           "cost_notes", "cost_rule", "cost_table", "funnel_table", "holm_phrase",
+           "instead_lines", "leak_summary", "leak_table", "leaks_not_shown", "score_lines",
+           "signal_groups", "statistics", "timed_on", "unanswerable_table"]
 
-
-def funnel_table(funnel: FunnelReport) -> list[list[str]]:
-    """Header, then a row per stage (units reaching it) and per loss kind (units lost so):
-    baseline, candidate, difference."""
-    rows = [["evidence units", "baseline", "candidate", "Δ"]]
-    for (name, base, cand), described in zip(funnel.reaching, funnel.stages):
-        rows.append([f"reach {described}", str(base), str(cand), f"{cand - base:+d}"])
-    rows += [[f"lost: {row.label}", str(row.baseline), str(row.candidate), f"{row.diff:+d}"]
-             for row in funnel.losses]
-    return rows
-
-
-def lost_at(report: Report) -> str | None:
-    """For a regression, where the candidate lost the evidence: ``evidence lost: dropped at
-    packing (context), 8 → 30 of 120 units``; else None."""
-    funnel = report.funnel
-    if report.verdict != "regression" or funnel is None or funnel.worst is None:
-        return None
-    worst = funnel.worst
-    return (f"evidence lost: {worst.label}, {worst.baseline} → {worst.candidate} of "
-            f"{funnel.units} units")
+LEAKS_SHOWN = 10  # leaks listed in a report; the JSON report lists up to 1,000
 
 
-def cost_table(report: Report) -> list[list[str]]:
-    """Header, then a row per cost statistic: n, both values, the ratio and its interval, the
-    gate and the decision (empty without costs)."""
-    if not report.costs:
-        return []
-    ci = f"{percent(1 - report.policy.alpha)}% CI"
-    rows = [["cost", "n", "baseline", "candidate", "ratio", ci, "gate", "decision"]]
-    for row in report.costs:
-        interval = _interval(row) or "-"
-        decision = ("too small to decide" if row.too_small else "-" if row.decision is None
-                    else row.decision + (", improved" if row.improvement else ""))
-        rows.append([f"{row.metric} {row.stat}", str(row.n), _value(row, row.baseline),
-                     _value(row, row.candidate),
-                     "-" if row.ratio is None else f"×{row.ratio:.3f}", interval,
-                     "-" if row.gate is None else row.gate.describe(), decision])
-    return rows
+@dataclass(frozen=True)
+class Table:
+    """A table of a report: ``rows`` of cells, the header first (none: no table); the
+    ``numeric`` columns, aligned right; and per column, ``limits``: how many characters of a
+    value from the inputs a renderer that cuts long values shows (None: a cell the gate made,
+    shown whole and as it is)."""
+
+    rows: tuple[tuple[str, ...], ...]
+    numeric: frozenset[int]
+    limits: tuple[int | None, ...]
+
+
+Group = Literal["costs", "funnel", "newly failing", "drops", "instead", "scores",
+                "unanswerable", "warnings"]
+
+
+def signal_groups(report: Report) -> tuple[Group, ...]:
+    """The groups of signals after the comparisons, in the order the reports list them: the
+    diagnosis first — a cost gate's regression (:func:`cost_first`), the evidence funnel, the
+    newly failing queries, the largest per-query drops, what was retrieved instead — then the
+    gated per-query scores, the unanswerable queries, the costs when no cost gate found a
+    regression, and the warnings. A renderer shows what each group holds, nothing for an empty
+    one."""
+    first = cost_first(report)
+    return (*(("costs",) if first else ()), "funnel", "newly failing", "drops", "instead",
+            "scores", "unanswerable", *(() if first else ("costs",)), "warnings")
+
+
+def statistics(report: Report, lab: Labels) -> str:
+    """The statistics behind the decisions in one phrase: ``paired per query; 10000 BCa
+    bootstrap resamples (seed 0), 95% intervals (…), sign test with Holm across 2
+    comparisons``."""
+    policy = report.policy
+    return (f"paired per query; {policy.resamples} {bootstrap_name(policy)} bootstrap resamples "
+            f"(seed {policy.seed}), {lab.intervals}, {holm_phrase(report)}")
 
 
 def holm_phrase(report: Report) -> str:
@@ -70,41 +80,60 @@ def holm_phrase(report: Report) -> str:
     return f"sign test, {'one comparison' if n else 'no comparison'} in the family (no Holm)"
 
 
+# --------------------------------------------------------------------------------------------
+# The evidence funnel
+
+
+def funnel_table(funnel: FunnelReport) -> Table:
+    """Header, then a row per stage (units reaching it) and per loss kind (units lost so):
+    baseline, candidate, difference."""
+    rows = [("evidence units", "baseline", "candidate", "Δ")]
+    for (_, base, cand), described in zip(funnel.reaching, funnel.stages):
+        rows.append((f"reach {described}", str(base), str(cand), f"{cand - base:+d}"))
+    rows += [(f"lost: {row.label}", str(row.baseline), str(row.candidate), f"{row.diff:+d}")
+             for row in funnel.losses]
+    return Table(tuple(rows), frozenset({1, 2, 3}), (LINE, None, None, None))
+
+
+# --------------------------------------------------------------------------------------------
+# Costs
+
+
 def cost_first(report: Report) -> bool:
     """Whether a cost gate found a regression: the cost section is then part of the diagnosis,
     shown straight after the comparisons; otherwise it comes with the rest."""
     return any(row.decision == "regression" for row in report.costs)
 
 
+def cost_table(report: Report) -> Table:
+    """Header, then a row per cost statistic: n, both values, the ratio and its interval, the
+    gate and the decision (no rows without costs)."""
+    rows = [(cost_name(row), str(row.n), cost_value(row, row.baseline),
+             cost_value(row, row.candidate), "-" if row.ratio is None else ratio(row.ratio),
+             ratio_interval(row) or "-", "-" if row.gate is None else row.gate.describe(),
+             cost_decision(row)) for row in report.costs]
+    header = ("cost", "n", "baseline", "candidate", "ratio",
+              f"{percent(1 - report.policy.alpha)}% CI", "gate", "decision")
+    return Table((header, *rows) if rows else (), frozenset({1, 2, 3, 4}),
+                 (NAME, *[None] * 7))
+
+
 def cost_detail(row: CostRow) -> str:
     """One gated cost in a sentence: ``latency_ms p95: 12.1 → 18.4 (×1.52, 95% CI [×1.40,
     ×1.66]), gate ≤ +20%, n = 89``."""
-    ratio = "no ratio" if row.ratio is None else f"×{row.ratio:.3f}"
-    interval = f", interval {_interval(row)}" if _interval(row) else ""
+    shown = "no ratio" if row.ratio is None else ratio(row.ratio)
+    interval = ratio_interval(row)
+    within = f", interval {interval}" if interval else ""
     gate = "" if row.gate is None else f", gate {row.gate.describe()}"
-    return (f"{row.metric} {row.stat}: {_value(row, row.baseline)} → "
-            f"{_value(row, row.candidate)} ({ratio}{interval}){gate}, n = {row.n}"
+    return (f"{cost_name(row)}: {cost_value(row, row.baseline)} → "
+            f"{cost_value(row, row.candidate)} ({shown}{within}){gate}, n = {row.n}"
             + (f" — {row.note}" if row.note else ""))
 
 
 def cost_notes(report: Report) -> list[str]:
     """One line per cost row with a note: ``latency_ms p95: p95 of 25 queries lies between
     its 3rd-slowest and its 2nd-slowest: at least 50 queries are needed to certify it; …``."""
-    return [f"{row.metric} {row.stat}: {row.note}" for row in report.costs if row.note]
-
-
-def _interval(row: CostRow) -> str | None:
-    """``[×0.687, ×0.888]`` (``∞`` for an unbounded end), or None without an interval."""
-    if row.ratio_low is None:
-        return None
-    high = "∞" if row.ratio_high is None else f"×{row.ratio_high:.3f}"
-    return f"[×{row.ratio_low:.3f}, {high}]"
-
-
-def _value(row: CostRow, value: float | None) -> str:
-    if value is None:
-        return "-"
-    return f"{value:,.1f}" if row.metric == "latency_ms" else f"{value:,.0f}"
+    return [f"{cost_name(row)}: {row.note}" for row in report.costs if row.note]
 
 
 def timed_on(report: Report, shown: Callable[[str], str]) -> str | None:
@@ -140,7 +169,8 @@ def cost_rule(report: Report) -> str:
             "max")
 
 
-LEAKS_SHOWN = 10  # leaks listed in a report; the JSON report lists up to 1,000
+# --------------------------------------------------------------------------------------------
+# Leaks
 
 
 def leak_summary(report: Report) -> str | None:
@@ -150,8 +180,8 @@ def leak_summary(report: Report) -> str | None:
     if leaks is None:
         return None
     def part(count: int, queries: int) -> str:
-        return (f"{count} {'item' if count == 1 else 'items'} ({queries} "
-                f"{'query' if queries == 1 else 'queries'})" if count else "0")
+        return (f"{counted(count, 'item', 'items')} ({counted(queries, 'query', 'queries')})"
+                if count else "0")
     c, b = leaks.candidate, leaks.baseline
     outcome = ("fails the gate" if leaks.fails else
                "reported, not failing (leaks: warn)" if leaks.policy == "warn" else
@@ -163,18 +193,17 @@ def leak_summary(report: Report) -> str | None:
     return text + (f" — {outcome}" if outcome and (b.count or c.count) else "")
 
 
-def leak_rows(report: Report) -> list[list[str]]:
+def leak_table(report: Report) -> Table:
     """Header, then the first leaks of each run: run, query, rank (and stage), item,
-    document, who may see it."""
-    if report.leaks is None:
-        return []
-    rows = [["run", "query", "rank", "item", "document", "visible to"]]
-    for role, leaks in (("candidate", report.leaks.candidate), ("baseline", report.leaks.baseline)):
-        for leak in leaks.rows[:LEAKS_SHOWN]:
-            rows.append([role, leak.query, f"{leak.rank}" + (f" [{leak.stage}]" if leak.stage
-                                                                else ""),
-                         leak.item, leak.document, ", ".join(leak.allowed) or "nobody"])
-    return rows if len(rows) > 1 else []
+    document, who may see it (no rows without a leak)."""
+    rows = [] if report.leaks is None else [
+        (role, leak.query, f"{leak.rank}" + (f" [{leak.stage}]" if leak.stage else ""),
+         leak.item, leak.document, ", ".join(leak.allowed) or "nobody")
+        for role, leaks in (("candidate", report.leaks.candidate),
+                            ("baseline", report.leaks.baseline))
+        for leak in leaks.rows[:LEAKS_SHOWN]]
+    header = ("run", "query", "rank", "item", "document", "visible to")
+    return Table((header, *rows) if rows else (), frozenset({2}), (NAME,) * 6)
 
 
 def leaks_not_shown(report: Report) -> str | None:
@@ -187,23 +216,27 @@ def leaks_not_shown(report: Report) -> str | None:
     return f"… and {', '.join(more)} (the JSON report lists up to 1,000)" if more else None
 
 
-def unanswerable_rows(report: Report) -> list[list[str]]:
-    """Header, then per unanswerable query what each run did: abstained, or the items it
-    returned, its top score and its leaks."""
-    if not report.unanswerable:
-        return []
+# --------------------------------------------------------------------------------------------
+# Unanswerable queries
 
-    def side(s: UnanswerableSide) -> str:
-        if s.abstained:
-            return "abstained"
-        top = "" if s.top_score is None else f", top {s.top_score:.4g}"
-        leaks = f", {s.leaks} leaked" if s.leaks else ""
-        answered = "answered: " if s.abstained is False else ""
-        return f"{answered}{s.returned} items{top}{leaks}"
-    rows = [["query", "baseline", "candidate", "text"]]
-    rows += [[row.query, side(row.baseline), side(row.candidate), row.text]
-             for row in report.unanswerable]
-    return rows
+
+def _side(s: UnanswerableSide) -> str:
+    """What one run did on an unanswerable query: abstained, or the items it returned, its top
+    score and its leaks."""
+    if s.abstained:
+        return "abstained"
+    top = "" if s.top_score is None else f", top {s.top_score:.4g}"
+    leaks = f", {s.leaks} leaked" if s.leaks else ""
+    answered = "answered: " if s.abstained is False else ""
+    return f"{answered}{s.returned} items{top}{leaks}"
+
+
+def unanswerable_table(report: Report) -> Table:
+    """Header, then per unanswerable query what each run did (no rows without one)."""
+    rows = [(row.query, _side(row.baseline), _side(row.candidate), row.text)
+            for row in report.unanswerable]
+    header = ("query", "baseline", "candidate", "text")
+    return Table((header, *rows) if rows else (), frozenset(), (NAME, NAME, NAME, TEXT))
 
 
 def abstention_note(report: Report) -> str | None:
@@ -220,6 +253,10 @@ def abstention_note(report: Report) -> str | None:
             "abstention decision: for the unanswerable queries below, what each run returned "
             "is shown instead (returning nothing is not, by itself, a correct abstention; "
             'record "abstained" per query to measure Abstain and FalseAbstain)')
+
+
+# --------------------------------------------------------------------------------------------
+# What was retrieved instead
 
 
 def _at(rank: int | None) -> str:
@@ -239,114 +276,8 @@ def instead_lines(report: Report) -> list[tuple[str, str, str]]:
     return out
 
 
-def queries_needed(c: Comparison) -> int | None:
-    """About how many queries would decide comparison ``c``: the detectable drop shrinks as
-    1/√n, so n × (detectable drop / margin)². A count of at most n means the difference lies
-    too close to the margin for more queries of this kind to tell (the callers say so); None
-    without a detectable drop (n < 2) or a margin."""
-    if c.mde is None or c.margin <= 0 or c.n == 0:
-        return None
-    return math.ceil(c.n * (c.mde / c.margin) ** 2)
-
-
-def next_step(report: Report) -> str:
-    """What to do next, in one line fitted to the verdict: the leaks first; then runs whose
-    ids the judgments never count, and span judgments cut by one run's chunking; for a
-    regression, the stage that lost the evidence, else the diagnosis below; with a pool-bias
-    warning, judging the candidate's unjudged items; for an inconclusive verdict, how many
-    queries would decide it; for a pass, nothing."""
-    leaks = report.leaks
-    if leaks is not None and (leaks.fails or leaks.candidate.count):
-        who = "candidate" if leaks.candidate.count else "baseline"
-        return f"fix the permission filter: the {who} returns items its askers may not see"
-    if report.scored_nothing:
-        return (f"check that the runs' item ids are the ids the judgments name (documents of "
-                f"the corpus, or chunks of the judged chunking): both runs score 0 on every "
-                f"query of {', '.join(report.scored_nothing)}")
-    if len(report.spans_cut) == 1:  # cut by both runs' chunking, it favours neither
-        return (f"narrow the span judgments to their evidence before trusting this comparison "
-                f"(gate qrels to-spans --evidence): the {report.spans_cut[0]}'s chunking cut "
-                "them, so the comparison favours it")
-    regressed = [c for c in report.comparisons if c.gating and c.decision == "regression"]
-    worst = None if report.funnel is None else report.funnel.worst
-    if regressed and worst is not None and worst.diff > 0:
-        return (f"look at stage {worst.kind.split(':')[0]}: it lost {worst.diff} more "
-                f"{'unit' if worst.diff == 1 else 'units'}")
-    if report.pool_bias:
-        return "judge the candidate's unjudged items first: " + _pool_export(report)
-    if regressed:
-        if report.top_regressions:
-            return ("the largest drops and what was retrieved instead are below"
-                    if report.instead else "the largest per-query drops are below")
-        c = regressed[0]  # a decision (FalseAbstain), not a score per query
-        return (f"look at the {c.losses} {'query' if c.losses == 1 else 'queries'} where "
-                f"{c.measure} got worse (the JSON report has every query's values)")
-    costly = [row for row in report.costs if row.decision == "regression"]
-    if costly:
-        return "look at " + "; ".join(map(cost_detail, costly))
-    if report.verdict == "inconclusive":
-        return _ungated(report) if report.gated_nothing else _more_queries(report)
-    if not report.gates_a_measure:  # a pass of the cost gates alone
-        return _ungated(report)
-    return "nothing to do"
-
-
-def _ungated(report: Report) -> str:
-    """When nothing was gated: the queries the gate most short of its own min-queries needs,
-    else (every gate report-only) a gate that decides."""
-    small = [c for c in report.comparisons if c.too_small and not c.report_only]
-    if not small:
-        return "gate a measure: every gate is report-only (drop report-only from one)"
-    c = max(small, key=lambda c: (c.min_queries or 0) - c.n)
-    where = "" if c.slice == "all" else f" to slice {c.slice}"
-    return (f"add queries{where}: its gate of {c.measure} needs at least {c.min_queries:,} "
-            f"(it has {c.n:,}), or lower that gate's min-queries")
-
-
-def _pool_export(report: Report) -> str:
-    """The commands that judge the candidate's unjudged items (paths quoted for a shell)."""
-    try:
-        k = parse_measure(report.hit_measure).k
-    except InputError:
-        k = None
-    return (f"gate pool export --snapshot {shlex.quote(report.snapshot.source)} --candidate "
-            f"{shlex.quote(report.candidate.path)} --baseline {shlex.quote(report.baseline.path)}"
-            f"{'' if k is None else f' -k {k}'} -o pool.jsonl, then gate pool merge")
-
-
-def _more_queries(report: Report) -> str:
-    """For an inconclusive verdict: how many queries would decide every undecided comparison —
-    min-queries for one with fewer, else :func:`queries_needed` — or why more queries would
-    not."""
-    undecided = [c for c in report.comparisons if c.gating and c.decision == "inconclusive"]
-    if not undecided:  # only a cost is undecided
-        return "add queries: the cost's interval still straddles its gate"
-    least = report.policy.min_queries
-    asks = [(least if c.n < least else queries_needed(c), c) for c in undecided]
-    deciding = [(n, c) for n, c in asks if n is not None and n > c.n]
-    if not deciding:
-        return ("the difference lies too close to the margin for more queries to tell: look at "
-                "the largest drops below")
-    most, c = max(deciding, key=lambda pair: pair[0])
-    where = "" if c.slice == "all" else f" to slice {c.slice}"
-    if c.n < least:
-        return f"add queries{where}: at least {most:,} are needed to certify anything"
-    return f"add queries{where}: about {most:,} would decide it"
-
-
-ADVICE = "what to do — "  # the start of a not-comparable error's lines of advice
-
-
-def failure_step(message: str) -> str | None:
-    """For a gate that could not decide, what to do next: the error's own advice — its ``what
-    to do`` lines (not comparable), else what follows the last `` — `` of its first line
-    (``FILE: problem — fix``); None when it gives none."""
-    lines = message.rstrip("\n").split("\n")
-    advice = [line[len(ADVICE):] for line in lines if line.startswith(ADVICE)]
-    if advice:
-        return "; ".join(advice)
-    _, dash, fix = lines[0].rpartition(" — ")
-    return fix if dash and fix else None
+# --------------------------------------------------------------------------------------------
+# Per-query scores
 
 
 def score_lines(report: Report) -> list[str]:
@@ -367,8 +298,7 @@ def score_lines(report: Report) -> list[str]:
         kind = ("a 0/1 decision per query (its sign test is the exact McNemar test)"
                 if s.kind == "decision" else "the per-query mean of the score's samples")
         failed = ("" if not s.pairs else f"; failed: baseline {s.failed[0]}, candidate "
-                  f"{s.failed[1]} — missing = {s.missing}: {s.pairs} "
-                  f"{'query' if s.pairs == 1 else 'queries'} "
+                  f"{s.failed[1]} — missing = {s.missing}: {counted(s.pairs, 'query', 'queries')} "
                   f"{'left out' if s.missing == 'drop-pair' else 'scored as the worst value'}")
         harm = ", lower is better" if s.lower_is_better else ""
         lines.append(f"{s.name}: {kind}{harm}; {samples}{spread}{failed}")

@@ -11,219 +11,60 @@ or escape sequence in it can neither break a line of the table nor forge one (a 
 
 from __future__ import annotations
 
-from collections.abc import Callable
+from collections.abc import Callable, Collection
 from dataclasses import replace
 
 from retrieval_gate.core.untrusted import command_safe, visible
-from retrieval_gate.decide.policy import GatePolicy, Labels, labels, nothing_gated
-from retrieval_gate.gating.outcome import Comparison, QueryChange, Report, RunSummary
+from retrieval_gate.gating.outcome import QueryChange, Report, RunSummary
+from retrieval_gate.report.cells import (
+    Labels,
+    deciding_bound,
+    decision_cell,
+    detectable,
+    in_words,
+    interval,
+    labels,
+    mean_cell,
+    named,
+    sign_p,
+    signed,
+)
 from retrieval_gate.report.sections import (
+    Group,
+    Table,
     abstention_note,
-    cost_first,
     cost_notes,
     cost_table,
     funnel_table,
-    holm_phrase,
     instead_lines,
-    leak_rows,
     leak_summary,
+    leak_table,
     leaks_not_shown,
-    lost_at,
-    next_step,
-    queries_needed,
     score_lines,
+    signal_groups,
+    statistics,
     timed_on,
-    unanswerable_rows,
+    unanswerable_table,
 )
+from retrieval_gate.report.verdict import chunkings, headline, next_step
 
-__all__ = ["chunkings", "deciding_bound", "decision_cell", "decision_reason", "headline",
-           "in_words", "mean_cell", "p_value", "report_text", "signed", "undecided"]
+__all__ = ["report_text"]
 
 _SHOWN = 10  # queries listed per section
 
 
-def headline(report: Report) -> tuple[str, str]:
-    """(status word, one-sentence explanation) of the verdict."""
-    def named(decision: str) -> str:
-        return ", ".join(f"{c.measure} ({c.slice})" for c in report.comparisons
-                         if c.decision == decision and c.gating)
-    if report.verdict == "regression":
-        costs = [f"{r.metric} {r.stat}" for r in report.costs if r.decision == "regression"]
-        where = ", ".join(filter(None, [named("regression"), *costs]))
-        lost = lost_at(report)
-        found = f"material regression in {where}" + (f"; {lost}" if lost else "")
-        if "leak" in report.reasons:
-            leaks = f"leak: {leak_summary(report)}"
-            return "REGRESSION", leaks + (f"; and {found}" if where else "")
-        return "REGRESSION", found
-    if report.verdict == "inconclusive":
-        if report.gated_nothing:
-            return "INCONCLUSIVE", f"nothing was gated — {nothing_gated(report.comparisons)}"
-        zero = (f"both runs score 0 on every query of {', '.join(report.scored_nothing)}: "
-                "neither retrieved anything the judgments count, so nothing is certified"
-                if report.scored_nothing else None)
-        costs = [f"can't tell whether {r.metric} {r.stat} grew by more than the gate allows"
-                 + (f" — {r.n} queries, and at least {r.min_queries} are needed to certify it"
-                    if r.min_queries is not None and r.n < r.min_queries else "")
-                 for r in report.costs if r.decision == "inconclusive"]
-        return "INCONCLUSIVE", "; ".join([*([zero] if zero else []),
-                                          *(undecided(c) for c in report.comparisons
-                                            if c.decision == "inconclusive" and c.gating
-                                            and c.measure not in report.scored_nothing),
-                                          *costs])
-    if report.unchanged and report.verdict == "pass":
-        return "PASS", ("nothing changed: the candidate scores exactly as the baseline on "
-                        "every measure of every query")
-    improved = ", ".join(f"{c.measure} ({c.slice})" for c in report.comparisons
-                         if c.improvement and c.gating)
-    if not report.gates_a_measure:  # only cost gates decided
-        passed = ", ".join(f"{r.metric} {r.stat}" for r in report.costs if r.decision == "pass")
-        return "PASS", (f"the cost gates pass ({passed}); no measure was gated — "
-                        f"{nothing_gated(report.comparisons)}")
-    return "PASS", "no material regression" + (f"; improved: {improved}" if improved else "")
-
-
-def undecided(c: Comparison) -> str:
-    """What an inconclusive comparison means, in words: ``can't rule out a drop larger than
-    0.03 on Recall@5 (all) — this test set would need about 310 queries to decide``."""
-    change = "a rise" if c.lower_is_better else "a drop"
-    what = f"can't rule out {change} larger than {c.margin:g} on {c.measure} ({c.slice})"
-    if c.decision_note:
-        return f"{what} — {c.decision_note}"
-    needed = queries_needed(c)
-    if needed is None:
-        return what
-    if needed <= c.n:
-        return f"{what} — the difference is too close to the margin to tell"
-    return f"{what} — this test set would need about {needed:,} queries to decide"
-
-
-def in_words(c: Comparison) -> str:
-    """The sign test's counts in words: ``85 better, 24 worse, 116 same``."""
-    return f"{c.wins} better, {c.losses} worse, {c.ties} same"
-
-
-def signed(value: float | None, digits: int = 4) -> str:
-    """``+0.0123`` / ``−0.0123`` (a true minus sign), ``-`` for None."""
-    if value is None:
-        return "-"
-    text = f"{value:+.{digits}f}"
-    return text.replace("-", "−")
-
-
-def p_value(p: float) -> str:
-    """Three significant digits; below 0.001 as ``<0.001``."""
-    return "<0.001" if p < 0.001 else f"{p:.3g}"
-
-
-def mean_cell(value: float | None) -> str:
-    """Four decimals, ``-`` for None (no query)."""
-    return "-" if value is None else f"{value:.4f}"
-
-
-def decision_cell(c: Comparison, policy: GatePolicy | None = None) -> str:
-    """The decision cell: ``pass, improved``; ``report-only: regression``; ``too small``;
-    with the ``policy``, an inconclusive decision with its :func:`decision_reason`:
-    ``inconclusive (sign test p 0.144)``."""
-    if c.too_small:
-        return "too small to decide"
-    why = None if policy is None else decision_reason(c, policy)
-    word = c.decision + (", improved" if c.improvement else "") + (f" ({why})" if why else "")
-    return f"report-only: {word}" if c.report_only else word
-
-
-def deciding_bound(c: Comparison) -> str:
-    """The bound the regression rule compares (``ci_high_adjusted``, the family-adjusted
-    studentized bound), as it reads against Δ: ``≤ −0.0101`` — Δ is at most that, and a
-    regression needs it below 0 (below −margin under the interval rule). For a measure where
-    lower is better it bounds the turned difference, so it is shown as the bound on the rise:
-    ``≥ +0.0050``, and a regression needs it above 0. A bound far outside any difference of
-    two scores — the studentized bound of a few discordant queries, whose resamples mostly
-    have no spread — is ``unbounded``: it bounds nothing."""
-    value = -c.ci_high_adjusted + 0.0 if c.lower_is_better else c.ci_high_adjusted
-    if abs(value) >= UNBOUNDED:
-        return "unbounded"
-    return ("≥ " if c.lower_is_better else "≤ ") + signed(value)
-
-
-UNBOUNDED = 1e3  # a bound this far from 0 bounds no difference of two scores in [0, 1]
-
-
-def decision_reason(c: Comparison, policy: GatePolicy) -> str | None:
-    """Why an inconclusive comparison is not a regression, in a short phrase, when the interval
-    shown does not say so: too few queries (``n < 25``); or, with the interval wholly on the
-    worse side of 0, the first condition of the regression rule that fails — ``Δ above
-    −margin``, ``bound ≥ 0`` (the :func:`deciding_bound` shown beside it; ``≥ −margin`` under
-    the interval rule), ``sign test p 0.144`` (Holm-adjusted, not below α). None for other
-    decisions, and when the interval reaches 0 (it says why itself)."""
-    if c.decision != "inconclusive" or c.too_small:
-        return None
-    if c.n < policy.min_queries or c.n == 0:
-        return f"n < {policy.min_queries}"
-    if c.wins == c.losses == 0 and c.baseline_mean == c.candidate_mean == 0:
-        return "both 0 everywhere"
-    lower = c.lower_is_better
-    if not (c.ci_low > 0 if lower else c.ci_high < 0):
-        return None
-    if (-c.mean_diff if lower else c.mean_diff) > -c.margin:
-        return "Δ below +margin" if lower else "Δ above −margin"
-    interval = policy.regression_rule == "interval"
-    if c.ci_high_adjusted >= (-c.margin if interval else 0.0):
-        target = ("+margin" if lower else "−margin") if interval else "0"
-        return f"bound {'≤' if lower else '≥'} {target}"
-    if c.sign_p_holm >= policy.alpha:
-        return f"sign test p {p_value(c.sign_p_holm)}"
-    return None
-
-
-def _table(comparisons: tuple[Comparison, ...], lab: Labels, policy: GatePolicy) -> list[str]:
-    header = ["measure", "slice", "n", "baseline", "candidate", "Δ", lab.ci, lab.bound,
-              "queries", "margin", "decision"]
-    rows = [[c.measure, c.slice, str(c.n), mean_cell(c.baseline_mean), mean_cell(c.candidate_mean),
-             signed(c.mean_diff), f"[{signed(c.ci_low)}, {signed(c.ci_high)}]",
-             deciding_bound(c), in_words(c), f"{c.margin:g}", decision_cell(c, policy)]
-            for c in comparisons]
-    return _aligned([header, *rows], {2, 3, 4, 5})
-
-
-def _aligned(rows: list[list[str]], right: set[int]) -> list[str]:
-    """Rows of cells as lines of columns (``right``: right-aligned columns); none for no
-    rows."""
-    if not rows:
-        return []
-    widths = [max(len(r[i]) for r in rows) for i in range(len(rows[0]))]
-    return ["  ".join(cell.rjust(w) if i in right else cell.ljust(w)
-                      for i, (cell, w) in enumerate(zip(row, widths))).rstrip()
-            for row in rows]
-
-
-def chunkings(report: Report, shown: Callable[[str], str]) -> str:
-    """One line: the evidence unit and both runs' chunkings (``shown`` makes a chunking's name,
-    which comes from a manifest, safe to print)."""
-    snap = report.snapshot
-    unit = snap.unit + (f" (min coverage {snap.min_coverage:g})" if snap.unit == "span" else "")
-    if not report.ranked:
-        return "per-query scores only: the runs have no rankings, nothing about retrieval applies"
-    return (f"evidence unit {unit}; chunking: candidate "
-            f"{shown(report.candidate.chunking_name())}, baseline "
-            f"{shown(report.baseline.chunking_name())}")
-
-
-def _queries(changes: tuple[QueryChange, ...], with_values: bool) -> list[str]:
-    lines = []
-    for q in changes[:_SHOWN] if not with_values else changes:
-        values = (f"{q.measure}  {q.baseline:.4f} → {q.candidate:.4f} ({signed(q.diff)})  "
-                  if with_values else "")
-        lines.append(f"  {q.query}  {values}{q.text}".rstrip())
-    if not with_values and len(changes) > _SHOWN:
-        lines.append(f"  … and {len(changes) - _SHOWN} more (see the JSON report)")
-    return lines
-
-
-def _system(run: RunSummary, other: RunSummary) -> str:
-    """``name (path)``, or the path when the manifest names no system."""
-    name = visible(run.system_name(other))
-    return run.path if name == run.path else f"{name} ({run.path})"
+def report_text(report: Report) -> str:
+    """The report, diagnosis first: the verdict, the runs, the table; then what regressed and
+    where — a cost gate's regression, the evidence funnel, the newly failing queries, the
+    largest per-query drops, what was retrieved instead; then the unanswerable queries, the
+    costs (when no cost gate found a regression), warnings, the statistics behind the
+    decisions and the definitions (see :func:`~retrieval_gate.report.sections.signal_groups`)."""
+    report = _visible(report)
+    lab = labels(report.policy, report.family, report.family_costs)
+    lines = [*_head(report, lab), "", *_comparisons(report, lab), "",
+             *(line for group in signal_groups(report) for line in _GROUPS[group](report)),
+             *_statistics(report, lab)]
+    return "".join(f"{command_safe(line)}\n" for line in lines)
 
 
 def _visible(report: Report) -> Report:
@@ -240,87 +81,154 @@ def _visible(report: Report) -> Report:
         warnings=tuple(map(visible, report.warnings)))
 
 
-def report_text(report: Report) -> str:
-    """The report, diagnosis first: the verdict, the runs, the table; then what regressed and
-    where — a cost gate's regression, the evidence funnel, the newly failing queries, the
-    largest per-query drops, what was retrieved instead; then the unanswerable queries, the
-    costs (when no cost gate found a regression), warnings, the statistics behind the
-    decisions and the definitions."""
-    report = _visible(report)
+def _aligned(rows: list[list[str]], right: Collection[int]) -> list[str]:
+    """Rows of cells as lines of columns (``right``: right-aligned columns); none for no
+    rows."""
+    if not rows:
+        return []
+    widths = [max(len(r[i]) for r in rows) for i in range(len(rows[0]))]
+    return ["  ".join(cell.rjust(w) if i in right else cell.ljust(w)
+                      for i, (cell, w) in enumerate(zip(row, widths))).rstrip()
+            for row in rows]
+
+
+def _drawn(table: Table) -> list[str]:
+    """A section's table, indented, every cell made visible."""
+    return [f"  {line}" for line in _aligned([[visible(cell) for cell in row]
+                                              for row in table.rows], table.numeric)]
+
+
+def _system(run: RunSummary, other: RunSummary) -> str:
+    """``name (path)``, or the path when the manifest names no system."""
+    name = visible(run.system_name(other))
+    return run.path if name == run.path else f"{name} ({run.path})"
+
+
+def _head(report: Report, lab: Labels) -> list[str]:
+    """The verdict, what to do next, the runs, the snapshot, the evidence unit, the leaks and
+    the statistics."""
     word, why = headline(report)
-    snap, policy = report.snapshot, report.policy
+    snap = report.snapshot
     n_all = max((c.n for c in report.comparisons if c.slice == "all"), default=None)
     queries = f", {n_all} answerable queries" if n_all is not None else ""
-    method = "BCa" if policy.bootstrap == "bca" else "percentile"
-    lab = labels(policy, report.family, report.family_costs)
-    costs = _costs(report)
-    lines = [
+    return [
         f"{word}: {why} (exit {report.exit_code})",
         f"Next: {visible(next_step(report))}",
         (f"candidate {_system(report.candidate, report.baseline)} vs baseline "
          f"{_system(report.baseline, report.candidate)}"),
         f"snapshot {snap.name} ({snap.fingerprint}){queries}",
         chunkings(report, visible),
-        *([f"Leaks: {visible(summary)}"] if (summary := leak_summary(report)) else []),
-        *(f"  {line}" for line in _aligned([[visible(c) for c in row]
-                                             for row in leak_rows(report)], {2})),
-        *([f"  {more}"] if (more := leaks_not_shown(report)) else []),
-        (f"paired per query; {policy.resamples} {method} bootstrap resamples (seed "
-         f"{policy.seed}), {lab.intervals}, {holm_phrase(report)}"),
-        "",
-        *_table(report.comparisons, lab, policy),
-        "",
-        *(costs if cost_first(report) else []),
+        *_leaks(report),
+        statistics(report, lab),
     ]
-    if report.funnel is not None:
-        lines.append(f"Evidence funnel ({report.funnel.units} relevant units of the answerable "
-                     "queries; where each was lost first):")
-        lines.extend(f"  {line}" for line in _aligned(
-            [[visible(cell) for cell in row] for row in funnel_table(report.funnel)], {1, 2, 3}))
-    if report.ranked:
-        lines.append(f"Newly failing queries ({report.hit_measure} = 1 in the baseline, 0 in "
-                     f"the candidate): {len(report.newly_failing)}")
-        lines.extend(_queries(report.newly_failing, with_values=False))
-    if report.top_regressions:
-        lines.append("Largest per-query drops:")
-        lines.extend(_queries(report.top_regressions, with_values=True))
-    if report.instead:
-        lines.append("What was retrieved instead (relevant evidence: baseline rank → candidate "
-                     "rank; the candidate's first items):")
-        for query, evidence, top in instead_lines(report):
-            lines.append(f"  {visible(query)}  relevant: {visible(evidence)}")
-            lines.append(f"  {' ' * len(visible(query))}  candidate's top: {visible(top)}")
-    unanswered = unanswerable_rows(report)
-    if unanswered:
-        note = abstention_note(report)
-        lines.append("Unanswerable queries" + (f" ({note})" if note else "") + ":")
-        lines.extend(f"  {line}" for line in _aligned(
-            [[visible(c) for c in row] for row in unanswered], set()))
-    if not cost_first(report):
-        lines.extend(costs)
-    if report.warnings:
-        lines.append("Warnings:")
-        lines.extend(f"  - {w}" for w in report.warnings)
-    if not report.unchanged:
-        lines.append(f"Detectable drop ({lab.power}): " + ", ".join(
-            f"{c.measure} ({c.slice}) {'undefined (n < 2)' if c.mde is None else f'{c.mde:.4f}'}"
-            for c in report.comparisons))
-    lines.append("Sign test, one-sided toward a regression, p (Holm-adjusted): " + ", ".join(
-        f"{c.measure} ({c.slice}) {p_value(c.sign_p)} ({p_value(c.sign_p_holm)})"
-        for c in report.comparisons))
-    lines.append("Definitions:")
-    lines.extend(f"  {m.describe(snap.policy.threshold)}" for m in snap.measures)
-    lines.extend(f"  {visible(line)}" for line in score_lines(report))
-    return "".join(f"{command_safe(line)}\n" for line in lines)
+
+
+def _leaks(report: Report) -> list[str]:
+    summary = leak_summary(report)
+    if summary is None:
+        return []
+    more = leaks_not_shown(report)
+    return [f"Leaks: {visible(summary)}", *_drawn(leak_table(report)),
+            *([f"  {more}"] if more else [])]
+
+
+def _comparisons(report: Report, lab: Labels) -> list[str]:
+    header = ["measure", "slice", "n", "baseline", "candidate", "Δ", lab.ci, lab.bound,
+              "queries", "margin", "decision"]
+    rows = [[c.measure, c.slice, str(c.n), mean_cell(c.baseline_mean), mean_cell(c.candidate_mean),
+             signed(c.mean_diff), interval(c.ci_low, c.ci_high), deciding_bound(c),
+             in_words(c), f"{c.margin:g}", decision_cell(c, report.policy)]
+            for c in report.comparisons]
+    return _aligned([header, *rows], {2, 3, 4, 5})
+
+
+# --------------------------------------------------------------------------------------------
+# The signal groups
 
 
 def _costs(report: Report) -> list[str]:
-    """The cost section: its header, with where the latencies were timed, and its table (no
-    line without costs)."""
-    costs = cost_table(report)
-    if not costs:
+    """The cost section: its header, with where the latencies were timed, its table and its
+    notes (no line without costs)."""
+    table = cost_table(report)
+    if not table.rows:
         return []
     where = timed_on(report, visible)
     return [("Cost (paired over the queries both runs record" + (f"; {where}" if where else "")
-             + "):"), *(f"  {line}" for line in _aligned(costs, {1, 2, 3, 4})),
+             + "):"), *_drawn(table),
             *(f"  note: {visible(note)}" for note in cost_notes(report))]
+
+
+def _funnel(report: Report) -> list[str]:
+    if report.funnel is None:
+        return []
+    return [(f"Evidence funnel ({report.funnel.units} relevant units of the answerable "
+             "queries; where each was lost first):"), *_drawn(funnel_table(report.funnel))]
+
+
+def _newly_failing(report: Report) -> list[str]:
+    if not report.ranked:
+        return []
+    failing = report.newly_failing
+    more = len(failing) - _SHOWN
+    return [(f"Newly failing queries ({report.hit_measure} = 1 in the baseline, 0 in the "
+             f"candidate): {len(failing)}"),
+            *(f"  {q.query}  {q.text}".rstrip() for q in failing[:_SHOWN]),
+            *([f"  … and {more} more (see the JSON report)"] if more > 0 else [])]
+
+
+def _drops(report: Report) -> list[str]:
+    if not report.top_regressions:
+        return []
+    return ["Largest per-query drops:",
+            *(f"  {q.query}  {q.measure}  {q.baseline:.4f} → {q.candidate:.4f} "
+              f"({signed(q.diff)})  {q.text}".rstrip() for q in report.top_regressions)]
+
+
+def _instead(report: Report) -> list[str]:
+    if not report.instead:
+        return []
+    lines = [("What was retrieved instead (relevant evidence: baseline rank → candidate rank; "
+              "the candidate's first items):")]
+    for query, evidence, top in instead_lines(report):
+        lines.append(f"  {visible(query)}  relevant: {visible(evidence)}")
+        lines.append(f"  {' ' * len(visible(query))}  candidate's top: {visible(top)}")
+    return lines
+
+
+def _unanswerable(report: Report) -> list[str]:
+    table = unanswerable_table(report)
+    if not table.rows:
+        return []
+    note = abstention_note(report)
+    return ["Unanswerable queries" + (f" ({note})" if note else "") + ":", *_drawn(table)]
+
+
+def _warnings(report: Report) -> list[str]:
+    if not report.warnings:
+        return []
+    return ["Warnings:", *(f"  - {w}" for w in report.warnings)]
+
+
+def _scores(report: Report) -> list[str]:
+    return []  # the gated per-query scores are listed with the definitions
+
+
+_GROUPS: dict[Group, Callable[[Report], list[str]]] = {
+    "costs": _costs, "funnel": _funnel, "newly failing": _newly_failing, "drops": _drops,
+    "instead": _instead, "scores": _scores, "unanswerable": _unanswerable,
+    "warnings": _warnings}
+
+
+def _statistics(report: Report, lab: Labels) -> list[str]:
+    """The detectable drops, the sign tests, the definitions of the measures and what the
+    gated per-query scores are."""
+    detectable_drops = ([] if report.unchanged else [
+        f"Detectable drop ({lab.power}): "
+        + ", ".join(f"{named(c)} {detectable(c)}" for c in report.comparisons)])
+    return [*detectable_drops,
+            "Sign test, one-sided toward a regression, p (Holm-adjusted): "
+            + ", ".join(f"{named(c)} {sign_p(c)}" for c in report.comparisons),
+            "Definitions:",
+            *(f"  {m.describe(report.snapshot.policy.threshold)}"
+              for m in report.snapshot.measures),
+            *(f"  {visible(line)}" for line in score_lines(report))]

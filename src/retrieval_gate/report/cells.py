@@ -1,0 +1,197 @@
+"""One value of a report in the words every output format uses for it: numbers, signed
+differences, p-values, intervals, a comparison's counts and decision, a cost's values and ratio,
+counts of things — so that the text, Markdown, HTML, JUnit and GitHub outputs never word one
+value two ways. A cell holds no text from the inputs (those are made safe per format by
+:mod:`~retrieval_gate.report.safe`).
+
+The policy's labels — the levels of the intervals, the power, the decision rule (:class:`Labels`,
+:func:`labels`, :func:`percent`) and why nothing was gated (:func:`nothing_gated`) — are
+defined with the policy (:mod:`retrieval_gate.decide.policy`) and taken from here by every
+renderer."""
+
+from __future__ import annotations
+
+from retrieval_gate.decide.cost import CostRow
+from retrieval_gate.decide.policy import GatePolicy, Labels, labels, nothing_gated, percent
+from retrieval_gate.gating.outcome import Comparison
+
+__all__ = ["UNBOUNDED", "Labels", "bootstrap_name", "comparison_detail", "cost_decision",
+           "cost_name", "cost_value", "counted", "deciding_bound", "decision_cell",
+           "decision_reason", "decision_words", "detectable", "in_words", "interval", "labels",
+           "mean_cell", "named", "nothing_gated", "p_value", "percent", "ratio",
+           "ratio_interval", "sentence", "sign_p", "signed", "wins_losses_ties"]
+
+UNBOUNDED = 1e3  # a bound this far from 0 bounds no difference of two scores in [0, 1]
+
+
+# --------------------------------------------------------------------------------------------
+# Numbers
+
+
+def signed(value: float | None, digits: int = 4) -> str:
+    """``+0.0123`` / ``−0.0123`` (a true minus sign), ``-`` for None."""
+    if value is None:
+        return "-"
+    text = f"{value:+.{digits}f}"
+    return text.replace("-", "−")
+
+
+def p_value(p: float) -> str:
+    """Three significant digits; below 0.001 as ``<0.001``."""
+    return "<0.001" if p < 0.001 else f"{p:.3g}"
+
+
+def mean_cell(value: float | None) -> str:
+    """Four decimals, ``-`` for None (no query)."""
+    return "-" if value is None else f"{value:.4f}"
+
+
+def interval(low: float, high: float) -> str:
+    """``[−0.0312, +0.0105]``: both ends :func:`signed`."""
+    return f"[{signed(low)}, {signed(high)}]"
+
+
+def counted(n: int, one: str, many: str) -> str:
+    """``1 query``, ``5 queries``."""
+    return f"{n} {one if n == 1 else many}"
+
+
+def sentence(text: str) -> str:
+    """``text`` with its first letter capitalised, to start a sentence."""
+    return text[:1].upper() + text[1:]
+
+
+def bootstrap_name(policy: GatePolicy) -> str:
+    """The policy's bootstrap interval: ``BCa`` or ``percentile``."""
+    return "BCa" if policy.bootstrap == "bca" else "percentile"
+
+
+# --------------------------------------------------------------------------------------------
+# A comparison
+
+
+def named(c: Comparison) -> str:
+    """``Recall@10 (all)``: the measure and its slice."""
+    return f"{c.measure} ({c.slice})"
+
+
+def in_words(c: Comparison) -> str:
+    """The sign test's counts in words: ``85 better, 24 worse, 116 same``."""
+    return f"{c.wins} better, {c.losses} worse, {c.ties} same"
+
+
+def wins_losses_ties(c: Comparison) -> str:
+    """The sign test's counts in short: ``85/24/116``."""
+    return f"{c.wins}/{c.losses}/{c.ties}"
+
+
+def sign_p(c: Comparison) -> str:
+    """The sign test's p-value and its Holm-adjusted value: ``0.0312 (0.0624)``."""
+    return f"{p_value(c.sign_p)} ({p_value(c.sign_p_holm)})"
+
+
+def detectable(c: Comparison) -> str:
+    """The minimum detectable drop: four decimals, ``undefined (n < 2)`` without one."""
+    return "undefined (n < 2)" if c.mde is None else f"{c.mde:.4f}"
+
+
+def comparison_detail(c: Comparison, ci: str) -> str:
+    """``Δ −0.0312, 95% CI [−0.0511, −0.0120], margin 0.02, n = 225`` (``ci``: the interval's
+    label)."""
+    return (f"Δ {signed(c.mean_diff)}, {ci} {interval(c.ci_low, c.ci_high)}, margin "
+            f"{c.margin:g}, n = {c.n}")
+
+
+def decision_words(decision: str, improvement: bool) -> str:
+    """``pass``, ``pass, improved``, ``regression``, ``inconclusive``."""
+    return decision + (", improved" if improvement else "")
+
+
+def decision_cell(c: Comparison, policy: GatePolicy | None = None) -> str:
+    """The decision cell: ``pass, improved``; ``report-only: regression``; ``too small``;
+    with the ``policy``, an inconclusive decision with its :func:`decision_reason`:
+    ``inconclusive (sign test p 0.144)``."""
+    if c.too_small:
+        return "too small to decide"
+    why = None if policy is None else decision_reason(c, policy)
+    word = decision_words(c.decision, c.improvement) + (f" ({why})" if why else "")
+    return f"report-only: {word}" if c.report_only else word
+
+
+def deciding_bound(c: Comparison) -> str:
+    """The bound the regression rule compares (``ci_high_adjusted``, the family-adjusted
+    studentized bound), as it reads against Δ: ``≤ −0.0101`` — Δ is at most that, and a
+    regression needs it below 0 (below −margin under the interval rule). For a measure where
+    lower is better it bounds the turned difference, so it is shown as the bound on the rise:
+    ``≥ +0.0050``, and a regression needs it above 0. A bound far outside any difference of
+    two scores — the studentized bound of a few discordant queries, whose resamples mostly
+    have no spread — is ``unbounded``: it bounds nothing."""
+    value = -c.ci_high_adjusted + 0.0 if c.lower_is_better else c.ci_high_adjusted
+    if abs(value) >= UNBOUNDED:
+        return "unbounded"
+    return ("≥ " if c.lower_is_better else "≤ ") + signed(value)
+
+
+def decision_reason(c: Comparison, policy: GatePolicy) -> str | None:
+    """Why an inconclusive comparison is not a regression, in a short phrase, when the interval
+    shown does not say so: too few queries (``n < 25``); or, with the interval wholly on the
+    worse side of 0, the first condition of the regression rule that fails — ``Δ above
+    −margin``, ``bound ≥ 0`` (the :func:`deciding_bound` shown beside it; ``≥ −margin`` under
+    the interval rule), ``sign test p 0.144`` (Holm-adjusted, not below α). None for other
+    decisions, and when the interval reaches 0 (it says why itself)."""
+    if c.decision != "inconclusive" or c.too_small:
+        return None
+    if c.n < policy.min_queries or c.n == 0:
+        return f"n < {policy.min_queries}"
+    if c.wins == c.losses == 0 and c.baseline_mean == c.candidate_mean == 0:
+        return "both 0 everywhere"
+    lower = c.lower_is_better
+    if not (c.ci_low > 0 if lower else c.ci_high < 0):
+        return None
+    if (-c.mean_diff if lower else c.mean_diff) > -c.margin:
+        return "Δ below +margin" if lower else "Δ above −margin"
+    by_interval = policy.regression_rule == "interval"
+    if c.ci_high_adjusted >= (-c.margin if by_interval else 0.0):
+        target = ("+margin" if lower else "−margin") if by_interval else "0"
+        return f"bound {'≤' if lower else '≥'} {target}"
+    if c.sign_p_holm >= policy.alpha:
+        return f"sign test p {p_value(c.sign_p_holm)}"
+    return None
+
+
+# --------------------------------------------------------------------------------------------
+# A cost
+
+
+def cost_name(row: CostRow) -> str:
+    """``latency_ms p95``: the cost's metric and statistic."""
+    return f"{row.metric} {row.stat}"
+
+
+def cost_value(row: CostRow, value: float | None) -> str:
+    """A latency with one decimal, a count of tokens whole, both with thousands separators;
+    ``-`` for None."""
+    if value is None:
+        return "-"
+    return f"{value:,.1f}" if row.metric == "latency_ms" else f"{value:,.0f}"
+
+
+def ratio(value: float) -> str:
+    """``×1.520``: candidate over baseline."""
+    return f"×{value:.3f}"
+
+
+def ratio_interval(row: CostRow) -> str | None:
+    """``[×0.687, ×0.888]`` (``∞`` for an unbounded end), or None without an interval."""
+    if row.ratio_low is None:
+        return None
+    high = "∞" if row.ratio_high is None else ratio(row.ratio_high)
+    return f"[{ratio(row.ratio_low)}, {high}]"
+
+
+def cost_decision(row: CostRow) -> str:
+    """``regression``, ``pass, improved``, ``too small to decide``; ``-`` for a cost shown,
+    not gated."""
+    if row.too_small:
+        return "too small to decide"
+    return "-" if row.decision is None else decision_words(row.decision, row.improvement)
