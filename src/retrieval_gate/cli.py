@@ -17,6 +17,7 @@ from retrieval_gate.core.errors import (
     GateError,
     OutOfMemory,
 )
+from retrieval_gate.report.registry import FILES, STDOUT
 
 _INTERRUPTED = "interrupted — nothing was left half-written; run the command again"
 
@@ -425,6 +426,14 @@ def _stage_file(text: str) -> tuple[str, str]:
     return name, file
 
 
+def _report_files(command):
+    """``--NAME FILE`` for every report format written to a file, in the registry's order."""
+    for format_ in reversed(FILES):
+        command = click.option(f"--{format_.name}", f"{format_.name}_out",
+                               type=click.Path(dir_okay=False), help=format_.file_help)(command)
+    return command
+
+
 @cli.command()
 @click.option("--snapshot", "snapshot_file", type=click.Path(dir_okay=False),
               help="The snapshot manifest.  [default: from the config]")
@@ -444,22 +453,15 @@ def _stage_file(text: str) -> tuple[str, str]:
                    "nDCG@10:paraphrase=0.05.")
 @click.option("--no-config", is_flag=True,
               help="Read no config file: the defaults, and the options given.")
-@click.option("--json", "json_out", type=click.Path(dir_okay=False),
-              help="Also write the JSON report here (atomically).")
-@click.option("--markdown", "markdown_out", type=click.Path(dir_okay=False),
-              help="Also write the Markdown report here (atomically).")
-@click.option("--junit", "junit_out", type=click.Path(dir_okay=False),
-              help="Also write JUnit XML here, one test case per comparison.")
-@click.option("--html", "html_out", type=click.Path(dir_okay=False),
-              help="Also write the HTML report here: one self-contained page with plots.")
+@_report_files
 @click.option("--github/--no-github", default=None,
               help="Job summary, annotations and step outputs for GitHub Actions.  "
                    "[default: on when GITHUB_ACTIONS=true]")
-@click.option("--output-format", type=click.Choice(["text", "json", "markdown"]),
-              default="text", show_default=True, help="What to print on standard output.")
+@click.option("--output-format", type=click.Choice(STDOUT), default="text", show_default=True,
+              help="What to print on standard output.")
 @click.pass_context
-def check(ctx, snapshot_file, baseline, candidate, config, fail_on, gates, no_config,
-          json_out, markdown_out, junit_out, html_out, github, output_format):
+def check(ctx, snapshot_file, baseline, candidate, config, fail_on, gates, no_config, github,
+          output_format, **report_files):
     """Compare a candidate run with the approved baseline, query by query, and decide.
 
     Exit 0 pass, 1 material regression, 2 invalid input, 3 not comparable, 4 inconclusive
@@ -472,14 +474,14 @@ def check(ctx, snapshot_file, baseline, candidate, config, fail_on, gates, no_co
 
     if github is None:
         github = os.environ.get("GITHUB_ACTIONS") == "true"
+    files = {r.name: report_files[f"{r.name}_out"] for r in FILES}
     try:
         inputs = gate_inputs(snapshot_file, baseline, candidate, config, fail_on,
                              gates=tuple(parse_gate_option(_utf8("--gate", g)) for g in gates),
                              no_config=no_config)
         report = run_gate(inputs.snapshot, inputs.baseline, inputs.candidate, inputs.policy,
                            inputs.config)
-        out = write_reports(report, output_format, json_out, markdown_out, junit_out, github,
-                            html_out)
+        out = write_reports(report, output_format, files, github)
     except Exception as caught:
         # an operating system's refusal that names the input (a path too long) is input too
         exc = (environment_fault(caught) if isinstance(caught, (OSError, MemoryError))
@@ -498,8 +500,7 @@ def check(ctx, snapshot_file, baseline, candidate, config, fail_on, gates, no_co
             from retrieval_gate.report.files import write_failure_reports
 
             try:  # the error itself is what must reach the user; its reports are a courtesy
-                write_failure_reports(str(exc), code, json_out, markdown_out, junit_out,
-                                      html_out)
+                write_failure_reports(str(exc), code, files)
             except GateError:
                 pass
         if exc is caught:

@@ -48,6 +48,7 @@ _OPTION = "--gate-report-dir"
 _INI = "gate_report_dir"
 _STEM = 120  # longest file name stem kept from a node id
 _TAKEN = pytest.StashKey[set[str]]()  # report file stems used in this session
+_FORMATS = ("json", "html")  # the report files written, named in the registry
 
 
 def pytest_addoption(parser: pytest.Parser) -> None:
@@ -94,9 +95,11 @@ class GateFixture:
             _fail(text)
         return report
 
-    def _report_paths(self) -> tuple[Path, Path] | None:
-        """(JSON, HTML) report paths for this call, recorded in the test's user properties;
-        None without a report folder."""
+    def _report_paths(self) -> dict[str, str] | None:
+        """The report files of this call, format name → path (JSON, HTML), recorded in the
+        test's user properties; None without a report folder."""
+        from retrieval_gate.report.registry import renderer
+
         folder = _report_dir(self._config)
         if folder is None:
             return None
@@ -105,23 +108,21 @@ class GateFixture:
         except OSError as exc:
             _fail(f"{_OPTION} {folder}: cannot be created ({exc.strerror or exc})")
         stem = _unique(self._config.stash.setdefault(_TAKEN, set()), self._item.nodeid)
-        paths = (folder / f"{stem}.json", folder / f"{stem}.html")
-        self._item.user_properties += [("gate_report_json", str(paths[0])),
-                                       ("gate_report_html", str(paths[1]))]
+        paths = {name: str(folder / f"{stem}{renderer(name).suffix}") for name in _FORMATS}
+        self._item.user_properties += [(f"gate_report_{name}", path)
+                                       for name, path in paths.items()]
         return paths
 
 
-def _written(report: Report, paths: tuple[Path, Path] | None) -> str:
-    """The plain-text report, after writing the JSON and HTML reports to ``paths`` (all or
-    none, as ``gate check`` writes them)."""
+def _written(report: Report, paths: dict[str, str] | None) -> str:
+    """The plain-text report, after writing the report files ``paths`` (all or none, as
+    ``gate check`` writes them)."""
     from retrieval_gate.report.files import write_reports
 
-    if paths is None:
-        return write_reports(report, "text")
-    return write_reports(report, "text", str(paths[0]), html_out=str(paths[1]))
+    return write_reports(report, "text", paths)
 
 
-def _refused(exc: GateError, paths: tuple[Path, Path] | None) -> NoReturn:
+def _refused(exc: GateError, paths: dict[str, str] | None) -> NoReturn:
     """Fail the test with the gate's error, after writing its reports to ``paths`` (a
     courtesy, as ``gate check`` does: the error is what must reach the user)."""
     from retrieval_gate.core.errors import EnvironmentFault, GateError
@@ -129,8 +130,7 @@ def _refused(exc: GateError, paths: tuple[Path, Path] | None) -> NoReturn:
 
     if paths is not None and not isinstance(exc, EnvironmentFault):
         try:
-            write_failure_reports(str(exc), exc.exit_code, str(paths[0]),
-                                  html_out=str(paths[1]))
+            write_failure_reports(str(exc), exc.exit_code, paths)
         except GateError:
             pass
     _fail(f"retrieval-gate could not decide (exit {exc.exit_code}):\n{_shown(str(exc))}")

@@ -1,78 +1,74 @@
-"""Rendering a gate report to every requested destination: standard output, the ``--json``,
-``--markdown``, ``--junit`` and ``--html`` files, and GitHub Actions — and, when the gate could
-not decide (exit 2, 3), the same files holding the error.
+"""Rendering a gate report to every requested destination: standard output, the report files
+(``--json``, ``--markdown``, ``--junit``, ``--html``: every format of
+:mod:`~retrieval_gate.report.registry` written to a file), and GitHub Actions — and, when the
+gate could not decide (exit 2, 3), the same files holding the error.
 
 The files land all or nothing: every report is rendered first, then the files are written
 together by :func:`~retrieval_gate.formats.atomic.staged_texts` (staged beside their targets,
-then renamed). If one cannot be written, or appending to GitHub's summary and outputs fails
-afterwards, none of them is left: files replaced are put back, files created are deleted.
+then renamed), in the registry's order. If one cannot be written, or appending to GitHub's
+summary and outputs fails afterwards, none of them is left: files replaced are put back, files
+created are deleted.
 """
 
 from __future__ import annotations
 
 import os
+from collections.abc import Mapping
 from pathlib import Path
 
 from retrieval_gate.formats.atomic import staged_texts
 from retrieval_gate.gating.outcome import Report
-from retrieval_gate.report.json import report_json
-from retrieval_gate.report.markdown import report_markdown
-from retrieval_gate.report.text import report_text
+from retrieval_gate.report.registry import FILES, renderer
 
 __all__ = ["write_failure_reports", "write_reports"]
 
-_RENDER = {"text": report_text, "json": report_json, "markdown": report_markdown}
+
+def _requested(files: Mapping[str, str | None] | None) -> dict[str, str]:
+    """The report files asked for, format name → path, in the registry's order; ValueError
+    for a name that is no format written to a file."""
+    given = {name: path for name, path in (files or {}).items() if path}
+    unknown = set(given) - {r.name for r in FILES}
+    if unknown:
+        raise ValueError(f"no report file format {', '.join(sorted(unknown))}")
+    return {r.name: given[r.name] for r in FILES if r.name in given}
 
 
-def write_reports(report: Report, output_format: str, json_out: str | None = None,
-                  markdown_out: str | None = None, junit_out: str | None = None,
-                  github: bool = False, html_out: str | None = None) -> str:
-    """Write the files asked for and return what goes to standard output (the report in
-    ``output_format``, then GitHub's annotation lines in GitHub mode). In GitHub mode the JSON
-    report is always written: to ``json_out``, else :func:`github.default_report_path`; and the
-    report on standard output is made :func:`github.workflow_safe`."""
+def write_reports(report: Report, output_format: str,
+                  files: Mapping[str, str | None] | None = None, github: bool = False) -> str:
+    """Write the ``files`` asked for (format name → path; None or "" for none) and return what
+    goes to standard output (the report in ``output_format``, then GitHub's annotation lines
+    in GitHub mode). In GitHub mode the JSON report is always written: to its file, else
+    :func:`github.default_report_path`; and the report on standard output is made
+    :func:`github.workflow_safe`."""
     rendered: dict[str, str] = {}
 
-    def text(kind: str) -> str:
-        if kind not in rendered:
-            rendered[kind] = _RENDER[kind](report)
-        return rendered[kind]
+    def text(name: str) -> str:
+        if name not in rendered:
+            rendered[name] = renderer(name).render(report)
+        return rendered[name]
 
-    if github and not json_out:
+    paths = _requested(files)
+    if github and "json" not in paths:
         from retrieval_gate.report.github import default_report_path
 
-        json_out = str(default_report_path(os.environ))
-    files = [(path, text(kind)) for path, kind in ((json_out, "json"),
-                                                   (markdown_out, "markdown")) if path]
-    if junit_out:
-        from retrieval_gate.report.junit import report_junit
-
-        files.append((junit_out, report_junit(report)))
-    if html_out:
-        from retrieval_gate.report.html import report_html
-
-        files.append((html_out, report_html(report)))
+        paths = _requested({**paths, "json": str(default_report_path(os.environ))})
+    staged = [(path, text(name)) for name, path in paths.items()]
     out = text(output_format)
     markdown = text("markdown") if github else ""
-    with staged_texts(files):
+    with staged_texts(staged):
         if github:
             from retrieval_gate.report.github import publish, workflow_safe
 
-            assert json_out is not None  # set above in GitHub mode
-            lines = publish(report, markdown, Path(json_out))
+            lines = publish(report, markdown, Path(paths["json"]))
             out = workflow_safe(out) + "".join(f"{line}\n" for line in lines)
     return out
 
 
-def write_failure_reports(message: str, exit_code: int, json_out: str | None = None,
-                          markdown_out: str | None = None, junit_out: str | None = None,
-                          html_out: str | None = None) -> None:
-    """The requested files for a gate that could not decide, each in its format's error form,
-    written all or nothing like a decision's."""
-    from retrieval_gate.report import html, json, junit, markdown
-
-    files = [(path, render(message, exit_code)) for path, render in (
-        (json_out, json.failure_json), (markdown_out, markdown.failure_markdown),
-        (junit_out, junit.failure_junit), (html_out, html.failure_html)) if path]
-    with staged_texts(files):
+def write_failure_reports(message: str, exit_code: int,
+                          files: Mapping[str, str | None] | None = None) -> None:
+    """The requested files (as :func:`write_reports` takes them) for a gate that could not
+    decide, each in its format's error form, written all or nothing like a decision's."""
+    staged = [(path, renderer(name).failure(message, exit_code))
+              for name, path in _requested(files).items()]
+    with staged_texts(staged):
         pass

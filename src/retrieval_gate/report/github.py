@@ -30,7 +30,7 @@ from retrieval_gate.core.errors import EnvironmentFault
 from retrieval_gate.core.untrusted import capped, command_safe, visible
 from retrieval_gate.gating.outcome import Report
 from retrieval_gate.report.cells import comparison_detail, cost_name, labels
-from retrieval_gate.report.markdown import failure_markdown
+from retrieval_gate.report.registry import renderer
 from retrieval_gate.report.sections import cost_detail, leak_summary
 from retrieval_gate.report.verdict import error_lines, error_verdict
 
@@ -171,7 +171,7 @@ def publish_failure(message: str, exit_code: int, env: Mapping[str, str] = os.en
     Markdown-escaped in the summary (at most 50 lines), made visible and capped in the
     annotations."""
     verdict = error_verdict(exit_code)
-    _append("GITHUB_STEP_SUMMARY", failure_markdown(message, exit_code), env)
+    _append("GITHUB_STEP_SUMMARY", renderer("markdown").failure(message, exit_code), env)
     _outputs({"verdict": verdict, "exit-code": str(exit_code), "report": ""}, env)
     return _capped("error", [(f"retrieval-gate: {verdict}", line)
                              for line in error_lines(message)])
