@@ -26,12 +26,12 @@ from retrieval_gate.decide.policy import (
     GatePolicy,
     PairPolicy,
     compare,
-    labels,
     verdict,
 )
 from retrieval_gate.decide.signals import PairedSignal
 from retrieval_gate.formats.schema import schema
 from retrieval_gate.gating.gate import run_gate
+from retrieval_gate.report.cells import labels
 
 PYDOC = ROOT / "examples" / "pydoc"
 POLICIES = ROOT / "examples" / "policies"

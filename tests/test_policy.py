@@ -21,12 +21,16 @@ from retrieval_gate.decide.policy import (
     compare,
     decide,
     decision_note,
-    labels,
-    percent,
 )
 from retrieval_gate.gating.gate import run_gate
 from retrieval_gate.inputs.config import config_from_mapping
-from retrieval_gate.report.cells import deciding_bound, decision_cell, decision_reason
+from retrieval_gate.report.cells import (
+    deciding_bound,
+    decision_cell,
+    decision_reason,
+    labels,
+    percent,
+)
 from retrieval_gate.report.github import workflow_annotations
 from retrieval_gate.report.junit import report_junit
 from retrieval_gate.report.markdown import report_markdown

@@ -5,14 +5,16 @@ value two ways. A cell holds no text from the inputs (those are made safe per fo
 :mod:`~retrieval_gate.report.safe`).
 
 The policy's labels — the levels of the intervals, the power, the decision rule (:class:`Labels`,
-:func:`labels`, :func:`percent`) and why nothing was gated (:func:`nothing_gated`) — are
-defined with the policy (:mod:`retrieval_gate.decide.policy`) and taken from here by every
-renderer."""
+:func:`labels`, :func:`percent`) — and why nothing was gated (:func:`nothing_gated`) are here
+too."""
 
 from __future__ import annotations
 
+from collections.abc import Sequence
+from dataclasses import dataclass
+
 from retrieval_gate.decide.cost import CostRow
-from retrieval_gate.decide.policy import GatePolicy, Labels, labels, nothing_gated, percent
+from retrieval_gate.decide.policy import GatePolicy
 from retrieval_gate.gating.outcome import Comparison
 
 __all__ = ["UNBOUNDED", "Labels", "bootstrap_name", "comparison_detail", "cost_decision",
@@ -22,6 +24,76 @@ __all__ = ["UNBOUNDED", "Labels", "bootstrap_name", "comparison_detail", "cost_d
            "ratio_interval", "sentence", "sign_p", "signed", "wins_losses_ties"]
 
 UNBOUNDED = 1e3  # a bound this far from 0 bounds no difference of two scores in [0, 1]
+
+
+# --------------------------------------------------------------------------------------------
+# Labels
+
+
+def percent(p: float) -> str:
+    """A probability as a percentage for a label, four significant digits: 0.95 → ``95``,
+    0.975 → ``97.5``, 0.99375 → ``99.38``."""
+    return f"{100 * p:.4g}"
+
+
+@dataclass(frozen=True)
+class Labels:
+    """The words every report uses for the policy's levels and rule, from one place, so that no
+    renderer prints a level the gate did not use.
+
+    - ``ci``: the shown interval, e.g. ``95% CI`` (two-sided 1 − α);
+    - ``intervals``: both levels in one phrase, e.g. ``95% intervals (97.5% for regression:
+      Bonferroni over 2 comparisons)``, or ``… over 3 comparisons, 1 of them a cost``;
+    - ``power``: the minimum detectable drop's power, e.g. ``80% power``;
+    - ``rule``: the decision rule in one sentence;
+    - ``bound``: the regression bound ``ci_high_adjusted``, e.g. ``97.5% bound`` (two-sided
+      1 − α/m).
+    """
+
+    ci: str
+    intervals: str
+    power: str
+    rule: str
+    bound: str
+
+
+def labels(policy: GatePolicy, family: int, costs: int = 0) -> Labels:
+    """The :class:`Labels` of ``policy`` for the family the decision used: ``family`` members
+    (the report's :attr:`~retrieval_gate.gating.outcome.Report.family`; 0 and 1 both give the
+    unadjusted level), ``costs`` of them relative cost gates."""
+    m = max(family, 1)
+    shown = percent(1 - policy.alpha)
+    level = percent(1 - policy.alpha / m)
+    of_them = (f", {costs} of them {'a cost' if costs == 1 else 'costs'}" if costs else "")
+    intervals = (f"{shown}% intervals" if m == 1 else
+                 f"{shown}% intervals ({level}% for regression: Bonferroni over {m} "
+                 f"comparisons{of_them})")
+    if policy.regression_rule == "interval":
+        regression = (f"regression when the whole {level}% interval lies below −margin and "
+                      f"the Holm-adjusted sign test p < {policy.alpha:g}")
+    else:
+        regression = (f"regression when Δ ≤ −margin, the {level}% interval lies below 0 and "
+                      f"the Holm-adjusted sign test p < {policy.alpha:g}")
+    rule = (f"{regression}; pass when the {shown}% interval's low end > −margin; neither with "
+            f"fewer than {policy.min_queries} queries; else inconclusive")
+    return Labels(f"{shown}% CI", intervals, f"{percent(policy.power)}% power", rule,
+                  f"{level}% bound")
+
+
+def nothing_gated(comparisons: Sequence[Comparison]) -> str:
+    """Why no comparison counts in the verdict, in words: ``every gated comparison has fewer
+    queries than its min-queries (Recall@10 on 'paraphrase': 13 < 15)``, ``every gate is
+    report-only``, or both."""
+    small = [c for c in comparisons if c.too_small and not c.report_only]
+    listed = ", ".join(f"{c.measure} on '{c.slice}': {c.n} < {c.min_queries}" for c in small)
+    if not comparisons:
+        return "no measure is gated"
+    if not small:
+        return "every gate is report-only"
+    why = ("every gated comparison has fewer queries than its min-queries"
+           if len(small) == len(comparisons) else
+           "every gate is report-only or has fewer queries than its min-queries")
+    return f"{why} ({listed})"
 
 
 # --------------------------------------------------------------------------------------------

@@ -702,7 +702,7 @@ _Section = Callable[[Report, Labels], str]
 _SECTIONS: tuple[tuple[str, str | None, _Section], ...] = (
     ("leaks", "Leaks", _leaks), ("comparisons", "Comparisons", _forests),
     ("per-query", "Per-query differences", _per_query), ("funnel", "Funnel", _funnel),
-    ("costs", "Cost", _costs), ("scores", None, _scores),
+    ("costs", "Cost", _costs), ("scores", "Scores", _scores),
     ("unanswerable", "Unanswerable", _unanswerable), ("queries", "Queries", _query_table),
     ("notes", "Notes", _notes))
 
