@@ -64,7 +64,8 @@ from retrieval_gate.report.safe import NAME, TEXT
 from retrieval_gate.report.verdict import headline
 
 EXAMPLES = {"cranfield": "pyproject.toml", "pipeline": "examples/pydoc/pipeline.toml",
-            "policies": "examples/policies/gate.toml", "spans": "examples/pydoc/gate.toml"}
+            "policies": "examples/policies/gate.toml", "spans": "examples/pydoc/gate.toml",
+            "answers": "examples/pydoc/answers.toml"}
 HOSTILE = ['<script>alert(1)</script>', '"><img src=x onerror=alert(1)>', "a\u2028b",
            "::error::forged", "'><svg onload=alert(1)>", *PAYLOADS]
 SCREENSHOT = ROOT / "docs" / "report-screenshot.png"
@@ -439,7 +440,7 @@ QUERY_MARKS = ("Array.from(document.querySelectorAll('svg.per-query'), svg => "
                "svg.querySelectorAll('.q').length)")
 
 
-@pytest.mark.parametrize("example", ["cranfield", "pipeline", "policies"])
+@pytest.mark.parametrize("example", ["cranfield", "pipeline", "policies", "answers"])
 def test_the_browser_shows_the_report_and_loads_nothing(browser, reports, pages, example,
                                                         tmp_path):
     report = reports[example]
@@ -456,6 +457,12 @@ def test_the_browser_shows_the_report_and_loads_nothing(browser, reports, pages,
     drawn = tab.evaluate("Array.from(document.querySelectorAll('svg.per-query .q'))"
                          ".filter(q => q.getBoundingClientRect().width > 0).length")
     assert drawn == sum(marks)
+    if report.answer_scores is not None:  # a per-query plot per gated score, and its section
+        plotted = tab.evaluate("Array.from(document.querySelectorAll('svg.per-query'),"
+                               " svg => svg.dataset.measure)")
+        assert {s.name for s in report.answer_scores.scores} <= set(plotted)
+        assert tab.evaluate("document.querySelector('#scores li').textContent").startswith(
+            "score:token_f1: the per-query mean")
     if report.leaks is not None:  # leaks come straight after the verdict
         assert tab.evaluate("document.querySelector('#verdict').nextElementSibling.id") == "leaks"
     picture = tab.screenshot()
