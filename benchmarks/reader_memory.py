@@ -40,7 +40,7 @@ DATA = ROOT / "benchmarks" / "data" / "reader-memory"
 _PROBE = """
 import resource, sys
 from retrieval_gate import formats
-from retrieval_gate.formats import access, arrow, corpus
+from retrieval_gate.formats import arrow, corpus, permissions
 if arrow.available():
     import pyarrow.csv
 before = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss
@@ -52,7 +52,7 @@ print((after - before) * 1024)
 READERS = {  # name: (file, call, environment)
     "corpus, JSON Lines": ("corpus.jsonl", "corpus.read_corpus(sys.argv[1])", {}),
     "corpus, id list": ("ids.txt", "corpus.read_corpus(sys.argv[1])", {}),
-    "access data": ("access.jsonl", "access.read_access(sys.argv[1])", {}),
+    "access data": ("access.jsonl", "permissions.read_access(sys.argv[1])", {}),
     "run, TREC (pyarrow)": ("run.trec", "formats.read_run(sys.argv[1])", {}),
     "run, TREC (numpy)": ("run.trec", "formats.read_run(sys.argv[1])",
                           {"RETRIEVAL_GATE_NO_ARROW": "1"}),

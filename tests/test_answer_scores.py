@@ -99,11 +99,32 @@ def test_json_lines_and_csv_read_the_same_scores() -> None:
     ('{"query_id": "q1", "scores": {"f": 1}, "sample": -1}\n', "sample -1 is not a whole number"),
     ('{\n "results": []\n}\n', "is one JSON document, not JSON Lines of scores"),
     ('[{"query_id": "q1"}]\n', "is one JSON document"),
+    ('{"query_id": "q1", "scores": {"f": 1.3e154}}\n', "s.jsonl:1: score 'f' is 1.3e+154, beyond"),
+    ('{"query_id": "q1", "scores": {"f": 1}}\n{"query_id": "q2", "scores": {"g": 1}}\n',
+     None),
 ])
-def test_bad_score_lines_name_the_line(text: str, message: str) -> None:
+def test_bad_score_lines_name_the_line(text: str, message: str | None) -> None:
+    if message is None:  # a score absent from a line: NaN there, not an error
+        assert np.isnan(read_scores(blob(text)).values).sum() == 2
+        return
     with pytest.raises(InputError, match=None) as caught:
         read_scores(blob(text))
     assert message in str(caught.value)
+
+
+def test_nan_is_a_failed_score_and_sparse_files_are_refused() -> None:
+    """Python's json.dumps writes a failed score as NaN; a file whose lines each give another
+    score would make a matrix far larger than the file."""
+    rows = read_scores(blob('{"query_id": "q1", "scores": {"f": NaN, "g": 1}, "t": "NaN"}\n'))
+    assert np.isnan(rows.values[0, 0]) and rows.values[0, 1] == 1
+    with pytest.raises(InputError, match="Infinity"):
+        read_scores(blob('{"query_id": "q1", "scores": {"f": Infinity}}\n'))
+    sparse = "".join(json.dumps({"query_id": f"q{i}", "scores": {f"s{i}": 1}}) + "\n"
+                     for i in range(600))
+    with pytest.raises(InputError) as caught:
+        read_scores(blob(sparse))
+    assert str(caught.value).startswith("s.jsonl:1: the file names 600 scores, and this line "
+                                        "gives 1 of them")
 
 
 @pytest.mark.parametrize(("text", "message"), [
@@ -113,6 +134,11 @@ def test_bad_score_lines_name_the_line(text: str, message: str) -> None:
     ("query_id,f,f\nq1,1,2\n", "s.csv:1: a column is named twice"),
     ("query_id\nq1\n", "s.csv:1: the header names no score column"),
     ("query_id,f\nq1,1_0\n", "s.csv:2:"),
+    ("query_id,f\nq1,1\rq2,2\n", "s.csv:2: a line ends with a bare carriage return"),
+    ("query_id,sample,f\nq1,1_0,1\n", "s.csv:2: sample \"1_0\" is not a whole number"),
+    ("query_id,sample,f\nq1,+3,1\n", "s.csv:2: sample \"+3\""),
+    ("query_id,sample,f\nq1,\u0663,1\n", "s.csv:2: sample"),
+    ("query_id,f\nq1,1e200\n", "s.csv:2: score 'f' is 1e+200, beyond ±1e+12"),
 ])
 def test_bad_csv_names_the_line(text: str, message: str) -> None:
     with pytest.raises(InputError) as caught:
@@ -241,7 +267,17 @@ def test_a_harm_that_rises_is_a_regression_when_lower_is_better(tmp_path, cranfi
     assert report["comparisons"][0]["lower_is_better"] is True
     assert report["settings"]["gates"][0]["lower_is_better"] is True
     # a warning says no judge was recorded
-    assert any("record no judge" in w for w in report["warnings"])
+    assert any("neither run records its judge" in w for w in report["warnings"])
+
+
+def test_a_judge_recorded_by_one_run_only_is_not_comparable(tmp_path, cranfield_scores):
+    """Dropping --judge from the candidate must not let a changed judge through."""
+    s = cranfield_scores
+    b, c = runs_with(tmp_path, {"faith": s["faith_b"].tolist()}, {"faith": s["faith_b"].tolist()},
+                     (("model=gpt-a",), ()))
+    code, _, err, _ = check(b, c, "score:faith=0.05")
+    assert code == 3 and "judge model is 'gpt-a' for the baseline" in err
+    assert "and not recorded for the candidate" in err
 
 
 def test_different_judges_are_not_comparable(tmp_path, cranfield_scores):
@@ -434,3 +470,22 @@ def test_the_library_and_the_github_output_gate_scores(tmp_path, cranfield_score
     assert code == 1
     assert "::error" in out and "score:faith" in out
     assert "<summary>Per-query scores</summary>" in summary.read_text()
+
+
+def test_judge_values_are_bounded_and_given_once(tmp_path, cranfield_scores):
+    scores = write_scores(tmp_path / "s.jsonl", {"f": cranfield_scores["faith_b"].tolist()})
+    code, _, err = gate("run-manifest", "--snapshot", SNAPSHOT, "--scores", scores, "--judge",
+                        "model=" + "x" * 501)
+    assert code == 2 and err.startswith("error: --judge: model's value is 501 characters")
+    code, _, err = gate("run-manifest", "--snapshot", SNAPSHOT, "--scores", scores, "--judge",
+                        "model=a", "--judge", "model=b")
+    assert code == 2 and "--judge: model is given twice" in err
+    assert not Path(f"{scores}.manifest.json").exists()
+
+
+def test_the_manifest_schema_names_every_score_format() -> None:
+    from retrieval_gate.formats.scores import FORMATS
+    from retrieval_gate.formats.schema import schema as load
+
+    scores = load("run-manifest")["properties"]["scores"]["properties"]
+    assert tuple(scores["format"]["enum"]) == FORMATS

@@ -240,6 +240,9 @@ def _key_values(option: str, pairs: tuple[str, ...], typed: bool = True) -> dict
         if not sep or not key:
             raise InputError(option, f"'{pair}' is not KEY=VALUE", f"write {option} size=512")
         if not typed:
+            if key in result:
+                raise InputError(option, f"{key} is given twice", f"give {option} {key}=... "
+                                 "once")
             result[key] = value
             continue
         try:

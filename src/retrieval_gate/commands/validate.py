@@ -79,6 +79,9 @@ def check_run(snapshot: Snapshot, test_set: TestSet, run: str | os.PathLike[str]
     return CheckedRun(loaded.run, loaded, scored.scores, answers)
 
 
+MAX_JUDGE = 500  # characters of a judge value (the run-manifest schema's limit)
+
+
 def record_run(snapshot: str | os.PathLike[str], run: str | os.PathLike[str] | None,
                system: Mapping[str, Any] | None = None, commit: str | None = None,
                created: str | None = None, output: str | os.PathLike[str] | None = None,
@@ -99,6 +102,11 @@ def record_run(snapshot: str | os.PathLike[str], run: str | os.PathLike[str] | N
     if judge and scores is None:
         raise InputError("--judge", "says who scored, and no score file is given",
                          "give the scores with --scores FILE, or leave out --judge")
+    for key, value in (judge or {}).items():
+        if not isinstance(value, str) or len(value) > MAX_JUDGE:
+            raise InputError("--judge", f"{key}'s value is {len(str(value))} characters long, "
+                             f"more than {MAX_JUDGE}", f"record a shorter name, or its hash "
+                             f"(--judge {key}=sha256:...)")
     if scores_format is not None and scores is None:
         raise InputError("--scores-format", "names the format of a score file, and none is "
                          "given", "give the scores with --scores FILE")

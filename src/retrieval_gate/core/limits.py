@@ -25,3 +25,6 @@ MAX_LATENCY_MS = 1e12
 """The largest ``latency_ms`` of a query in a run (about 31 years). A pipeline's latency is the
 sum over its stages, and the cost statistics sum and subtract latencies: bounded so, none of
 them can overflow float64 to infinity."""
+MAX_SCORE = 1e12
+"""A per-query score's largest magnitude: far above any judge's scale (probabilities, Likert
+points, token counts) and low enough that squares and sums of squares stay finite."""

@@ -152,25 +152,25 @@ def load_run_scores(manifest: RunManifest, test_set: TestSet, query_ids: tuple[s
 def judge_warnings(manifests: tuple[RunManifest, RunManifest]) -> list[str]:
     """Two runs scored by different judges are not comparable (exit 3): a changed judge model
     or prompt moves every score, as a changed chunking moves every ranking. The judges differ
-    when a key is recorded with different values, or by one run only. Runs that record no
-    judge are compared, with a warning saying so."""
+    when a key is recorded with different values, or by one run only — a run that records no
+    judge beside one that does is not comparable either (else dropping ``--judge`` would pass
+    a changed judge). Runs that both record no judge are compared, with a warning saying so."""
     if any(m.scores is None for m in manifests):
         return []
     judges = [m.judge for m in manifests]
+    if not judges[0] and not judges[1]:
+        return [("scores: neither run records its judge — scores of different judges are not "
+                 "comparable, and this check cannot tell (record it with gate run-manifest "
+                 "--judge model=... --judge prompt=...)")]
     for key in sorted(set(judges[0]) | set(judges[1])):
         values = [j.get(key) for j in judges]
-        if values[0] != values[1] and judges[0] and judges[1]:
+        if values[0] != values[1]:
             shown = [repr(v) if v is not None else "not recorded" for v in values]
             raise NotComparableError(
                 f"not comparable: the runs' scores were judged differently — judge {key} is "
                 f"{shown[0]} for the baseline ({manifests[0].source}) and {shown[1]} for the "
                 f"candidate ({manifests[1].source})",
-                "what to do — score both runs with the same judge (model, prompt, settings), "
-                "or score the baseline again with the candidate's judge and approve it")
-    unrecorded = [role for role, j in zip(("baseline", "candidate"), judges) if not j]
-    if not unrecorded:
-        return []
-    verb = "records" if len(unrecorded) == 1 else "record"
-    return [(f"scores: the {' and the '.join(unrecorded)} {verb} no judge — scores of "
-             "different judges are not comparable, and this check cannot tell (record it with "
-             "gate run-manifest --judge model=... --judge prompt=...)")]
+                "what to do — score both runs with the same judge (model, prompt, settings) "
+                "and record it in both manifests, or score the baseline again with the "
+                "candidate's judge and approve it")
+    return []

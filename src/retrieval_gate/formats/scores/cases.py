@@ -27,11 +27,16 @@ from collections.abc import Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
-import numpy as np
-
 from retrieval_gate.core.errors import InputError
 from retrieval_gate.formats.jsonfmt import check_id
-from retrieval_gate.formats.scores.rows import SCORE_NAME, ScoreRows, check_score_name, quoted
+from retrieval_gate.formats.scores.rows import (
+    SCORE_NAME,
+    ScoreRows,
+    check_samples,
+    check_score_name,
+    dense,
+    quoted,
+)
 
 _OTHER = re.compile(r"[^a-z0-9_.-]+")
 
@@ -100,10 +105,12 @@ def score_rows(cases: Sequence[Case], source: str, tool: str, what: str, id_fiel
                              f"as {text_field}", case.place)
         keys.append(key)
     names, columns = _names(cases, source)
-    values = np.full((len(cases), len(names)), np.nan)
-    for row, case in enumerate(cases):
-        for raw, value in case.scores.items():
-            values[row, columns[raw]] = value
+    places = [case.place for case in cases]
+    samples = [case.sample for case in cases]
+    check_samples(keys, samples, places, source, what)
+    given = [{names[columns[raw]]: value for raw, value in case.scores.items()}
+             for case in cases]
+    values = dense(given, names, places, source, what)
     return ScoreRows(keys=tuple(keys), by_text=by_text,
                      places=tuple(case.place for case in cases),
                      samples=tuple(case.sample for case in cases), names=names, values=values,

@@ -33,8 +33,7 @@ from typing import Any
 from retrieval_gate.core.errors import InputError
 from retrieval_gate.formats.jsonfmt import document_or_lines, path
 from retrieval_gate.formats.scores.cases import Case, query_id, score_rows
-from retrieval_gate.formats.scores.rows import ScoreRows, quoted, score_value
-from retrieval_gate.formats.source import Blob
+from retrieval_gate.formats.scores.rows import ScoreRows, quoted, score_text, score_value
 
 _EXPECTED = ("give the test run DeepEval saved: test_run_<timestamp>.json of "
              "DEEPEVAL_RESULTS_FOLDER, or .deepeval/.latest_test_run.json")
@@ -42,7 +41,7 @@ _EXPECTED = ("give the test run DeepEval saved: test_run_<timestamp>.json of "
 
 def read(data: bytes, name: str) -> ScoreRows:
     """The scores of a saved DeepEval test run (see the module docstring)."""
-    document, lines = document_or_lines(Blob(name, data).text(), name)
+    document, lines = document_or_lines(score_text(data, name), name)
     if lines:
         raise InputError(name, "is not a DeepEval test run: it holds JSON Lines, not one JSON "
                          "object", _EXPECTED)

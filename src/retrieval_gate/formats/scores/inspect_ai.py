@@ -35,7 +35,6 @@ from __future__ import annotations
 import importlib
 import io
 import math
-import re
 import struct
 import sys
 import zipfile
@@ -46,8 +45,13 @@ from typing import Any
 from retrieval_gate.core.errors import InputError
 from retrieval_gate.formats.jsonfmt import loads, path
 from retrieval_gate.formats.scores.cases import Case, query_id, require, score_rows
-from retrieval_gate.formats.scores.rows import ScoreRows, quoted, sample_number, score_value
-from retrieval_gate.formats.source import Blob, check_utf8
+from retrieval_gate.formats.scores.rows import (
+    ScoreRows,
+    quoted,
+    sample_number,
+    score_text,
+    score_value,
+)
 
 LOG_VERSION = 2
 MAX_MEMBER_BYTES = 1 << 31
@@ -61,7 +65,6 @@ _ZSTANDARD = 93  # the zip compression method of Zstandard
 _LOCAL_HEADER = struct.Struct("<4s22xHH")  # signature ... name length, extra length
 _LETTERS = {"C": 1.0, "P": 0.5, "I": 0.0, "N": 0.0}
 _WORDS = {"yes": 1.0, "true": 1.0, "no": 0.0, "false": 0.0}
-_STRING_OR_NAN = re.compile(r'"[^"\\]*(?:\\.[^"\\]*)*"|\bNaN\b')  # a whole string, or NaN
 
 
 def read(data: bytes, name: str) -> ScoreRows:
@@ -74,7 +77,7 @@ def read(data: bytes, name: str) -> ScoreRows:
             (member, _member(archive, info, data, name)) for member, info in members.items()
             if member.startswith("samples/") and member.endswith(".json"))
     else:
-        header = _header(_json(Blob(name, data).text(), name), name)
+        header = _header(_json(data, name), name)
         listed = require(header.get("samples", []), list, name, path("samples"), "samples",
                          "a list")
         samples = ((path("samples", i), sample) for i, sample in enumerate(listed))
@@ -93,12 +96,10 @@ def _producer(header: dict[str, Any], unknown: str = "inspect_ai (log version 2)
     return f"inspect_ai {version}" if isinstance(version, str) and version else unknown
 
 
-def _json(text: str, source: str) -> Any:
+def _json(data: bytes, source: str) -> Any:
     """A JSON document of inspect_ai, which writes a NaN score as the bare word ``NaN``: read
-    as null (also NaN here); everything else as strictly as any input."""
-    if "NaN" in text:
-        text = _STRING_OR_NAN.sub(lambda m: "null" if m[0] == "NaN" else m[0], text)
-    return loads(text, source)
+    as null (:func:`~.rows.score_text`); everything else as strictly as any input."""
+    return loads(score_text(data, source), source)
 
 
 def _header(header: Any, source: str) -> dict[str, Any]:
@@ -147,8 +148,7 @@ def _member(archive: zipfile.ZipFile, info: zipfile.ZipInfo, data: bytes, source
     except (zipfile.BadZipFile, zlib.error, struct.error, EOFError, NotImplementedError,
             RuntimeError, ValueError) as exc:
         raise InputError(where, f"cannot be unpacked ({exc})", _AS_WRITTEN) from None
-    check_utf8(raw, where)
-    return _json(str(raw, "utf-8"), where)
+    return _json(raw, where)
 
 
 def _unzstd(info: zipfile.ZipInfo, data: bytes, where: str) -> bytes:

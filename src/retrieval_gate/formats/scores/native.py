@@ -14,18 +14,20 @@ from __future__ import annotations
 
 import csv
 import io
+import re
 import math
-
-import numpy as np
 
 from retrieval_gate.core.errors import InputError
 from retrieval_gate.formats.scores import TOOLS
 from retrieval_gate.formats.scores.rows import (
     ScoreRows,
+    check_samples,
     check_score_name,
+    dense,
     finite,
     not_a_number,
     sample_number,
+    score_text,
     score_value,
 )
 from retrieval_gate.formats.source import check_utf8
@@ -37,8 +39,7 @@ def read_jsonl(data: bytes, name: str) -> ScoreRows:
     """The rows of a native JSON Lines score file; InputError naming the line of any fault."""
     from retrieval_gate.formats.jsonfmt import check_id, json_lines, path
 
-    check_utf8(data, name)
-    text = str(data, "utf-8").removeprefix("\ufeff")
+    text = score_text(data, name)
     keys: list[str] = []
     places: list[int | str] = []
     samples: list[int | None] = []
@@ -68,9 +69,11 @@ def read_csv(data: bytes, name: str) -> ScoreRows:
     fault."""
     check_utf8(data, name)
     text = str(data, "utf-8").removeprefix("\ufeff")
-    if "\r" in text.replace("\r\n", ""):
+    bare = re.search("\r(?!\n)", text)
+    if bare is not None:
         raise InputError(name, "a line ends with a bare carriage return (\\r)",
-                         "save the file with \\n or \\r\\n line ends", None)
+                         "save the file with \\n or \\r\\n line ends",
+                         text.count("\n", 0, bare.start()) + 1)
     reader = csv.reader(io.StringIO(text, newline=""), strict=True)
     try:
         header = next(reader, None)
@@ -132,34 +135,22 @@ def _cell(text: str, score: str, name: str, line: int) -> float:
 
 
 def _sample_cell(text: str, name: str, line: int) -> int | None:
+    """A CSV sample number: ASCII digits (no sign, ``_`` or other scripts' digits); an empty
+    cell is none."""
     if not text.strip():
         return None
-    try:
-        value: object = int(text)
-    except ValueError:
-        value = text
+    value: object = int(text) if re.fullmatch(r"[0-9]{1,7}", text.strip()) else text
     return sample_number(value, name, line)
 
 
 def _rows(keys: list[str], places: list[int | str], samples: list[int | None],
           given: list[dict[str, float]], name: str, tool: str) -> ScoreRows:
     """The rows with every score name as a column (NaN where a line lacks it); InputError at
-    the line of a repeated (query, sample) or of a file that numbers some samples only."""
+    the line of a repeated (query, sample), of a file that numbers some samples only, or of a
+    line that gives few of the file's scores (:func:`~.rows.dense`)."""
     if not keys:
         raise InputError(name, "the file holds no score line", "write one line per query")
-    numbered = {s is not None for s in samples}
-    if len(numbered) > 1:
-        line = places[samples.index(None)]
-        raise InputError(name, "this line has no sample number, others have one",
-                         "give every line a sample number, or none", line)
-    seen: set[tuple[str, int | None]] = set()
-    if True in numbered:
-        for key, sample, place in zip(keys, samples, places):
-            if (key, sample) in seen:
-                raise InputError(name, f"query {key} sample {sample} is given twice",
-                                 "give each sample of a query once", place)
-            seen.add((key, sample))
+    check_samples(keys, samples, places, name, "line")
     names = tuple(sorted({n for scores in given for n in scores}))
-    values = np.array([[scores.get(n, math.nan) for n in names] for scores in given],
-                      dtype=np.float64).reshape(len(keys), len(names))
+    values = dense(given, names, places, name, "line")
     return ScoreRows(tuple(keys), False, tuple(places), tuple(samples), names, values, tool)

@@ -42,8 +42,7 @@ from typing import Any
 from retrieval_gate.core.errors import InputError
 from retrieval_gate.formats.jsonfmt import document_or_lines, path
 from retrieval_gate.formats.scores.cases import Case, query_id, require, score_name, score_rows
-from retrieval_gate.formats.scores.rows import ScoreRows, quoted, score_value
-from retrieval_gate.formats.source import Blob
+from retrieval_gate.formats.scores.rows import ScoreRows, quoted, score_text, score_value
 
 FORMAT_VERSION = 3
 SCORE, PASS = "promptfoo.score", "promptfoo.pass"
@@ -60,7 +59,7 @@ def read(data: bytes, name: str) -> ScoreRows:
     if data[:4] == b"PK\x03\x04":
         raise InputError(name, "is a zip archive (an inspect_ai .eval log?), not promptfoo's "
                          "JSON output", f"give {_READ}")
-    document, lines = document_or_lines(Blob(name, data).text(), name)
+    document, lines = document_or_lines(score_text(data, name), name)
     if lines:
         raise InputError(name, "is JSON Lines (promptfoo's -o results.jsonl output), which "
                          "records no format version", "write promptfoo's JSON output instead: "

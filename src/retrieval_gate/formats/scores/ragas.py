@@ -41,7 +41,7 @@ from typing import Any
 from retrieval_gate.core.errors import InputError
 from retrieval_gate.formats.jsonfmt import document_or_lines, json_lines, path
 from retrieval_gate.formats.scores.cases import Case, query_id, score_rows
-from retrieval_gate.formats.scores.rows import ScoreRows, as_float, finite, not_a_number
+from retrieval_gate.formats.scores.rows import ScoreRows, as_float, finite, not_a_number, score_text
 from retrieval_gate.formats.source import Blob
 
 SAMPLE_FIELDS = frozenset({
@@ -68,7 +68,7 @@ def read(data: bytes, name: str) -> ScoreRows:
     """The scores of a saved Ragas result (see the module docstring)."""
     text = Blob(name, data).text()
     if text.lstrip()[:1] in ("{", "["):
-        columns, records = _json_records(text, name)
+        columns, records = _json_records(score_text(data, name), name)
         number: Callable[[Any], float | None] = _json_number
     else:
         columns, records = _csv_records(text, name)

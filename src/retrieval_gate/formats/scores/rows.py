@@ -11,12 +11,15 @@ from __future__ import annotations
 import json
 import math
 import re
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 
 import numpy as np
 
 from retrieval_gate.core.errors import InputError
+from retrieval_gate.core.limits import MAX_SCORE
 from retrieval_gate.core.untrusted import capped
+from retrieval_gate.formats.source import Blob
 
 
 @dataclass(frozen=True)
@@ -89,11 +92,70 @@ def as_float(value: float) -> float:
 
 
 def finite(value: float, name: str, source: str, where: int | str) -> float:
-    """``value`` if it is finite or NaN (a failed judgement); InputError for ±infinity."""
+    """``value`` if it is NaN (a failed judgement) or finite within ±:data:`MAX_SCORE`;
+    InputError otherwise."""
     if math.isinf(value):
         raise InputError(source, f"score '{name}' is {value}, not a finite number",
                          "write a finite score (empty or null for a failed judgement)", where)
+    if abs(value) > MAX_SCORE:
+        raise InputError(source, f"score '{name}' is {value:g}, beyond ±{MAX_SCORE:g}",
+                         "write scores on a judge's scale (a probability, points, a count)",
+                         where)
     return value
+
+
+def score_text(data: bytes, name: str) -> str:
+    """A JSON score file's text (strict UTF-8, a BOM dropped) with every bare ``NaN`` outside
+    strings read as ``null``: Python's ``json.dumps`` and some tools write a failed score so,
+    and a failed score is what it means. ``Infinity`` stays an error."""
+    text = Blob(name, data).text()
+    if "NaN" in text:
+        text = _STRING_OR_NAN.sub(lambda m: "null" if m[0] == "NaN" else m[0], text)
+    return text
+
+
+_STRING_OR_NAN = re.compile(r'"[^"\\]*(?:\\.[^"\\]*)*"|\bNaN\b')  # a whole string, or NaN
+
+
+def check_samples(keys: Sequence[str], samples: Sequence[int | None],
+                  places: Sequence[int | str], source: str, what: str) -> None:
+    """InputError at the first ``what`` (a line, a case) without a sample number in a file that
+    numbers its samples, or that repeats a (query, sample) pair."""
+    numbered = {s is not None for s in samples}
+    if len(numbered) > 1:
+        raise InputError(source, f"this {what} has no sample number, others have one",
+                         f"give every {what} a sample number, or none",
+                         places[list(samples).index(None)])
+    if True not in numbered:
+        return
+    seen: set[tuple[str, int | None]] = set()
+    for key, sample, place in zip(keys, samples, places):
+        if (key, sample) in seen:
+            raise InputError(source, f"query {key} sample {sample} is given twice",
+                             "give each sample of a query once", place)
+        seen.add((key, sample))
+
+
+def dense(given: Sequence[Mapping[str, float]], names: Sequence[str],
+          places: Sequence[int | str], source: str, what: str) -> np.ndarray:
+    """``len(given) × len(names)`` float64, each row's scores in its columns and NaN where a row
+    has none. A file whose rows give few of its names each would make a matrix far larger than
+    the file (10,000 lines of one name each: 10⁸ cells): refused at its sparsest row when the
+    cells exceed four times the values given (and 65,536)."""
+    filled = sum(len(row) for row in given)
+    if len(given) * len(names) > 4 * filled + 65_536:
+        sparse = min(range(len(given)), key=lambda r: len(given[r]))
+        raise InputError(source, f"the file names {len(names)} scores, and this {what} gives "
+                         f"{len(given[sparse])} of them", f"give every {what} the same scores "
+                         "(null where the judge failed)", places[sparse])
+    column = {name: j for j, name in enumerate(names)}
+    values = np.full((len(given), len(names)), np.nan)
+    if filled:
+        rows = np.repeat(np.arange(len(given)), [len(row) for row in given])
+        columns = np.fromiter((column[n] for row in given for n in row), np.int64, filled)
+        values[rows, columns] = np.fromiter((v for row in given for v in row.values()),
+                                            np.float64, filled)
+    return values
 
 
 def not_a_number(value: object, name: str, source: str, where: int | str) -> InputError:
