@@ -103,10 +103,12 @@ def run_gate(snapshot: str | os.PathLike[str], baseline: str | os.PathLike[str],
                  default=None)
     hit, judged = Measure("Hit", cutoff, stage=final), Measure("Judged", cutoff, stage=final)
     measures = tuple(dict.fromkeys((*snap.measures, hit, judged)))
-    if all(m.ranked for m in manifests):
+    ranked = all(m.ranked for m in manifests)
+    if ranked:
         base, cand = _score_verified(snap, test_set, runs, manifests, measures)
-    else:  # per-query scores only: nothing is ranked
+    else:  # per-query scores only: nothing is ranked (a ranked side is only hash-checked)
         _require_scores_only(manifests, gated, policy, config)
+        _verify_unscored(snap, runs, manifests)
         base = cand = unranked(snap, test_set)
     _require_recorded(base, cand, gated, policy, config)
     answers = _answer_scores(manifests, test_set, gated, config)
@@ -143,11 +145,12 @@ def run_gate(snapshot: str | os.PathLike[str], baseline: str | os.PathLike[str],
         leaks = _leak_report(base, cand, policy) if test_set.access is not None else None
         funnel = (None if base.funnel is None or cand.funnel is None
                   else _funnel_report(snap, base.funnel, cand.funnel, base.scores.query_ids))
-        drops = _top_regressions(base.scores, cand.scores, gated.measures, texts)
+        drops = (_top_regressions(base.scores, cand.scores, gated.measures, texts)
+                 + _score_drops(signals, base.scores.query_ids, texts))
         instead = retrieved_instead(snap, test_set, base.scores, cand.scores,
                                     _worst_queries(drops, newly_failing))
         queries = _query_rows(test_set, base.scores, cand.scores, slices, signals)
-        unanswerable = _unanswerable(test_set, base, cand)
+        unanswerable = _unanswerable(test_set, base, cand) if ranked else ()
         costs = pending_costs.result()
     warnings += _cost_warnings(manifests, costs)
     warnings += _input_warnings(snap, manifests, (base, cand))
@@ -226,6 +229,17 @@ def _require_scores_only(manifests: tuple[RunManifest, RunManifest], gated: Gate
                          "or give a run with its ranking", '$["gate"]')
 
 
+def _verify_unscored(snap: Snapshot, runs: tuple[Path, Path],
+                     manifests: tuple[RunManifest, RunManifest]) -> None:
+    """Beside a run of scores only, the other run's rankings are not scored, but each must
+    still be the file its manifest pins (exit 3 otherwise)."""
+    for manifest, run in zip(manifests, runs):
+        if manifest.ranked:
+            for contract, file, pinned in stage_sources(snap, manifest, run):
+                verify_run_hash(manifest, read_run_file(file).sha256, pinned,
+                                None if contract is None else contract.name)
+
+
 def _answer_scores(manifests: tuple[RunManifest, RunManifest], test_set: TestSet,
                    gated: Gated, config: str | None
                    ) -> tuple[QueryScores, QueryScores] | None:
@@ -293,8 +307,7 @@ def _worst_queries(drops: tuple[QueryChange, ...], newly_failing: tuple[QueryCha
 def _query_rows(test_set: TestSet, base: Scores, cand: Scores, slices: dict[str, np.ndarray],
                 signals: list[PairedSignal]) -> tuple[QueryRow, ...]:
     """Every answerable query with its slices, every measure's value in both runs and each
-    gated per-query score that covers every answerable query (its dropped pairs have no
-    value to show)."""
+    gated per-query score's (None where its pair was dropped for a failed score)."""
     texts = {q.id: q.text for q in test_set.queries}
     member: dict[int, list[str]] = {}
     for name, rows in slices.items():
@@ -303,10 +316,16 @@ def _query_rows(test_set: TestSet, base: Scores, cand: Scores, slices: dict[str,
                 member.setdefault(i, []).append(name)
     n = len(base.query_ids)
     names = [str(m) for m in base.measures]
-    shown = [s for s in signals if s.name.startswith(SCORE_PREFIX) and s.covers[:n].all()]
+    shown = [s for s in signals if s.name.startswith(SCORE_PREFIX)]
     values = [np.hstack([run.values, *(getattr(s, side)[:n, None] for s in shown)]).tolist()
               for run, side in ((base, "baseline"), (cand, "candidate"))]
     names += [s.name for s in shown]
+    dropped = {j: s.covers[:n] for j, s in enumerate(shown, len(base.measures))
+               if not s.covers[:n].all()}
+    for side in values:  # a dropped pair has no value to show
+        for j, covers in dropped.items():
+            for i in np.flatnonzero(~covers).tolist():
+                side[i][j] = None
     return tuple(QueryRow(qid, texts.get(qid, ""), tuple(member.get(i, ())),
                           dict(zip(names, b)), dict(zip(names, c)))
                  for i, (qid, b, c) in enumerate(zip(base.query_ids, *values)))
@@ -565,6 +584,26 @@ def _top_regressions(base: Scores, cand: Scores, gated: tuple[Measure, ...],
         worse = [(c[i] - b[i], base.query_ids[i], i) for i in np.flatnonzero(c < b).tolist()]
         for _, qid, i in sorted(worse)[:TOP_REGRESSIONS]:
             changes.append(QueryChange(str(measure), qid, texts.get(qid, ""), float(b[i]),
+                                       float(c[i])))
+    return tuple(changes)
+
+
+def _score_drops(signals: list[PairedSignal], query_ids: tuple[str, ...],
+                 texts: dict[str, str]) -> tuple[QueryChange, ...]:
+    """For each gated per-query score, the answerable queries where the candidate is worse
+    (lower; higher for a harm), at most :data:`TOP_REGRESSIONS`, worst first (ties by query
+    id); dropped pairs have no value."""
+    changes = []
+    n = len(query_ids)
+    for s in signals:
+        if not s.name.startswith(SCORE_PREFIX):
+            continue
+        b, c = s.baseline[:n], s.candidate[:n]
+        turned = (b - c) if s.lower_is_better else (c - b)
+        worse = [(turned[i], query_ids[i], i)
+                 for i in np.flatnonzero((turned < 0) & s.covers[:n]).tolist()]
+        for _, qid, i in sorted(worse)[:TOP_REGRESSIONS]:
+            changes.append(QueryChange(s.name, qid, texts.get(qid, ""), float(b[i]),
                                        float(c[i])))
     return tuple(changes)
 

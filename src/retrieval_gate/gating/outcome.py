@@ -153,8 +153,8 @@ class QueryRow:
     query: str
     text: str
     slices: tuple[str, ...]
-    baseline: dict[str, float]
-    candidate: dict[str, float]
+    baseline: dict[str, float | None]
+    candidate: dict[str, float | None]
 
 
 @dataclass(frozen=True)
@@ -241,6 +241,12 @@ class Report:
         """Whether both runs have rankings (else they are compared on per-query scores only,
         and nothing about retrieval applies)."""
         return self.baseline.ranked and self.candidate.ranked
+
+    @property
+    def defined(self) -> tuple[Any, ...]:
+        """The measures whose definitions the reports list: the snapshot's, when both runs
+        have rankings (none for runs of scores only)."""
+        return tuple(self.snapshot.measures) if self.ranked else ()
 
     @property
     def gates_a_measure(self) -> bool:

@@ -455,15 +455,24 @@ def _plotted(report: Report) -> list[Comparison]:
     for c in report.comparisons:
         if c.measure not in chosen or (c.slice == "all" and chosen[c.measure].slice != "all"):
             chosen[c.measure] = c
-    have = report.queries[0].baseline.keys() if report.queries else set()
+    have = {name for row in report.queries for name in row.baseline}
     return [c for c in chosen.values() if c.measure in have]
+
+
+def _valued(report: Report, c: Comparison) -> list[int]:
+    """The queries with a value of ``c``'s measure in both runs (a gated score's pair dropped
+    for a failed score has none)."""
+    return [i for i, row in enumerate(report.queries)
+            if row.baseline.get(c.measure) is not None
+            and row.candidate.get(c.measure) is not None]
 
 
 def _better(c: Comparison, row: QueryRow) -> float:
     """How much better the candidate is on one query: candidate − baseline, turned round when
-    lower is better."""
-    diff = row.candidate[c.measure] - row.baseline[c.measure]
-    return -diff if c.lower_is_better else diff
+    lower is better (the query has a value in both runs: :func:`_valued`)."""
+    base, cand = row.baseline[c.measure], row.candidate[c.measure]
+    assert base is not None and cand is not None
+    return -(cand - base) if c.lower_is_better else cand - base
 
 
 def _outcome(better: float, tie_band: float) -> str:
@@ -474,8 +483,7 @@ def _query_plot(report: Report, c: Comparison, lab: Labels) -> str:
     """One gated measure's per-query differences, sorted: one bar per query (a tie is a thin
     mark on the zero line), wins above, losses below, each with its query in a tooltip."""
     band = report.policy.tie_band
-    order = sorted(range(len(report.queries)),
-                   key=lambda i: (-_better(c, report.queries[i]), i))
+    order = sorted(_valued(report, c), key=lambda i: (-_better(c, report.queries[i]), i))
     values = [_better(c, report.queries[i]) for i in order]
     scale = _Scale.covering(values, _Q_BOTTOM, _Q_TOP, pad=0.04)
     zero = scale(0.0)
@@ -498,6 +506,7 @@ def _query_plot(report: Report, c: Comparison, lab: Labels) -> str:
         if bottom - top < 1.5:
             top, bottom = zero - 0.75, zero + 0.75
         base, cand = row.baseline[c.measure], row.candidate[c.measure]
+        assert base is not None and cand is not None  # only valued queries are plotted
         parts.append(
             f'<rect class="q {outcome}" data-query="{escape(row.query, NAME)}" '
             f'x="{_n(_Q_L + slot * step)}" y="{_n(top)}" width="{width:.2f}" '
@@ -619,11 +628,18 @@ def _unanswerable(report: Report, lab: Labels) -> str:
 # 5. The per-query table
 
 
-def _value_cell(value: float) -> str:
+def _value_cell(value: float | None) -> str:
+    """A value of the query table; a dropped pair's (None) is shown as a dash (sorted as
+    text)."""
+    if value is None:
+        return '<td class="v">-</td>'
     return f'<td class="v" data-v="{value!r}">{value:.4f}</td>'
 
 
-def _diff_cell(value: float) -> str:
+def _diff_cell(base: float | None, cand: float | None) -> str:
+    if base is None or cand is None:
+        return _value_cell(None)
+    value = cand - base
     return f'<td class="v" data-v="{value + 0.0!r}">{signed(value)}</td>'
 
 
@@ -647,7 +663,7 @@ def _query_table(report: Report, lab: Labels) -> str:
                  *([f"<td>{escape(', '.join(row.slices), NAME)}</td>"] if tagged else [])]
         for c in plotted:
             base, cand = row.baseline[c.measure], row.candidate[c.measure]
-            cells += [_value_cell(base), _value_cell(cand), _diff_cell(cand - base)]
+            cells += [_value_cell(base), _value_cell(cand), _diff_cell(base, cand)]
         lines.append(f'<tr data-i="{i}">' + "".join(cells) + "</tr>")
     lines += ["</tbody></table></div>", _newly_failing(report), "</section>"]
     return "\n".join(lines)
@@ -674,7 +690,7 @@ def _notes(report: Report, lab: Labels) -> str:
     snap, policy = report.snapshot, report.policy
     warnings = "\n".join(f"<li>{escape(w)}</li>" for w in report.warnings)
     definitions = "\n".join(f"<li>{escape(m.describe(snap.policy.threshold))}</li>"
-                            for m in snap.measures)
+                            for m in report.defined)
     decided = [
         (f"α = {policy.alpha:g}; {policy.resamples} {bootstrap_name(policy)} bootstrap resamples of the queries, "
         f"seed {policy.seed}; tie band {policy.tie_band:g}; regression rule "

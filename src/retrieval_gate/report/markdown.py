@@ -297,5 +297,5 @@ def _decided(report: Report) -> list[str]:
             f"- rule: {lab.rule}",
             *([f"- cost: {cost_rule(report)}"] if policy.costs else []),
             *(f"- {escape(m.describe(report.snapshot.policy.threshold))}"
-              for m in report.snapshot.measures)]
+              for m in report.defined)]
     return _details("How this was decided", body)

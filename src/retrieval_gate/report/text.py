@@ -230,5 +230,5 @@ def _statistics(report: Report, lab: Labels) -> list[str]:
             + ", ".join(f"{named(c)} {sign_p(c)}" for c in report.comparisons),
             "Definitions:",
             *(f"  {m.describe(report.snapshot.policy.threshold)}"
-              for m in report.snapshot.measures),
+              for m in report.defined),
             *(f"  {visible(line)}" for line in score_lines(report))]

@@ -94,7 +94,11 @@ def chunkings(report: Report, shown: Callable[[str], str]) -> str:
     which comes from a manifest, safe to print); for runs of per-query scores only, that
     nothing about retrieval applies."""
     if not report.ranked:
-        return "per-query scores only: the runs have no rankings, nothing about retrieval applies"
+        unranked = [role for role, run in (("baseline", report.baseline),
+                                           ("candidate", report.candidate)) if not run.ranked]
+        who = ("the runs have no rankings" if len(unranked) == 2 else
+               f"the {unranked[0]} has no ranking")
+        return f"per-query scores only: {who}, so nothing about retrieval is compared"
     snap = report.snapshot
     unit = snap.unit + (f" (min coverage {snap.min_coverage:g})" if snap.unit == "span" else "")
     return (f"evidence unit {unit}; chunking: candidate "

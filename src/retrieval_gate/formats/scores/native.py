@@ -14,8 +14,8 @@ from __future__ import annotations
 
 import csv
 import io
-import re
 import math
+import re
 
 from retrieval_gate.core.errors import InputError
 from retrieval_gate.formats.scores import TOOLS
