@@ -468,7 +468,7 @@ def test_the_library_and_the_github_output_gate_scores(tmp_path, cranfield_score
     code, out, _ = gate("check", "--no-config", "--snapshot", SNAPSHOT, "--baseline", b,
                         "--candidate", c, "--gate", "score:faith=0.05", "--github", env=env)
     assert code == 1
-    assert "::error" in out and "score:faith" in out
+    assert "::error title=answer regression%3A score%3Afaith::" in out
     assert "<summary>Per-query scores</summary>" in summary.read_text()
 
 
@@ -484,8 +484,33 @@ def test_judge_values_are_bounded_and_given_once(tmp_path, cranfield_scores):
 
 
 def test_the_manifest_schema_names_every_score_format() -> None:
-    from retrieval_gate.formats.scores import FORMATS
     from retrieval_gate.formats.schema import schema as load
+    from retrieval_gate.formats.scores import FORMATS
 
     scores = load("run-manifest")["properties"]["scores"]["properties"]
     assert tuple(scores["format"]["enum"]) == FORMATS
+
+
+def test_a_harm_keeps_its_direction_on_the_command_line(tmp_path, cranfield_scores):
+    """--gate cannot say lower-is-better: a score the config marks so stays so, and
+    --lower-is-better marks one; a harm's rise is never read as an improvement."""
+    s = cranfield_scores
+    b, c = runs_with(tmp_path, {"halluc": (1 - s["faith_b"]).tolist()},
+                     {"halluc": (1 - s["faith_c"]).tolist()})
+    config = tmp_path / "gate.toml"
+    config.write_text('[[gate]]\nmeasure = "score:halluc"\nmargin = 0.05\n'
+                      'lower-is-better = true\n')
+    base = ["check", "--snapshot", SNAPSHOT, "--baseline", b, "--candidate", c, "--gate",
+            "score:halluc=0.05"]
+    assert gate(*base, "--config", config)[0] == 1
+    assert gate(*base, "--no-config", "--lower-is-better", "score:halluc")[0] == 1
+    code, _, err = gate(*base, "--no-config", "--lower-is-better", "score:other")
+    assert code == 2 and "'score:other' is not a score gated with --gate" in err
+
+
+def test_a_score_zero_everywhere_certifies_nothing(tmp_path):
+    zeros = [0.0] * len(QUERIES)
+    b, c = runs_with(tmp_path, {"faith": zeros}, {"faith": zeros})
+    code, _, _, report = check(b, c, "score:faith=0.05")
+    assert code == 0 and report["comparisons"][0]["decision"] == "inconclusive"
+    assert "the judge credited nothing in either run" in report["comparisons"][0]["decision_note"]

@@ -234,7 +234,7 @@ def test_a_gate_that_could_not_decide_gives_the_errors_advice(tmp_path, case):
         advice = "candidate: re-run it on the current snapshot (qrels changed)"
     else:
         advice = ("write one beside the run with: gate run-manifest --snapshot SNAPSHOT --run "
-                  f"{candidate}")
+                  f"{candidate} (for a file of per-query scores only: --scores {candidate})")
     code, _, err = gate("check", "--no-config", "--snapshot", SNAPSHOT, "--baseline", BASELINE,
                         "--candidate", candidate, "--markdown", tmp_path / "r.md", "--html",
                         tmp_path / "r.html")

@@ -17,7 +17,7 @@ from typing import TYPE_CHECKING, Any
 
 if TYPE_CHECKING:  # what type checkers see; at run time __getattr__ imports on first use
     from retrieval_gate.api import check, score
-    from retrieval_gate.core.errors import GateError, InputError
+    from retrieval_gate.core.errors import GateError, InputError, NotComparableError, OutOfMemory
     from retrieval_gate.core.model import Qrels, Query
     from retrieval_gate.decide.policy import GatedMeasure, GatePolicy
     from retrieval_gate.gating.gate import run_gate
@@ -39,6 +39,8 @@ _EXPORTS = {
     "load_snapshot": "retrieval_gate.inputs.snapshot",
     "GateError": "retrieval_gate.core.errors",
     "InputError": "retrieval_gate.core.errors",
+    "NotComparableError": "retrieval_gate.core.errors",
+    "OutOfMemory": "retrieval_gate.core.errors",
     "Measure": "retrieval_gate.scoring.measures",
     "parse_measure": "retrieval_gate.scoring.measures",
     "parse_measures": "retrieval_gate.scoring.measures",
@@ -55,6 +57,8 @@ __all__ = [
     "GatedMeasure",
     "InputError",
     "Measure",
+    "NotComparableError",
+    "OutOfMemory",
     "Qrels",
     "Query",
     "Report",

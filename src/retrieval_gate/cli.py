@@ -454,6 +454,10 @@ def _report_files(command):
               help="Gate this measure (on this slice) with this margin; repeatable; replaces "
                    "the config's gates, e.g. --gate Recall@10=0.02 --gate "
                    "nDCG@10:paraphrase=0.05.")
+@click.option("--lower-is-better", "harms", multiple=True, metavar="score:NAME",
+              help="A score gated with --gate whose rise is the regression (a harm, e.g. "
+                   "score:hallucination); repeatable. A score the config marks "
+                   "lower-is-better stays so under --gate.")
 @click.option("--no-config", is_flag=True,
               help="Read no config file: the defaults, and the options given.")
 @_report_files
@@ -463,8 +467,8 @@ def _report_files(command):
 @click.option("--output-format", type=click.Choice(STDOUT), default="text", show_default=True,
               help="What to print on standard output.")
 @click.pass_context
-def check(ctx, snapshot_file, baseline, candidate, config, fail_on, gates, no_config, github,
-          output_format, **report_files):
+def check(ctx, snapshot_file, baseline, candidate, config, fail_on, gates, harms, no_config,
+          github, output_format, **report_files):
     """Compare a candidate run with the approved baseline, query by query, and decide.
 
     Exit 0 pass, 1 material regression, 2 invalid input, 3 not comparable, 4 inconclusive
@@ -472,7 +476,7 @@ def check(ctx, snapshot_file, baseline, candidate, config, fail_on, gates, no_co
     import os
 
     from retrieval_gate.gating.gate import run_gate
-    from retrieval_gate.inputs.config import gate_inputs, parse_gate_option
+    from retrieval_gate.inputs.config import gate_inputs, harmful, parse_gate_option
     from retrieval_gate.report.files import write_reports
 
     if github is None:
@@ -480,7 +484,8 @@ def check(ctx, snapshot_file, baseline, candidate, config, fail_on, gates, no_co
     files = {r.name: report_files[f"{r.name}_out"] for r in FILES}
     try:
         inputs = gate_inputs(snapshot_file, baseline, candidate, config, fail_on,
-                             gates=tuple(parse_gate_option(_utf8("--gate", g)) for g in gates),
+                             gates=harmful(tuple(parse_gate_option(_utf8("--gate", g))
+                                                 for g in gates), harms),
                              no_config=no_config)
         report = run_gate(inputs.snapshot, inputs.baseline, inputs.candidate, inputs.policy,
                            inputs.config)

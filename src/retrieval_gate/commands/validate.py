@@ -180,8 +180,9 @@ def _record_scores_only(snapshot: str | os.PathLike[str], scores: str | os.PathL
     loaded = load_snapshot(snapshot)
     test_set = load_test_set(loaded)
     target = Path(output) if output else manifest_path(scores)
-    if Path(os.path.normpath(target.parent)) != Path(os.path.normpath(Path(scores).parent)):
-        raise InputError("--output", "a manifest of scores only lies beside its score file",
+    if Path(os.path.normpath(target)) != Path(os.path.normpath(manifest_path(scores))):
+        raise InputError("--output", "a manifest of scores only lies beside its score file, "
+                         "named after it (where gate check finds it)",
                          f"leave out --output (it goes to {manifest_path(scores)})")
     document = make_run_manifest(loaded, None, system, commit, created)
     document["scores"] = _scores(scores, format, judge, test_set, target)

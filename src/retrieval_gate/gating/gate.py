@@ -132,8 +132,10 @@ def run_gate(snapshot: str | os.PathLike[str], baseline: str | os.PathLike[str],
         pending_costs = pool.submit(compare_costs, costs_paired, policy.costs, policy, family)
         comparisons = compare_signals(signals, rows, pairs, policy, family)
         nothing = _scored_nothing(base.scores, cand.scores, gated.measures)
-        comparisons = tuple(_certifies_nothing(c) if c.measure in nothing else c
-                            for c in comparisons)
+        credited = _credited_nothing(signals)
+        comparisons = tuple(_certifies_nothing(c) if c.measure in nothing else
+                            _certifies_nothing(c, CREDITED_NOTHING) if c.measure in credited
+                            else c for c in comparisons)
         texts = {q.id: q.text for q in test_set.queries}
         newly_failing = _newly_failing(base.scores, cand.scores, hit, texts)
         unchanged = all(c.wins == c.losses == 0 for c in comparisons) and np.array_equal(
@@ -364,10 +366,24 @@ def _scored_nothing(base: Scores, cand: Scores, gated: tuple[Measure, ...]) -> t
                  and not cand.values[:, cand.measures.index(m)].any())
 
 
-def _certifies_nothing(c: Comparison) -> Comparison:
+CREDITED_NOTHING = ("both runs score 0 on every query: the judge credited nothing in either "
+                    "run, so nothing is certified — check the score files (a judge that failed "
+                    "writes null, not 0)")
+
+
+def _credited_nothing(signals: list[PairedSignal]) -> tuple[str, ...]:
+    """The gated per-query scores (higher is better) that are 0 on every query both runs
+    cover: as for a retrieval measure that scores nothing, an interval of [0, 0] would
+    certify a pass from nothing."""
+    return tuple(s.name for s in signals if s.name.startswith(SCORE_PREFIX)
+                 and not s.lower_is_better and s.covers.any()
+                 and not s.baseline[s.covers].any() and not s.candidate[s.covers].any())
+
+
+def _certifies_nothing(c: Comparison, why: str = f"{NOTHING_SCORED} — {CHECK_IDS}"
+                       ) -> Comparison:
     """``c`` made inconclusive: both runs scored 0 on every query of its measure."""
-    return replace(c, decision="inconclusive", improvement=False,
-                   decision_note=f"{NOTHING_SCORED} — {CHECK_IDS}")
+    return replace(c, decision="inconclusive", improvement=False, decision_note=why)
 
 
 def _leak_report(base: RunScores, cand: RunScores, policy: GatePolicy) -> LeakReport:

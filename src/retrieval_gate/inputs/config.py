@@ -241,8 +241,18 @@ def gate_inputs(snapshot: str | None = None, baseline: str | None = None,
     if fail_on:
         policy = dataclasses.replace(policy, fail_on=fail_on)
     if gates:
-        policy = dataclasses.replace(policy, gates=gates)
+        policy = dataclasses.replace(policy, gates=_directed(gates, policy.gates))
     return GateInputs(**paths, policy=policy, config=found.source)
+
+
+def _directed(given: tuple[GatedMeasure, ...], configured: tuple[GatedMeasure, ...]
+              ) -> tuple[GatedMeasure, ...]:
+    """Gates given as options, each score that the configuration marks ``lower-is-better``
+    kept so: ``--gate score:hallucination=0.03`` cannot express the direction, and must not
+    turn a harm's rise into an improvement."""
+    harms = {g.measure for g in configured if g.lower_is_better}
+    return tuple(dataclasses.replace(g, lower_is_better=True) if g.measure in harms else g
+                 for g in given)
 
 
 def snapshot_path(snapshot: str | None, folder: str | os.PathLike[str] = ".") -> Path:
@@ -260,6 +270,19 @@ def _required(key: str, source: str | None) -> InputError:
     where = source or f"gate.toml or [tool.{_TABLE}] of pyproject.toml"
     return InputError(f"--{key}", "is required",
                       f"pass --{key} PATH, or set {key} = \"PATH\" in {where}")
+
+
+def harmful(gates: tuple[GatedMeasure, ...], harms: tuple[str, ...]) -> tuple[GatedMeasure, ...]:
+    """``gates`` with the scores named in ``harms`` (``--lower-is-better score:NAME``) marked
+    lower-is-better; InputError for a name that is not a score among ``gates``."""
+    scores = {g.measure for g in gates if g.measure.startswith(SCORE_PREFIX)}
+    for name in harms:
+        if name not in scores:
+            raise InputError("--lower-is-better", f"'{name[:60]}' is not a score gated with "
+                             "--gate", "name a gated score, e.g. --gate "
+                             "score:hallucination=0.03 --lower-is-better score:hallucination")
+    return tuple(dataclasses.replace(g, lower_is_better=True) if g.measure in harms else g
+                 for g in gates)
 
 
 def parse_gate_option(text: str) -> GatedMeasure:

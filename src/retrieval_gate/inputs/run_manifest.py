@@ -187,7 +187,8 @@ def read_run_manifest(run: str | os.PathLike[str],
     if not is_regular_file(where):
         raise InputError(shown, f"has no run manifest ({source} not found)",
                          "write one beside the run with: gate run-manifest --snapshot SNAPSHOT "
-                         f"--run {shown}")
+                         f"--run {shown} (for a file of per-query scores only: --scores "
+                         f"{shown})")
     document = loads(read_blob(where).text(), source)
     schema.validate(document, "run-manifest", source)
     recorded = document["snapshot"]

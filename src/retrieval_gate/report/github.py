@@ -28,6 +28,7 @@ from pathlib import Path
 
 from retrieval_gate.core.errors import EnvironmentFault
 from retrieval_gate.core.untrusted import capped, command_safe, visible
+from retrieval_gate.decide.policy import SCORE_PREFIX
 from retrieval_gate.gating.outcome import Report
 from retrieval_gate.report.cells import comparison_detail, cost_name, labels
 from retrieval_gate.report.registry import renderer
@@ -112,7 +113,7 @@ def _leak(report: Report) -> list[tuple[str, str, str]]:
 
 def _comparisons(report: Report) -> list[tuple[str, str, str]]:
     ci = labels(report.policy, report.family).ci
-    return [(_KIND[c.decision], f"retrieval {c.decision}: {c.measure}",
+    return [(_KIND[c.decision], f"{_signal(c.measure)} {c.decision}: {c.measure}",
              f"{c.measure} on '{c.slice}': {comparison_detail(c, ci)}")
             for c in report.comparisons if c.gating and c.decision in _KIND]
 
@@ -175,3 +176,9 @@ def publish_failure(message: str, exit_code: int, env: Mapping[str, str] = os.en
     _outputs({"verdict": verdict, "exit-code": str(exit_code), "report": ""}, env)
     return _capped("error", [(f"retrieval-gate: {verdict}", line)
                              for line in error_lines(message)])
+
+
+def _signal(measure: str) -> str:
+    """What a comparison is about, for an annotation's title: an answer-level score, or
+    retrieval."""
+    return "answer" if measure.startswith(SCORE_PREFIX) else "retrieval"
