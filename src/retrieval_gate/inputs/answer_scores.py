@@ -53,11 +53,8 @@ class QueryScores:
     judge: dict[str, str]
 
     def column(self, name: str) -> np.ndarray:
+        """Score ``name``'s per-query means (NaN where a sample failed)."""
         return self.values[:, self.names.index(name)]
-
-    def failed(self, name: str) -> int:
-        """The queries whose score ``name`` failed (NaN)."""
-        return int(np.isnan(self.column(name)).sum())
 
 
 def load_query_scores(blob: Blob, format: str | None, queries: tuple[Any, ...],
