@@ -99,7 +99,7 @@ def test_json_lines_and_csv_read_the_same_scores() -> None:
     ('{"query_id": "q1", "scores": {"f": 1}, "sample": -1}\n', "sample -1 is not a whole number"),
     ('{\n "results": []\n}\n', "is one JSON document, not JSON Lines of scores"),
     ('[{"query_id": "q1"}]\n', "is one JSON document"),
-    ('{"query_id": "q1", "scores": {"f": 1.3e154}}\n', "s.jsonl:1: score 'f' is 1.3e+154, beyond"),
+    ('{"query_id": "q1", "scores": {"f": 1.3e154}}\n', "s.jsonl:1: score 'f' is 1.3e+154, beyond ±1e+12"),
     ('{"query_id": "q1", "scores": {"f": 1}}\n{"query_id": "q2", "scores": {"g": 1}}\n',
      None),
 ])
@@ -139,6 +139,7 @@ def test_nan_is_a_failed_score_and_sparse_files_are_refused() -> None:
     ("query_id,sample,f\nq1,+3,1\n", "s.csv:2: sample \"+3\""),
     ("query_id,sample,f\nq1,\u0663,1\n", "s.csv:2: sample"),
     ("query_id,f\nq1,1e200\n", "s.csv:2: score 'f' is 1e+200, beyond ±1e+12"),
+    ("query_id,f\nq1,1000000000001\n", "s.csv:2: score 'f' is 1000000000001.0, beyond ±1e+12"),
 ])
 def test_bad_csv_names_the_line(text: str, message: str) -> None:
     with pytest.raises(InputError) as caught:
@@ -297,7 +298,7 @@ def test_failed_scores_by_policy(tmp_path, cranfield_scores):
     cand[5] = None
     b, c = runs_with(tmp_path, {"faith": base}, {"faith": cand})
     code, _, err, _ = check(b, c, "score:faith=0.05")
-    assert code == 2 and f"score score:faith of query {QUERIES[3]} is missing or failed" in err
+    assert code == 2 and f"score:faith of query {QUERIES[3]} is missing or failed" in err
     for policy, n in (("drop-pair", 223), ("worst", 225)):
         config = tmp_path / f"{policy}.toml"
         config.write_text(f'missing = "{policy}"\n[[gate]]\nmeasure = "score:faith"\n'
@@ -423,7 +424,8 @@ def test_runs_of_scores_only_are_gated_approved_and_validated(tmp_path, cranfiel
     # the default gates (Recall@10, nDCG@10) need rankings: said in one line
     code, _, err = gate("check", "--no-config", "--snapshot", SNAPSHOT, "--baseline", b,
                         "--candidate", c)
-    assert code == 2 and "Recall@10 is gated, and the baseline is per-query scores only" in err
+    assert code == 2 and ("the default gates (Recall@10, nDCG@10) read rankings, and the "
+                          "baseline is per-query scores only") in err
     # approved into a baseline folder, the score file travels with its manifest
     folder = tmp_path / "baseline"
     assert gate("baseline", "approve", "--candidate", b, "--to", folder)[0] == 0
@@ -514,3 +516,50 @@ def test_a_score_zero_everywhere_certifies_nothing(tmp_path):
     code, _, _, report = check(b, c, "score:faith=0.05")
     assert code == 0 and report["comparisons"][0]["decision"] == "inconclusive"
     assert "the judge credited nothing in either run" in report["comparisons"][0]["decision_note"]
+
+
+def test_points_keep_their_bound_and_a_tiny_margin_renders(tmp_path, cranfield_scores):
+    """A score on a scale of points shows its deciding bound (not 'unbounded'), and a margin
+    no test set could decide renders without overflow."""
+    s = cranfield_scores
+    b, c = runs_with(tmp_path, {"points": (s["faith_b"] * 10_000).tolist()},
+                     {"points": (s["faith_c"] * 10_000).tolist()})
+    code, out, _, report = check(b, c, "score:points=500")
+    assert code == 1 and "unbounded" not in out
+    bound = report["comparisons"][0]["ci_high_adjusted"]
+    assert f"≤ −{abs(bound):.4f}" in out
+    code, out, _ = gate("check", "--no-config", "--snapshot", SNAPSHOT, "--baseline", BASELINE,
+                        "--candidate", RUNS / "bm25-titles.trec", "--gate", "Recall@10=1e-200",
+                        "--markdown", tmp_path / "r.md")
+    assert code in (0, 1) and out.startswith(("PASS", "REGRESSION", "INCONCLUSIVE"))
+
+
+def test_a_score_credited_nowhere_says_what_to_check(tmp_path):
+    zeros = [0.0] * len(QUERIES)
+    b, c = runs_with(tmp_path, {"h": zeros}, {"h": zeros})
+    _, out, _, _ = check(b, c, "score:h=0.05")
+    assert out.splitlines()[1] == ("Next: check the score files: both runs score 0 on every "
+                                   "query of score:h (a judge that failed writes null, not 0)")
+
+
+def test_a_mixed_check_still_checks_the_ranked_runs_chunk_table(tmp_path):
+    """The pydoc baseline (ranked, with a chunk table) beside a scores-only candidate."""
+    folder = tmp_path / "repo"
+    shutil.copytree(ROOT / "examples" / "pydoc", folder / "examples" / "pydoc")
+    shutil.copytree(ROOT / "baselines" / "pydoc", folder / "baselines" / "pydoc")
+    snapshot = folder / "examples" / "pydoc" / "snapshot.json"
+    scores = folder / "cut.jsonl"
+    shutil.copy(PYDOC / "answers" / "bm25-200-reader-cut32.scores.jsonl", scores)
+    judge = ("--judge", "reader-scoring=squad-token-f1+exact-match+evidence-match", "--judge",
+             "gold=examples/pydoc/label.py direct quotes")
+    assert gate("run-manifest", "--snapshot", snapshot, "--scores", scores, *judge,
+                "-o", Path(f"{scores}.manifest.json").resolve())[0] == 0
+    args = ("check", "--no-config", "--snapshot", snapshot, "--baseline",
+            folder / "baselines" / "pydoc", "--candidate", scores, "--gate",
+            "score:token_f1=0.05")
+    code, out, _ = gate(*args)
+    assert code == 1 and "the candidate has no ranking" in out
+    with (folder / "examples" / "pydoc" / "chunks-300.jsonl").open("a") as table:
+        table.write('{"id": "extra#0", "doc_id": "assert", "start": 0, "end": 10, "tokens": 3}\n')
+    code, _, err = gate(*args)
+    assert code == 3 and "chunk table" in err

@@ -180,7 +180,7 @@ def _record_scores_only(snapshot: str | os.PathLike[str], scores: str | os.PathL
     loaded = load_snapshot(snapshot)
     test_set = load_test_set(loaded)
     target = Path(output) if output else manifest_path(scores)
-    if Path(os.path.normpath(target)) != Path(os.path.normpath(manifest_path(scores))):
+    if target.resolve() != manifest_path(Path(scores).resolve()):
         raise InputError("--output", "a manifest of scores only lies beside its score file, "
                          "named after it (where gate check finds it)",
                          f"leave out --output (it goes to {manifest_path(scores)})")

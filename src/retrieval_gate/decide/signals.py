@@ -113,8 +113,8 @@ def apply_missing(name: str, baseline: np.ndarray, candidate: np.ndarray,
     if policy == "error":
         side = 0 if failed[0].any() else 1
         first = int(np.flatnonzero(failed[side])[0])
-        raise InputError(sources[side], f"score {name} of query {query_ids[first]} is missing "
-                         f"or failed (null or NaN){_more(int(failed[side].sum()) - 1)}",
+        raise InputError(sources[side], f"{name} of query {query_ids[first]} is missing or "
+                         f"failed (null or NaN){_more(int(failed[side].sum()) - 1)}",
                          "score it again, or set missing = \"drop-pair\" (leave such queries "
                          "out of both runs) or \"worst\" (score them as the worst value) in the "
                          "gate's configuration")

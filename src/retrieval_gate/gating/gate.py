@@ -224,7 +224,9 @@ def _require_scores_only(manifests: tuple[RunManifest, RunManifest], gated: Gate
     role = "baseline" if not manifests[0].ranked else "candidate"
     ranking = [*map(str, gated.measures), *gated.decisions, *(c.name for c in policy.costs)]
     if ranking or not gated.scores:
-        what = (f"{ranking[0]} is gated" if ranking else "no per-query score is gated")
+        what = ("the default gates (Recall@10, nDCG@10) read rankings"
+                if policy.gates == _DEFAULT_POLICY.gates else
+                f"{ranking[0]} is gated" if ranking else "no per-query score is gated")
         raise InputError(config or "gate policy", f"{what}, and the {role} is per-query "
                          "scores only (its manifest pins no ranking)", "gate its scores only "
                          "(--gate score:NAME=MARGIN, or [[gate]] measure = \"score:NAME\"), "
@@ -233,13 +235,14 @@ def _require_scores_only(manifests: tuple[RunManifest, RunManifest], gated: Gate
 
 def _verify_unscored(snap: Snapshot, runs: tuple[Path, Path],
                      manifests: tuple[RunManifest, RunManifest]) -> None:
-    """Beside a run of scores only, the other run's rankings are not scored, but each must
-    still be the file its manifest pins (exit 3 otherwise)."""
+    """Beside a run of scores only, the other run's rankings are not scored, but each — and
+    its chunk table — must still be the file its manifest pins (exit 3 otherwise)."""
     for manifest, run in zip(manifests, runs):
         if manifest.ranked:
             for contract, file, pinned in stage_sources(snap, manifest, run):
                 verify_run_hash(manifest, read_run_file(file).sha256, pinned,
                                 None if contract is None else contract.name)
+            load_run_chunks(manifest)  # its chunk table too
 
 
 def _answer_scores(manifests: tuple[RunManifest, RunManifest], test_set: TestSet,

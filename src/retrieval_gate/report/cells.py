@@ -10,6 +10,7 @@ too."""
 
 from __future__ import annotations
 
+import math
 from collections.abc import Sequence
 from dataclasses import dataclass
 
@@ -197,9 +198,11 @@ def deciding_bound(c: Comparison) -> str:
     lower is better it bounds the turned difference, so it is shown as the bound on the rise:
     ``≥ +0.0050``, and a regression needs it above 0. A bound far outside any difference of
     two scores — the studentized bound of a few discordant queries, whose resamples mostly
-    have no spread — is ``unbounded``: it bounds nothing."""
+    have no spread — is ``unbounded``: it bounds nothing (:data:`UNBOUNDED` times the larger
+    of 1 and the runs' means: a per-query score on a scale of points keeps its bound)."""
     value = -c.ci_high_adjusted + 0.0 if c.lower_is_better else c.ci_high_adjusted
-    if abs(value) >= UNBOUNDED:
+    scale = max(1.0, *(abs(m) for m in (c.baseline_mean, c.candidate_mean) if m is not None))
+    if not math.isfinite(value) or abs(value) >= UNBOUNDED * scale:
         return "unbounded"
     return ("≥ " if c.lower_is_better else "≤ ") + signed(value)
 

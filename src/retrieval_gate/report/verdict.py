@@ -121,10 +121,15 @@ def queries_needed(c: Comparison) -> int | None:
     """About how many queries would decide comparison ``c``: the detectable drop shrinks as
     1/√n, so n × (detectable drop / margin)². A count of at most n means the difference lies
     too close to the margin for more queries of this kind to tell (the callers say so); None
-    without a detectable drop (n < 2) or a margin."""
+    without a detectable drop (n < 2) or a margin, and when no test set could hold them (a
+    margin far below the detectable drop)."""
     if c.mde is None or c.margin <= 0 or c.n == 0:
         return None
-    return math.ceil(c.n * (c.mde / c.margin) ** 2)
+    try:
+        needed = c.n * (c.mde / c.margin) ** 2
+    except OverflowError:  # a margin of 1e-200: no test set could decide
+        return None
+    return math.ceil(needed) if needed < 1e15 else None
 
 
 # --------------------------------------------------------------------------------------------
@@ -158,6 +163,15 @@ def _scored_nothing(report: Report) -> str | None:
     return (f"check that the runs' item ids are the ids the judgments name (documents of the "
             f"corpus, or chunks of the judged chunking): both runs score 0 on every query of "
             f"{', '.join(report.scored_nothing)}")
+
+
+def _credited_nothing(report: Report) -> str | None:
+    names = [c.measure for c in report.comparisons
+             if c.decision_note is not None and "the judge credited nothing" in c.decision_note]
+    if not names:
+        return None
+    return (f"check the score files: both runs score 0 on every query of "
+            f"{', '.join(dict.fromkeys(names))} (a judge that failed writes null, not 0)")
 
 
 def _spans_cut(report: Report) -> str | None:
@@ -212,8 +226,8 @@ def _undecided(report: Report) -> str | None:
 
 
 _STEPS: tuple[Callable[[Report], str | None], ...] = (
-    _leaking, _scored_nothing, _spans_cut, _lost_stage, _pool_bias, _regressed_queries, _costly,
-    _undecided)
+    _leaking, _scored_nothing, _credited_nothing, _spans_cut, _lost_stage, _pool_bias,
+    _regressed_queries, _costly, _undecided)
 
 
 def _ungated(report: Report) -> str:

@@ -98,7 +98,7 @@ def finite(value: float, name: str, source: str, where: int | str) -> float:
         raise InputError(source, f"score '{name}' is {value}, not a finite number",
                          "write a finite score (empty or null for a failed judgement)", where)
     if abs(value) > MAX_SCORE:
-        raise InputError(source, f"score '{name}' is {value:g}, beyond ±{MAX_SCORE:g}",
+        raise InputError(source, f"score '{name}' is {value!r}, beyond ±{MAX_SCORE:.0e}",
                          "write scores on a judge's scale (a probability, points, a count)",
                          where)
     return value
