@@ -28,6 +28,7 @@ from retrieval_gate.decide.cost import family_members as cost_members
 from retrieval_gate.decide.policy import (
     SCORE_PREFIX,
     Comparison,
+    Decision,
     GatedMeasure,
     GatePolicy,
     PairPolicy,
@@ -37,7 +38,7 @@ from retrieval_gate.decide.policy import (
 from retrieval_gate.decide.signals import MissingCount, PairedSignal, compare_signals, family_of
 from retrieval_gate.formats.scores.rows import check_score_name
 from retrieval_gate.gating.answers import answer_summary, missing_warnings
-from retrieval_gate.gating.instead import retrieved_instead
+from retrieval_gate.gating.instead import Instead, retrieved_instead
 from retrieval_gate.gating.outcome import (
     FunnelQuery,
     FunnelReport,
@@ -93,32 +94,19 @@ def run_gate(snapshot: str | os.PathLike[str], baseline: str | os.PathLike[str],
              candidate_manifest: str | os.PathLike[str] | None = None) -> Report:
     """Run the gate; see the module docstring. ``baseline`` and ``candidate`` are run files or
     baseline folders (one run with its manifest). ``config`` names where ``policy`` came from
-    (for messages and the report). Raises InputError (exit 2) or NotComparableError (exit 3)."""
+    (for messages and the report). Raises InputError (exit 2) or NotComparableError (exit 3).
+
+    The steps: the inputs (the snapshot, both runs and their manifests) → what is gated → both
+    runs scored on the snapshot → the paired signals (measures, abstention decisions, per-query
+    scores, costs) → one family decided → what a reviewer needs next → the report."""
     snap, test_set, runs, manifests = _inputs(snapshot, baseline, candidate, baseline_manifest,
                                               candidate_manifest)
     gated = _gated(snap, policy, config)
     slices = _slices(test_set, policy, config, [g.slice for _, g in gated.named if g.slice])
-    final = snap.stages[-1].name if snap.stages else None
-    cutoff = max((m.k for m in gated.measures if m.k is not None and m.stage == final),
-                 default=None)
-    hit, judged = Measure("Hit", cutoff, stage=final), Measure("Judged", cutoff, stage=final)
-    measures = tuple(dict.fromkeys((*snap.measures, hit, judged)))
-    ranked = all(m.ranked for m in manifests)
-    if ranked:
-        base, cand = _score_verified(snap, test_set, runs, manifests, measures)
-    else:  # per-query scores only: nothing is ranked (a ranked side is only hash-checked)
-        _require_scores_only(manifests, gated, policy, config)
-        _verify_unscored(snap, runs, manifests)
-        base = cand = unranked(snap, test_set)
-    _require_recorded(base, cand, gated, policy, config)
+    cover = _Cover.of(snap, gated)
+    base, cand = _scored(snap, test_set, runs, manifests, cover, gated, policy, config)
     answers = _answer_scores(manifests, test_set, gated, config)
-    signals = [*measure_signals(test_set, base, cand, gated.measures),
-               *abstention_signals(test_set, base, cand, gated.decisions)]
-    missing: list[MissingCount] = []
-    if answers is not None:
-        scored, missing = score_signals(answers, gated.scores, policy.missing)
-        signals += scored
-
+    signals, missing = _signals(test_set, base, cand, gated, answers, policy)
     # One family: every signal's comparisons and the relative cost gates that can decide
     # (known from the number of queries alone, before any resampling)
     pairs = _pairs(policy, gated.named, slices)
@@ -130,57 +118,165 @@ def run_gate(snapshot: str | os.PathLike[str], baseline: str | os.PathLike[str],
     # the costs' bootstrap is numpy work that releases the GIL: it runs beside the rest
     with ThreadPoolExecutor(max_workers=1, thread_name_prefix="cost-bootstrap") as pool:
         pending_costs = pool.submit(compare_costs, costs_paired, policy.costs, policy, family)
-        comparisons = compare_signals(signals, rows, pairs, policy, family)
-        nothing = _scored_nothing(base.scores, cand.scores, gated.measures)
-        credited = _credited_nothing(signals)
-        comparisons = tuple(_certifies_nothing(c) if c.measure in nothing else
-                            _certifies_nothing(c, CREDITED_NOTHING) if c.measure in credited
-                            else c for c in comparisons)
-        texts = {q.id: q.text for q in test_set.queries}
-        newly_failing = _newly_failing(base.scores, cand.scores, hit, texts)
-        unchanged = all(c.wins == c.losses == 0 for c in comparisons) and np.array_equal(
-            base.scores.values, cand.scores.values) and base.abstained == cand.abstained \
-            and all(np.array_equal(s.baseline, s.candidate) for s in signals)
-        pool_bias = _pool_bias(base.scores, cand.scores, judged, cutoff)
-        warnings = _warnings(base, cand, comparisons, newly_failing, pool_bias, cutoff,
-                             gated.measures, nothing, unchanged)
-        leaks = _leak_report(base, cand, policy) if test_set.access is not None else None
-        funnel = (None if base.funnel is None or cand.funnel is None
-                  else _funnel_report(snap, base.funnel, cand.funnel, base.scores.query_ids))
-        drops = (_top_regressions(base.scores, cand.scores, gated.measures, texts)
-                 + _score_drops(signals, base.scores.query_ids, texts))
-        instead = retrieved_instead(snap, test_set, base.scores, cand.scores,
-                                    _worst_queries(drops, newly_failing))
-        queries = _query_rows(test_set, base.scores, cand.scores, slices, signals)
-        unanswerable = _unanswerable(test_set, base, cand) if ranked else ()
+        comparisons, nothing = _decided(signals, rows, pairs, policy, family, base, cand, gated)
+        found = _findings(snap, test_set, base, cand, signals, comparisons, slices, gated, cover,
+                          nothing, policy)
         costs = pending_costs.result()
-    warnings += _cost_warnings(manifests, costs)
-    warnings += _input_warnings(snap, manifests, (base, cand))
+    warnings = [*found.warnings, *_cost_warnings(manifests, costs),
+                *_input_warnings(snap, manifests, (base, cand))]
     summary = None
     if answers is not None:
-        warnings += judge_warnings(manifests)
-        warnings += missing_warnings(missing)
+        warnings += [*judge_warnings(manifests), *missing_warnings(missing)]
         summary = answer_summary(answers, signals, missing)
-    reasons = [*(["leak"] if leaks is not None and leaks.fails else []),
-               *(["measures"] if any(c.decision == "regression" and c.gating
-                                     for c in comparisons) else []),
-               *(["cost"] if any(r.decision == "regression" for r in costs) else [])]
-    overall = "regression" if leaks is not None and leaks.fails else verdict(
-        [c.decision for c in comparisons if c.gating]
-        + [r.decision for r in costs if r.decision is not None])
+    overall, reasons = _overall(comparisons, costs, found.leaks)
     return Report(
         verdict=overall, exit_code=exit_code(overall, policy.fail_on), snapshot=snap,
-        baseline=_summary(manifests[0].run, manifests[0], base.scores, snap, judged),
-        candidate=_summary(manifests[1].run, manifests[1], cand.scores, snap, judged),
-        policy=policy, config=config, comparisons=comparisons, hit_measure=str(hit),
-        newly_failing=newly_failing, top_regressions=drops, warnings=tuple(warnings),
-        funnel=funnel, costs=costs, leaks=leaks, unanswerable=unanswerable,
-        reasons=tuple(reasons), queries=queries, unchanged=unchanged, instead=instead,
-        pool_bias=pool_bias is not None, family=family, scored_nothing=nothing,
-        spans_cut=tuple(role for role, m, run in zip(("baseline", "candidate"), manifests,
-                                                     (base, cand))
-                        if cut_warning(role, m.chunking, run.cut) is not None),
+        baseline=_summary(manifests[0].run, manifests[0], base.scores, snap, cover.judged),
+        candidate=_summary(manifests[1].run, manifests[1], cand.scores, snap, cover.judged),
+        policy=policy, config=config, comparisons=comparisons, hit_measure=str(cover.hit),
+        newly_failing=found.newly_failing, top_regressions=found.drops,
+        warnings=tuple(warnings), funnel=found.funnel, costs=costs, leaks=found.leaks,
+        unanswerable=found.unanswerable, reasons=reasons, queries=found.queries,
+        unchanged=found.unchanged, instead=found.instead, pool_bias=found.pool_bias,
+        family=family, scored_nothing=nothing, spans_cut=_spans_cut(manifests, (base, cand)),
         answer_scores=summary)
+
+
+@dataclass(frozen=True)
+class _Cover:
+    """The gate's own measures on the last stage: ``Hit`` and ``Judged`` at the deepest cutoff
+    of the gated measures there (for the newly failing queries and the unjudged share), and
+    every measure scored: the snapshot's and these."""
+
+    hit: Measure
+    judged: Measure
+    cutoff: int | None
+    measures: tuple[Measure, ...]
+
+    @staticmethod
+    def of(snap: Snapshot, gated: Gated) -> _Cover:
+        final = snap.stages[-1].name if snap.stages else None
+        cutoff = max((m.k for m in gated.measures if m.k is not None and m.stage == final),
+                     default=None)
+        hit, judged = Measure("Hit", cutoff, stage=final), Measure("Judged", cutoff, stage=final)
+        return _Cover(hit, judged, cutoff, tuple(dict.fromkeys((*snap.measures, hit, judged))))
+
+
+def _scored(snap: Snapshot, test_set: TestSet, runs: tuple[Path, Path],
+            manifests: tuple[RunManifest, RunManifest], cover: _Cover, gated: Gated,
+            policy: GatePolicy, config: str | None) -> tuple[RunScores, RunScores]:
+    """Both runs scored on the snapshot, their files checked against their manifests; for runs
+    of per-query scores only, nothing is ranked (a ranked side is only hash-checked)."""
+    if all(m.ranked for m in manifests):
+        base, cand = _score_verified(snap, test_set, runs, manifests, cover.measures)
+    else:
+        _require_scores_only(manifests, gated, policy, config)
+        _verify_unscored(snap, runs, manifests)
+        base = cand = unranked(snap, test_set)
+    _require_recorded(base, cand, gated, policy, config)
+    return base, cand
+
+
+def _signals(test_set: TestSet, base: RunScores, cand: RunScores, gated: Gated,
+             answers: tuple[QueryScores, QueryScores] | None, policy: GatePolicy
+             ) -> tuple[list[PairedSignal], list[MissingCount]]:
+    """The gated signals of every source (see :mod:`retrieval_gate.gating.sources`), and what
+    the policy's ``missing`` did to each per-query score."""
+    signals = [*measure_signals(test_set, base, cand, gated.measures),
+               *abstention_signals(test_set, base, cand, gated.decisions)]
+    if answers is None:
+        return signals, []
+    scored, missing = score_signals(answers, gated.scores, policy.missing)
+    return signals + scored, missing
+
+
+def _decided(signals: list[PairedSignal], rows: dict[str, np.ndarray],
+             pairs: dict[tuple[str, str], PairPolicy], policy: GatePolicy, family: int,
+             base: RunScores, cand: RunScores, gated: Gated
+             ) -> tuple[tuple[Comparison, ...], tuple[str, ...]]:
+    """Every (signal, slice) decided in the family; those of a measure (or score) on which
+    both runs score 0 everywhere certify nothing. Also the measures that scored nothing."""
+    comparisons = compare_signals(signals, rows, pairs, policy, family)
+    nothing = _scored_nothing(base.scores, cand.scores, gated.measures)
+    credited = _credited_nothing(signals)
+    return tuple(_certifies_nothing(c) if c.measure in nothing else
+                 _certifies_nothing(c, CREDITED_NOTHING) if c.measure in credited else c
+                 for c in comparisons), nothing
+
+
+@dataclass(frozen=True)
+class _Findings:
+    """What a reviewer needs beside the decisions (see :class:`Report`)."""
+
+    newly_failing: tuple[QueryChange, ...]
+    unchanged: bool
+    pool_bias: bool
+    warnings: list[str]
+    leaks: LeakReport | None
+    funnel: FunnelReport | None
+    drops: tuple[QueryChange, ...]
+    instead: tuple[Instead, ...]
+    queries: tuple[QueryRow, ...]
+    unanswerable: tuple[UnanswerableRow, ...]
+
+
+def _findings(snap: Snapshot, test_set: TestSet, base: RunScores, cand: RunScores,
+              signals: list[PairedSignal], comparisons: tuple[Comparison, ...],
+              slices: dict[str, np.ndarray], gated: Gated, cover: _Cover,
+              nothing: tuple[str, ...], policy: GatePolicy) -> _Findings:
+    """The newly failing queries, whether nothing changed, the pool bias, the warnings, the
+    leaks, the funnel, the largest drops and what was retrieved instead, every query's values
+    and what each run did with the unanswerable queries."""
+    texts = {q.id: q.text for q in test_set.queries}
+    newly_failing = _newly_failing(base.scores, cand.scores, cover.hit, texts)
+    unchanged = _unchanged(comparisons, base, cand, signals)
+    pool_bias = _pool_bias(base.scores, cand.scores, cover.judged, cover.cutoff)
+    drops = (_top_regressions(base.scores, cand.scores, gated.measures, texts)
+             + _score_drops(signals, base.scores.query_ids, texts))
+    return _Findings(
+        newly_failing, unchanged, pool_bias is not None,
+        _warnings(base, cand, comparisons, newly_failing, pool_bias, cover.cutoff,
+                  gated.measures, nothing, unchanged),
+        _leak_report(base, cand, policy) if test_set.access is not None else None,
+        None if base.funnel is None or cand.funnel is None else _funnel_report(
+            snap, base.funnel, cand.funnel, base.scores.query_ids),
+        drops,
+        retrieved_instead(snap, test_set, base.scores, cand.scores,
+                          _worst_queries(drops, newly_failing)),
+        _query_rows(test_set, base.scores, cand.scores, slices, signals),
+        _unanswerable(test_set, base, cand) if base.ranked and cand.ranked else ())
+
+
+def _unchanged(comparisons: tuple[Comparison, ...], base: RunScores, cand: RunScores,
+               signals: list[PairedSignal]) -> bool:
+    """Whether nothing changed: every measure of every query, every abstention decision and
+    every gated signal equal in both runs."""
+    return (all(c.wins == c.losses == 0 for c in comparisons)
+            and np.array_equal(base.scores.values, cand.scores.values)
+            and base.abstained == cand.abstained
+            and all(np.array_equal(s.baseline, s.candidate) for s in signals))
+
+
+def _overall(comparisons: tuple[Comparison, ...], costs: tuple[CostRow, ...],
+             leaks: LeakReport | None) -> tuple[Decision, tuple[str, ...]]:
+    """The verdict (a failing leak is a regression whatever else) and its reasons: ``leak``,
+    ``measures``, ``cost``."""
+    leaking = leaks is not None and leaks.fails
+    reasons = (*(["leak"] if leaking else []),
+               *(["measures"] if any(c.decision == "regression" and c.gating
+                                     for c in comparisons) else []),
+               *(["cost"] if any(r.decision == "regression" for r in costs) else []))
+    overall: Decision = "regression" if leaking else verdict(
+        [c.decision for c in comparisons if c.gating]
+        + [r.decision for r in costs if r.decision is not None])
+    return overall, reasons
+
+
+def _spans_cut(manifests: tuple[RunManifest, RunManifest], runs: tuple[RunScores, RunScores]
+               ) -> tuple[str, ...]:
+    """The runs (``baseline``, ``candidate``) whose chunking cut the span judgments."""
+    return tuple(role for role, m, run in zip(("baseline", "candidate"), manifests, runs)
+                 if cut_warning(role, m.chunking, run.cut) is not None)
 
 
 def _inputs(snapshot: str | os.PathLike[str], baseline: str | os.PathLike[str],
@@ -502,54 +598,57 @@ class Gated:
 
 
 def _gated(snap: Snapshot, policy: GatePolicy, config: str | None) -> Gated:
-    """The gates resolved: retrieval measures parsed with the snapshot's default gain (in a
-    pipeline, a measure without ``[stage]`` reads the last stage; each must be one of the
-    snapshot's measures), abstention decisions (``Abstain``, ``FalseAbstain``) and per-query
-    scores (``score:NAME``). A (measure, slice) gated twice is an error, as is
-    ``lower-is-better`` on anything but a score (the others have their own direction)."""
+    """The gates resolved (:func:`_resolved`): retrieval measures, abstention decisions
+    (``Abstain``, ``FalseAbstain``) and per-query scores (``score:NAME``). A (measure, slice)
+    gated twice is an error, as is one score gated both as lower-is-better and not."""
     source = config or "gate policy"
-    named: list[tuple[str, GatedMeasure]] = []
-    gated: list[Measure] = []
-    for i, gate in enumerate(policy.gates):
-        if gate.lower_is_better and not gate.measure.startswith(SCORE_PREFIX):
-            raise InputError(source, f"lower-is-better is set on {gate.measure}, which has its "
-                             "own direction", "set lower-is-better on per-query scores "
-                             "(score:NAME) only", f'$["gate"][{i}]["lower-is-better"]')
-        if gate.measure in (ABSTAIN, FALSE_ABSTAIN):
-            named.append((gate.measure, gate))
-            continue
-        if gate.measure.startswith(SCORE_PREFIX):
-            check_score_name(gate.measure.removeprefix(SCORE_PREFIX), source,
-                             f'$["gate"][{i}]["measure"]')
-            named.append((gate.measure, gate))
-            continue
-        try:
-            measure = parse_measure(gate.measure, snap.gain)
-        except InputError as exc:
-            raise InputError(source, exc.problem, exc.fix, f'$["gate"][{i}]') from None
-        if snap.stages and measure.stage is None:
-            measure = measure.at_stage(snap.stages[-1].name)
-        if measure not in snap.measures:
-            raise InputError(source, f"gated measure {measure} is not one of the snapshot's "
-                             f"measures ({', '.join(map(str, snap.measures))})",
-                             "gate one of them, or freeze a snapshot that scores it",
-                             f'$["gate"][{i}]["measure"]')
-        gated.append(measure)
-        named.append((str(measure), gate))
+    resolved = [_resolved(gate, i, snap, source) for i, gate in enumerate(policy.gates)]
+    named = tuple((name, gate) for (name, _), gate in zip(resolved, policy.gates))
     keys = [(name, gate.slice) for name, gate in named]
     if len(set(keys)) != len(keys):
         raise InputError(source, "a measure is gated twice on one slice", "gate each measure "
                          "once per slice (a gate without slice covers every slice)",
                          '$["gate"]')
     lower = {name: gate.lower_is_better for name, gate in named}
-    scores = tuple((n, lower[n]) for n in dict.fromkeys(n for n, _ in named
-                                                       if n.startswith(SCORE_PREFIX)))
     if any(gate.lower_is_better != lower[name] for name, gate in named):
         raise InputError(source, "a score is gated both as lower-is-better and not",
                          "give every gate of one score the same lower-is-better",
                          '$["gate"]')
+    measures = tuple(dict.fromkeys(m for _, m in resolved if m is not None))
     decisions = tuple(dict.fromkeys(n for n, _ in named if n in (ABSTAIN, FALSE_ABSTAIN)))
-    return Gated(tuple(dict.fromkeys(gated)), decisions, scores, tuple(named))
+    scores = tuple((n, lower[n]) for n in dict.fromkeys(n for n, _ in named
+                                                       if n.startswith(SCORE_PREFIX)))
+    return Gated(measures, decisions, scores, named)
+
+
+def _resolved(gate: GatedMeasure, i: int, snap: Snapshot, source: str
+              ) -> tuple[str, Measure | None]:
+    """One gate's name as its comparisons carry it, and its retrieval measure (None for a
+    decision or a score): parsed with the snapshot's default gain, on the last stage of a
+    pipeline when it names none, and one of the snapshot's measures. ``lower-is-better`` is
+    for scores only: the others have their own direction."""
+    if gate.lower_is_better and not gate.measure.startswith(SCORE_PREFIX):
+        raise InputError(source, f"lower-is-better is set on {gate.measure}, which has its "
+                         "own direction", "set lower-is-better on per-query scores "
+                         "(score:NAME) only", f'$["gate"][{i}]["lower-is-better"]')
+    if gate.measure in (ABSTAIN, FALSE_ABSTAIN):
+        return gate.measure, None
+    if gate.measure.startswith(SCORE_PREFIX):
+        check_score_name(gate.measure.removeprefix(SCORE_PREFIX), source,
+                         f'$["gate"][{i}]["measure"]')
+        return gate.measure, None
+    try:
+        measure = parse_measure(gate.measure, snap.gain)
+    except InputError as exc:
+        raise InputError(source, exc.problem, exc.fix, f'$["gate"][{i}]') from None
+    if snap.stages and measure.stage is None:
+        measure = measure.at_stage(snap.stages[-1].name)
+    if measure not in snap.measures:
+        raise InputError(source, f"gated measure {measure} is not one of the snapshot's "
+                         f"measures ({', '.join(map(str, snap.measures))})",
+                         "gate one of them, or freeze a snapshot that scores it",
+                         f'$["gate"][{i}]["measure"]')
+    return str(measure), measure
 
 
 def _slices(test_set: TestSet, policy: GatePolicy, config: str | None,

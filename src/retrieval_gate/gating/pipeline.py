@@ -63,6 +63,11 @@ class RunScores:
     returned: dict[str, tuple[int, float | None, int]] = field(default_factory=dict)
     cut: Cut | None = None
 
+    @property
+    def ranked(self) -> bool:
+        """Whether the run was ranked and scored (not :func:`unranked`: scores only)."""
+        return bool(self.scores.measures)
+
     def costs(self) -> dict[str, np.ndarray | None]:
         return {"latency_ms": self.latency_ms, "context_tokens": self.context_tokens}
 
