@@ -184,8 +184,9 @@ def _record_scores_only(snapshot: str | os.PathLike[str], scores: str | os.PathL
         raise InputError("--output", "a manifest of scores only lies beside its score file, "
                          "named after it (where gate check finds it)",
                          f"leave out --output (it goes to {manifest_path(scores)})")
+    record = _scores(scores, format, judge, test_set, target)  # the file's faults first
     document = make_run_manifest(loaded, None, system, commit, created)
-    document["scores"] = _scores(scores, format, judge, test_set, target)
+    document["scores"] = record
     write_run_manifest(document, target)
     return target, loaded
 
