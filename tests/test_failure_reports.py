@@ -59,3 +59,12 @@ def test_the_error_form_is_refused_with_statistics() -> None:
     with pytest.raises(Exception, match="report"):
         schema.validate({"verdict": "invalid", "exit_code": 2, "errors": ["x"],
                          "comparisons": []}, "report", "report.json")
+
+
+def test_the_error_page_starts_no_workflow_command() -> None:
+    """A job that prints the HTML error page must not read its lines as workflow commands."""
+    from retrieval_gate.report.html import failure_html
+
+    page = failure_html("x.jsonl:1: id ::error::forged ##[group]g — fix it", 2)
+    assert "::" not in page and "##[" not in page
+    assert "x.jsonl:1: id :&#58;error:&#58;forged #&#35;[group]g" in page

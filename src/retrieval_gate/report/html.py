@@ -21,14 +21,13 @@ from __future__ import annotations
 
 import base64
 import hashlib
-import html
 import json
 import math
 from collections.abc import Callable, Iterable, Sequence
 from dataclasses import dataclass
 from typing import Any
 
-from retrieval_gate.core.untrusted import capped, visible
+from retrieval_gate.core.untrusted import capped
 from retrieval_gate.decide.policy import GatePolicy
 from retrieval_gate.gating.outcome import Comparison, FunnelReport, QueryRow, Report, RunSummary
 from retrieval_gate.report.cells import (
@@ -753,13 +752,14 @@ def report_html(report: Report) -> str:
 def failure_html(message: str, exit_code: int) -> str:
     """For a gate that could not decide: a page with the status, what to do next (the error's
     own advice) and the error lines (at most
-    :data:`~retrieval_gate.report.verdict.ERRORS_SHOWN`), escaped."""
+    :data:`~retrieval_gate.report.verdict.ERRORS_SHOWN`), escaped, and never a workflow
+    command in a log (as the report's own text)."""
     verdict = error_verdict(exit_code).upper()
-    items = "".join(f"<li>{html.escape(visible(capped(line, LINE)))}</li>\n"
+    items = "".join(f"<li>{escape(line, LINE)}</li>\n"
                     for line in error_lines(message)[:ERRORS_SHOWN])
     step = failure_step(message)
     advice = ("" if step is None else
-              f"<p><strong>Next:</strong> {html.escape(visible(capped(step, 2 * LINE)))}.</p>\n")
+              f"<p><strong>Next:</strong> {escape(step, 2 * LINE)}.</p>\n")
     return ("<!DOCTYPE html>\n<html lang=\"en\"><head><meta charset=\"utf-8\">\n"
             "<meta http-equiv=\"Content-Security-Policy\" content=\"default-src 'none'; "
             "style-src 'unsafe-inline'\">\n"
