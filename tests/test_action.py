@@ -50,6 +50,7 @@ import pytest
 ROOT = Path(__file__).resolve().parents[1]
 ACTION = ROOT / "action.yml"
 WORKFLOWS = [ROOT / ".github" / "workflows" / "ci.yml",
+             ROOT / ".github" / "workflows" / "docs.yml",
              ROOT / "examples" / "workflows" / "retrieval-gate.yml"]
 MARKER = "<!-- retrieval-gate report -->"
 REPO = "octo-org/retriever"

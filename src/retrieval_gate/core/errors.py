@@ -23,6 +23,24 @@ EXIT_INTERNAL = 70
 EXIT_ENVIRONMENT = 74  # sysexits EX_IOERR: the machine refused (disk full, no permission, ...)
 EXIT_INTERRUPTED = 130  # 128 + SIGINT, the shell's code for a Ctrl-C
 
+# Every exit code of the command line with its meaning, in order: the reference documentation's
+# table is generated from it (and the README's table agrees with it, a test checks).
+EXIT_CODES: tuple[tuple[int, str], ...] = (
+    (EXIT_PASS, "pass, valid, done (warnings allowed)"),
+    (EXIT_REGRESSION, "material regression (`gate check`)"),
+    (EXIT_INVALID, ("invalid input or usage: malformed or contradictory file, schema violation, "
+                   "bad option, missing manifest")),
+    (EXIT_NOT_COMPARABLE, ("not comparable / not what it claims: a pinned file's hash differs, a "
+                          "run changed after its manifest, a run made on another snapshot, runs "
+                          "whose scores were judged differently")),
+    (EXIT_INCONCLUSIVE, "inconclusive, only with `--fail-on inconclusive` (`gate check`)"),
+    (EXIT_INTERNAL, "internal error: a bug; the message says so and asks for a report"),
+    (EXIT_ENVIRONMENT, ("the machine refused, not the input: a full disk or standard output "
+                       "(`> /dev/full`), a folder that cannot be created, a write the operating "
+                       "system refused, not enough memory; fix that and run again")),
+    (EXIT_INTERRUPTED, "interrupted (Ctrl-C); nothing was left half-written"),
+)
+
 
 class GateError(Exception):
     """Base of the errors retrieval-gate reports to its user (never a bug).
