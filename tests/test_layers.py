@@ -1,6 +1,6 @@
 """The package's layers: every import — at the top of a module or inside a function — goes from a
 higher layer to a lower one (or within one layer), so that each folder can be read knowing only
-the folders below it. The order is the README's layer map."""
+the folders below it. The order is the layer map of docs/contributing.md."""
 
 from __future__ import annotations
 

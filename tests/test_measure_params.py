@@ -1,6 +1,6 @@
 """The measures' parameter table: every family's parameters parse in every spelling, write
 back through ``str()`` to the same measure, and are refused out of range with the documented
-message; the table agrees with the README's Measures table and with trec_eval's names."""
+message; the table agrees with the documentation's Measures table and with trec_eval's names."""
 
 from __future__ import annotations
 
@@ -159,9 +159,9 @@ def test_a_required_parameter_must_be_written():
         family.measure("measure 'P'", [], {})
 
 
-def test_readme_measures_table_matches():
-    """Each family's row of the README's Measures table states its definition."""
-    section = ROOT.joinpath("README.md").read_text(encoding="utf-8").split("\n## Measures\n")[1]
+def test_the_measures_page_table_matches():
+    """Each family's row of the Measures page's table states its definition."""
+    section = ROOT.joinpath("docs", "concepts", "measures.md").read_text(encoding="utf-8")
     rows = {}
     for line in section.split("\n## ")[0].splitlines():
         found = re.match(r"^\| `([A-Za-z]+)@k`[^|]*\| (.*?) \| (.*?) \|$", line)

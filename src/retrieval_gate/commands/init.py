@@ -98,7 +98,7 @@ def _relative(path: Path, base: Path) -> str:
 
 
 def _config(snapshot: str, baseline: str, candidate: str) -> str:
-    return (f'# retrieval-gate: gate check reads this file (see its README for every key).\n'
+    return (f'# retrieval-gate: gate check reads this file (every key: the configuration reference of its documentation).\n'
             f'snapshot = "{snapshot}"\nbaseline = "{baseline}"\ncandidate = "{candidate}"\n\n'
             '[[gate]]\nmeasure = "Recall@10"\nmargin = 0.02\n\n'
             '[[gate]]\nmeasure = "nDCG@10"\nmargin = 0.02\n')

@@ -24,7 +24,7 @@ EXIT_ENVIRONMENT = 74  # sysexits EX_IOERR: the machine refused (disk full, no p
 EXIT_INTERRUPTED = 130  # 128 + SIGINT, the shell's code for a Ctrl-C
 
 # Every exit code of the command line with its meaning, in order: the reference documentation's
-# table is generated from it (and the README's table agrees with it, a test checks).
+# table is generated from it (and the README's short table agrees with it, a test checks).
 EXIT_CODES: tuple[tuple[int, str], ...] = (
     (EXIT_PASS, "pass, valid, done (warnings allowed)"),
     (EXIT_REGRESSION, "material regression (`gate check`)"),

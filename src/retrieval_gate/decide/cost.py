@@ -66,7 +66,7 @@ SHOWN = {"latency_ms": ("p50", "p95"), "context_tokens": ("mean", "p95")}
 # The fewest queries from which a relative gate on a percentile decides, when the policy's
 # min-queries is lower: the smallest test set at which the calibration kept its false-alarm
 # rate within α under both rules and the estimator's bias within 5 %, on real and log-normal
-# latencies (README, "Cost gates, measured").
+# latencies (docs/concepts/pipelines.md, "Cost gates, measured").
 PERCENTILE_MIN_QUERIES = {"p50": 15, "p95": 50}
 _BATCH = 250  # resamples per block: bounds memory at _BATCH × queries
 

@@ -167,7 +167,7 @@ def read_fixture(source: Source) -> Fixture:
     qrels = _json().qrels_from_json(document["qrels"], f"{name}#qrels")
     runs = document["runs"]
     if not isinstance(runs, dict) or not runs:
-        raise InputError(name, "'runs' is not a non-empty object", "see the README", '$["runs"]')
+        raise InputError(name, "'runs' is not a non-empty object", "see the input formats (docs/concepts/input-formats.md)", '$["runs"]')
     if _is_named_runs(runs):
         return Fixture(qrels, {k: _json().run_from_json(v, f"{name}#runs.{k}")
                                for k, v in runs.items()}, True)

@@ -216,8 +216,8 @@ def _parse(text: str, name: str, line: int | None, lines_follow: bool = False) -
         long_int = re.search(f"[0-9]{{{_INT_DIGITS + 1},}}", text)
         if long_int is not None:
             raise InputError(name, f"an integer of {long_int.end() - long_int.start()} digits "
-                             "is out of range", "write numbers within the ranges the README "
-                             "gives", _line_of(text, long_int.start(), first)) from None
+                             "is out of range", "write numbers within the ranges of the "
+                             "input formats (docs/concepts/input-formats.md)", _line_of(text, long_int.start(), first)) from None
         raise InputError(name, str(exc), "write finite numbers", line) from None
     if "\\u" in text and _SURROGATE_ESCAPE.search(text):
         found = _surrogate_path(value)
@@ -422,8 +422,8 @@ def check_score(value: Any, name: str, where: int | str) -> float:
 
 def _require_object(value: Any, name: str, what: str) -> dict[str, Any]:
     if not isinstance(value, dict) or not value:
-        raise InputError(name, f"{what} is not a non-empty JSON object", "see the README's "
-                         "input formats", path())
+        raise InputError(name, f"{what} is not a non-empty JSON object", "see the input "
+                         "formats (docs/concepts/input-formats.md)", path())
     return value
 
 

@@ -322,7 +322,7 @@ class Family:
     """A measure family, as data: its canonical name and aliases (any case), the function
     that computes it (rows, k, then the values of its keyword parameters in order), its
     definition line in every report (``summary``, followed by its keyword parameters'
-    clauses), its definition in the README's Measures table, trec_eval's names of it (with a
+    clauses), its definition in the Measures page's table (docs/concepts/measures.md), trec_eval's names of it (with a
     cutoff, ``{k}`` standing for k; without one) and the parameter setting they need, the
     parameters it takes, whether lower is better (a measure of harm) and whether it reads the
     facts a query requires."""
