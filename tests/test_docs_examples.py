@@ -7,9 +7,9 @@ The convention of a marked block:
   commands; a command ending in ``\\`` continues on the next line. The other lines are the
   output expected from the command above them.
 * Each command runs from the repository root (a ``$ cd DIR`` line changes the folder for the
-  rest of its block). ``$TMP`` stands for a fresh empty folder per block, in commands and in
-  expected lines alike: a command that writes files writes them there, never into the
-  repository.
+  rest of its block). ``$TMP`` stands for a fresh empty folder per document, shared by its
+  blocks in document order, in commands and in expected lines alike: a command that writes
+  files writes them there, never into the repository.
 * The exit code expected is 0, or the one a trailing ``# exit N`` comment states
   (``$ gate check ...  # exit 1``).
 * Every expected line must appear in the command's output (standard output and standard
@@ -18,7 +18,8 @@ The convention of a marked block:
 
 ``gate ...`` commands without shell syntax run in-process through click's ``CliRunner``
 (fast); every other command runs in ``bash`` with this interpreter's scripts folder on PATH.
-Identical commands that do not use ``$TMP`` run once per session and share their result.
+Identical commands run from the repository root that do not use ``$TMP`` run once per
+session (per worker) and share their result.
 """
 
 from __future__ import annotations
@@ -32,6 +33,7 @@ from dataclasses import dataclass
 from pathlib import Path
 
 import pytest
+from _pytest.mark.structures import ParameterSet
 from click.testing import CliRunner
 
 from retrieval_gate.cli import cli
@@ -74,20 +76,32 @@ def _parse(body: str) -> list[Command]:
     return commands
 
 
-def _blocks() -> list[pytest.param]:
+@dataclass
+class Block:
+    """A marked block: where it is (``FILE:LINE``) and its commands."""
+
+    where: str
+    commands: list[Command]
+
+
+def _pages() -> list[ParameterSet]:
+    """One test per document holding marked blocks, its blocks in document order."""
     params = []
     for path in _documents():
         if not path.is_file():
             continue
         text = path.read_text(encoding="utf-8")
-        for match in FENCE.finditer(text):
-            line = text.count("\n", 0, match.start()) + 1
-            name = f"{path.relative_to(ROOT)}:{line}"
-            params.append(pytest.param(_parse(match.group(1)), id=name))
+        name = str(path.relative_to(ROOT))
+        blocks = [
+            Block(f"{name}:{text.count(chr(10), 0, match.start()) + 1}", _parse(match.group(1)))
+            for match in FENCE.finditer(text)
+        ]
+        if blocks:
+            params.append(pytest.param(blocks, id=name))
     return params
 
 
-_SHARED: dict[tuple[str, str], tuple[int, str]] = {}
+_SHARED: dict[str, tuple[int, str]] = {}
 
 
 def _run(command: str, cwd: Path) -> tuple[int, str]:
@@ -128,29 +142,33 @@ def _check_output(command: str, expected: list[str], output: str) -> None:
         while position < len(actual) and not _matches(line, actual[position]):
             position += 1
         assert position < len(actual), (
-            f"$ {command}\nexpected line not found (in order):\n  {line}\noutput:\n{output}"
+            f"{command}\nexpected line not found (in order):\n  {line}\noutput:\n{output}"
         )
         position += 1
 
 
 def test_the_documents_hold_marked_blocks() -> None:
-    assert _blocks(), "no ```console block in docs/ or README.md"
+    assert _pages(), "no ```console block in docs/ or README.md"
 
 
-@pytest.mark.parametrize("commands", _blocks())
-def test_documented_commands(commands: list[Command], tmp_path: Path) -> None:
-    cwd = ROOT
-    for command in commands:
-        text = command.text.replace("$TMP", str(tmp_path))
-        if text.startswith("cd "):
-            cwd = (cwd / shlex.split(text)[1]).resolve()
-            continue
-        key = (str(cwd), text)
-        if "$TMP" in command.text or key not in _SHARED:
-            _SHARED[key] = _run(text, cwd)
-        code, output = _SHARED[key]
-        assert code == command.exit_code, (
-            f"$ {text}\nexit {code}, expected {command.exit_code}\noutput:\n{output}"
-        )
-        expected = [line.replace("$TMP", str(tmp_path)) for line in command.expected]
-        _check_output(text, expected, output)
+@pytest.mark.parametrize("blocks", _pages())
+def test_documented_commands(blocks: list[Block], tmp_path: Path) -> None:
+    for block in blocks:
+        cwd = ROOT
+        for command in block.commands:
+            text = command.text.replace("$TMP", str(tmp_path))
+            if text.startswith("cd "):
+                cwd = (cwd / shlex.split(text)[1]).resolve()
+                continue
+            if cwd == ROOT and "$TMP" not in command.text:
+                if text not in _SHARED:
+                    _SHARED[text] = _run(text, cwd)
+                code, output = _SHARED[text]
+            else:
+                code, output = _run(text, cwd)
+            assert code == command.exit_code, (
+                f"{block.where}: $ {text}\nexit {code}, expected {command.exit_code}\n"
+                f"output:\n{output}"
+            )
+            expected = [line.replace("$TMP", str(tmp_path)) for line in command.expected]
+            _check_output(f"{block.where}: $ {text}", expected, output)
