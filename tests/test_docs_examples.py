@@ -33,7 +33,6 @@ from dataclasses import dataclass
 from pathlib import Path
 
 import pytest
-from _pytest.mark.structures import ParameterSet
 from click.testing import CliRunner
 
 from retrieval_gate.cli import cli
@@ -84,20 +83,20 @@ class Block:
     commands: list[Command]
 
 
-def _pages() -> list[ParameterSet]:
+def _pages() -> list[tuple[str, list[Block]]]:
     """One test per document holding marked blocks, its blocks in document order."""
-    params = []
+    params: list[tuple[str, list[Block]]] = []
     for path in _documents():
         if not path.is_file():
             continue
         text = path.read_text(encoding="utf-8")
         name = str(path.relative_to(ROOT))
-        blocks = [
-            Block(f"{name}:{text.count(chr(10), 0, match.start()) + 1}", _parse(match.group(1)))
-            for match in FENCE.finditer(text)
-        ]
+        blocks = []
+        for match in FENCE.finditer(text):
+            line = text.count("\n", 0, match.start()) + 1
+            blocks.append(Block(f"{name}:{line}", _parse(match.group(1))))
         if blocks:
-            params.append(pytest.param(blocks, id=name))
+            params.append((name, blocks))
     return params
 
 
@@ -147,11 +146,16 @@ def _check_output(command: str, expected: list[str], output: str) -> None:
         position += 1
 
 
+_PAGES = _pages()
+
+
 def test_the_documents_hold_marked_blocks() -> None:
-    assert _pages(), "no ```console block in docs/ or README.md"
+    assert _PAGES, "no ```console block in docs/ or README.md"
 
 
-@pytest.mark.parametrize("blocks", _pages())
+@pytest.mark.parametrize(
+    "blocks", [blocks for _, blocks in _PAGES], ids=[name for name, _ in _PAGES]
+)
 def test_documented_commands(blocks: list[Block], tmp_path: Path) -> None:
     for block in blocks:
         cwd = ROOT
