@@ -36,6 +36,8 @@ import queue
 import re
 import shutil
 import signal
+import subprocess
+import sys
 import threading
 import time
 from collections.abc import Callable, Iterator
@@ -577,3 +579,14 @@ def test_the_policy_blocks_what_a_slip_would_inject(browser, reports, tmp_path):
     assert [kind for kind in ("Loading the image", "inline script", "inline style")
             if not any(kind in e for e in refused)] == []
     tab.close()
+
+
+def test_the_documentation_screenshots_are_made_from_the_examples(browser, tmp_path):
+    """docs/screenshots.py renders the HTML report and the pull-request comment of a shipped
+    example in headless Chromium."""
+    done = subprocess.run([sys.executable, str(ROOT / "docs" / "screenshots.py"), "--out",
+                           str(tmp_path)], cwd=ROOT, capture_output=True, text=True,
+                          timeout=300, check=False)
+    assert done.returncode == 0, done.stderr
+    for name in ("report.png", "pr-comment.png"):
+        assert (tmp_path / name).read_bytes().startswith(b"\x89PNG\r\n\x1a\n")
