@@ -73,6 +73,7 @@ def test_every_command_and_its_options_are_in_the_cli_reference(site):
     for name in commands(cli):
         assert name in page, name
     assert "--fail-on" in page and "--snapshot" in page
+    assert "Sentinel" not in page  # click's "no default" marker is not a default
 
 
 def test_every_configuration_key_is_in_the_reference(site):

@@ -268,3 +268,13 @@ def on_files(files: Files, config: MkDocsConfig) -> Files:
     for page, render in RENDER.items():
         files.append(File.generated(config, page, content=render()))
     return files
+
+
+# click 8.2 and later mark an option without a default with a sentinel, which mkdocs-click
+# (0.9) prints as it is; the reference shows an empty cell instead.
+_UNSET = "<td><code>Sentinel.UNSET</code></td>"
+
+
+def on_page_content(html: str, page: Any, config: MkDocsConfig, files: Files) -> str:
+    """The command-line page without click's "no default" sentinel in its Default column."""
+    return html.replace(_UNSET, "<td></td>") if _UNSET in html else html
