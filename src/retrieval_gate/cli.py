@@ -472,7 +472,7 @@ def check(ctx, snapshot_file, baseline, candidate, config, fail_on, gates, harms
     """Compare a candidate run with the approved baseline, query by query, and decide.
 
     Exit 0 pass, 1 material regression, 2 invalid input, 3 not comparable, 4 inconclusive
-    (only with --fail-on inconclusive)."""
+    (only with --fail-on inconclusive); 70 a bug, 74 the machine refused, 130 interrupted."""
     import os
 
     from retrieval_gate.gating.gate import run_gate
