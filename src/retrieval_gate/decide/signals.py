@@ -35,7 +35,7 @@ from retrieval_gate.decide.policy import (
     PairPolicy,
     decide_pairs,
     family_level,
-    family_members,
+    in_family,
     paired,
 )
 
@@ -143,10 +143,8 @@ def family_of(signals: Sequence[PairedSignal], slices: Mapping[str, np.ndarray],
     """How many of the (signal, slice) comparisons ``pairs`` are members of the family, each
     counted on the queries its signal covers in the slice."""
     covered = {s.name: s.covers for s in signals}
-    return family_members({f"{name}\0{slice_name}": int(covered[name][slices[slice_name]].sum())
-                           for name, slice_name in pairs},
-                          {(name, f"{name}\0{slice_name}"): pair
-                           for (name, slice_name), pair in pairs.items()}, policy)
+    return sum(in_family(int(covered[name][slices[slice_name]].sum()), pair, policy)
+               for (name, slice_name), pair in pairs.items())
 
 
 def compare_signals(signals: Sequence[PairedSignal], slices: Mapping[str, np.ndarray],
