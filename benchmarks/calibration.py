@@ -45,14 +45,20 @@ Scenarios (the candidate is truly no worse unless said otherwise):
 
 Decision. Every simulated test set goes through the library's own ``policy.compare()`` with the
 default policy (α = 0.05, BCa, seed 0, ``min-queries``) except for the gated measures (margin
-0.02 each) and ``--resamples``, as one slice: the family's intervals are adjusted by compare()
-itself. The rule ``estimate`` is compare()'s own decision; the rule ``interval`` is
-``policy.decide(..., rule="interval")`` on the statistics compare() returned — what compare()
-returns under that rule, without a second bootstrap (the first test set of every cell checks
-that they agree). For reference, ``unadjusted`` is ``policy.decide()`` with the family's bound
-replaced by the shown interval's upper end, as if each comparison were alone (for m = 2 that
-is Bonferroni at one-sided α/m, half the margin of safety the gate keeps). A family says
-``regression`` if any comparison does, ``pass`` if all do.
+0.02 each), ``--resamples``, the regression test and the rule, as one slice: the family is
+adjusted by compare() itself. Three tests, each under rule ``estimate`` and rule ``interval``:
+
+* ``holm`` — the gate's test: Holm over the family's regression p-values (the larger of the
+  one-sided paired t-test's and the studentized bootstrap's), one compare() per rule (the
+  p-values of rule interval are against −margin);
+* ``bonferroni`` — the rule before: the studentized bound at two-sided 1 − α/m and the Holm
+  sign test; rule ``interval`` is ``policy.decide(..., rule="interval")`` on the statistics
+  compare() returned under rule estimate (the first test set of every cell checks that
+  compare() under that rule agrees);
+* ``t-holm`` — the reference: a Holm paired t-test (``student_t.paired_t_p``, ``paired.holm``)
+  with the same other conditions (the estimated drop reaches the margin; n ≥ min-queries).
+
+A family says ``regression`` if any comparison does, ``pass`` if all do.
 
 Resamples: the gate uses 10,000; here ``--resamples`` (default 1,000) keeps a run to minutes. B
 only sets the Monte-Carlo noise of the interval's ends, not their expected position.
@@ -142,6 +148,7 @@ from unittest import mock
 import numpy as np
 
 from retrieval_gate.decide.cost import PERCENTILE_MIN_QUERIES, compare_costs, min_queries
+from retrieval_gate.decide.paired import holm
 from retrieval_gate.decide.policy import (
     DEFAULT_MARGIN,
     REGRESSION_RULES,
@@ -154,6 +161,7 @@ from retrieval_gate.decide.policy import (
     decide,
 )
 from retrieval_gate.decide.signals import PairedSignal, compare_signals, family_of
+from retrieval_gate.decide.student_t import paired_t_p
 from retrieval_gate.formats import read_qrels, read_run
 from retrieval_gate.formats.source import Blob
 from retrieval_gate.inputs.answer_scores import load_query_scores
@@ -176,7 +184,11 @@ ALPHA = GatePolicy().alpha
 EPSILON = 0.001
 DROPS = (MARGIN, 2 * MARGIN)
 POWER_FAMILIES = (1, 2)
-BOUNDS = (*REGRESSION_RULES, "unadjusted")
+# The rules every test set goes through: the gate's test (holm) and the rule before
+# (bonferroni) through compare(), each under rule estimate and rule interval; and the
+# reference, a Holm paired t-test with the same conditions (t-holm).
+TESTS = ("holm", "t-holm", "bonferroni")
+BOUNDS = tuple(f"{test} {rule}" for rule in REGRESSION_RULES for test in TESTS)
 
 
 # --------------------------------------------------------------------------------------------
@@ -266,7 +278,7 @@ def drop(delta: float) -> Scenario:
 @dataclass
 class Cell:
     """Counts over the ``sims`` test sets of one (pair, scenario, n): per family, how many were
-    called ``regression`` under each rule (and unadjusted), and how many passed."""
+    called ``regression`` under each test and rule, and how many passed (test holm)."""
 
     sims: int
     regression: dict[tuple[int, str], int] = dataclasses.field(default_factory=dict)
@@ -276,39 +288,58 @@ class Cell:
         return self.regression[family, rule] / self.sims
 
 
-def policy_for(family: int, resamples: int, min_queries: int) -> GatePolicy:
+def policy_for(family: int, resamples: int, min_queries: int, test: str = "holm",
+               rule: str = "estimate") -> GatePolicy:
     return GatePolicy(gates=tuple(GatedMeasure(m, MARGIN) for m in MEASURES[:family]),
-                      resamples=resamples, min_queries=min_queries)
+                      resamples=resamples, min_queries=min_queries,
+                      regression_test=test, regression_rule=rule)  # type: ignore[arg-type]
+
+
+def t_holm(d: np.ndarray, policy: GatePolicy) -> bool:
+    """The reference rule: a Holm paired t-test (one-sided, toward regression; against −margin
+    under rule interval) over the family's columns of ``d`` (queries × m), with the gate's
+    other conditions (estimated drop ≥ margin, at least min-queries queries)."""
+    n, m = d.shape
+    if n < policy.min_queries:
+        return False
+    null = -MARGIN if policy.regression_rule == "interval" else 0.0
+    p = holm([paired_t_p(d[:, j], null) for j in range(m)])
+    return bool(np.any((d.mean(axis=0) <= -MARGIN) & (p < policy.alpha)))
 
 
 def run_cell(samples: np.ndarray, families: Sequence[int], resamples: int,
              min_queries: int) -> Cell:
-    """Every family and both rules on every simulated test set (sims × n × measures)."""
+    """Every family and rule on every simulated test set (sims × n × measures)."""
     cell = Cell(samples.shape[0])
-    policies = {m: policy_for(m, resamples, min_queries) for m in families}
     for m in families:
         for rule in BOUNDS:
             cell.regression[m, rule] = 0
         cell.passed[m] = 0
     for index, d in enumerate(samples):
         n = d.shape[0]
-        for m, policy in policies.items():
-            comparisons = compare(np.zeros((n, m)), d[:, :m], MEASURES[:m],
-                                  {"all": np.arange(n)}, policy)
+        for m in families:
+            every = {"all": np.arange(n)}
+            for rule in REGRESSION_RULES:
+                holm_policy = policy_for(m, resamples, min_queries, "holm", rule)
+                comparisons = compare(np.zeros((n, m)), d[:, :m], MEASURES[:m], every,
+                                      holm_policy)
+                cell.regression[m, f"holm {rule}"] += any(c.decision == "regression"
+                                                          for c in comparisons)
+                cell.regression[m, f"t-holm {rule}"] += t_holm(d[:, :m], holm_policy)
+                if rule == "estimate":
+                    cell.passed[m] += all(c.decision == "pass" for c in comparisons)
+            before = policy_for(m, resamples, min_queries, "bonferroni")
+            comparisons = compare(np.zeros((n, m)), d[:, :m], MEASURES[:m], every, before)
             strict = [decide(c.n, c.mean_diff, c.ci_low, c.ci_high, c.sign_p_holm, c.margin,
-                             policy.alpha, ci_high_adjusted=c.ci_high_adjusted, rule="interval",
-                             min_queries=policy.min_queries) for c in comparisons]
-            unadjusted = [decide(c.n, c.mean_diff, c.ci_low, c.ci_high, c.sign_p_holm, c.margin,
-                                 policy.alpha, min_queries=policy.min_queries)
-                          for c in comparisons]
+                             before.alpha, ci_high_adjusted=c.ci_high_adjusted, rule="interval",
+                             min_queries=before.min_queries) for c in comparisons]
             if index == 0:
-                again = compare(np.zeros((n, m)), d[:, :m], MEASURES[:m], {"all": np.arange(n)},
-                                dataclasses.replace(policy, regression_rule="interval"))
+                again = compare(np.zeros((n, m)), d[:, :m], MEASURES[:m], every,
+                                dataclasses.replace(before, regression_rule="interval"))
                 assert [c.decision for c in again] == strict
-            cell.regression[m, "estimate"] += any(c.decision == "regression" for c in comparisons)
-            cell.regression[m, "interval"] += "regression" in strict
-            cell.regression[m, "unadjusted"] += "regression" in unadjusted
-            cell.passed[m] += all(c.decision == "pass" for c in comparisons)
+            cell.regression[m, "bonferroni estimate"] += any(c.decision == "regression"
+                                                             for c in comparisons)
+            cell.regression[m, "bonferroni interval"] += "regression" in strict
     return cell
 
 
@@ -361,20 +392,43 @@ def pair_table(results: dict[str, dict[int, dict[str, Cell]]], scenarios: Sequen
 
 
 def power_table(results: dict[str, dict[int, dict[str, Cell]]], sizes: Sequence[int],
-                family: int) -> str:
-    """(drop, pair) × n: share called `regression` by each rule (estimate / interval), and
-    unadjusted."""
+                family: int, rule: str) -> str:
+    """(drop, pair) × n: share called `regression` under ``rule`` by the gate's test, the
+    Holm paired t-test and the rule before (holm / t-holm / bonferroni)."""
     head = ("| true drop | pair | " + " | ".join(f"n = {n}" for n in sizes) + " |\n|---|---|"
             + "---:|" * len(sizes))
     rows = []
     for delta in DROPS:
         scenario = f"drop {delta:g}"
         for name in results[scenario][sizes[0]]:
-            parts = [" / ".join(f"{results[scenario][n][name].rate(family, rule):.2f}"
-                                for rule in BOUNDS) for n in sizes]
+            parts = [" / ".join(f"{results[scenario][n][name].rate(family, f'{test} {rule}'):.2f}"
+                                for test in TESTS) for n in sizes]
             rows.append(f"| {delta:g} ({delta / MARGIN:g}× margin) | {name} | "
                         + " | ".join(parts) + " |")
     return "\n".join([head, *rows])
+
+
+def power_gap(results: dict[str, dict[int, dict[str, Cell]]], sizes: Sequence[int],
+              rule: str) -> tuple[float, str]:
+    """The largest shortfall of the gate's power against the Holm paired t-test's over every
+    cell of the power tables (families of 1 and 2), and where."""
+    gaps = [(results[f"drop {delta:g}"][n][name].rate(m, f"t-holm {rule}")
+             - results[f"drop {delta:g}"][n][name].rate(m, f"holm {rule}"),
+             f"{delta / MARGIN:g}× margin, {name}, m = {m}, n = {n}")
+            for delta in DROPS for n in sizes for m in POWER_FAMILIES
+            for name in results[f"drop {delta:g}"][n]]
+    return max(gaps)
+
+
+def worst_alarm(results: dict[str, dict[int, dict[str, Cell]]], sizes: Sequence[int],
+                rule: str, scenarios: Sequence[str]) -> tuple[float, float, str]:
+    """The highest family-wise `regression` rate under no change (the boundary for rule
+    interval) over every pair, family and n ≥ the gate's min-queries: rate, 2 SE, where."""
+    worst = max((cell.rate(m, rule), scenario, n, name, m, cell.sims)
+                for scenario in scenarios for n in sizes if n >= GatePolicy().min_queries
+                for name, cell in results[scenario][n].items() for m in FAMILIES)
+    rate, scenario, n, name, m, sims = worst
+    return rate, 2 * math.sqrt(rate * (1 - rate) / sims), f"{scenario}, {name}, m = {m}, n = {n}"
 
 
 def pass_table(results: dict[str, dict[int, dict[str, Cell]]], sizes: Sequence[int],
@@ -683,10 +737,9 @@ def combined(pairs: Sequence[Pair], sizes: Sequence[int], sims: int, resamples: 
                                     [PairedSignal.cost("latency_ms", b[i], c[i])], costs.costs,
                                     costs, family)
                                 if r.gate is not None]
-                    strict = [decide(q.n, q.mean_diff, q.ci_low, q.ci_high, q.sign_p_holm,
-                                     q.margin, ALPHA, ci_high_adjusted=q.ci_high_adjusted,
-                                     rule="interval", min_queries=q_policy.min_queries)
-                              for q in comparisons]
+                    strict = [q.decision for q in compare(
+                        np.zeros((n, 2)), quality[i][:, :2], MEASURES[:2], {"all": np.arange(n)},
+                        dataclasses.replace(q_policy, regression_rule="interval"), family=family)]
                     tally[f"{way} estimate"] += (
                         any(q.decision == "regression" for q in comparisons)
                         or any(r.decision == "regression" for r in rows))
@@ -1019,19 +1072,30 @@ def main(argv: Sequence[str] | None = None) -> int:
     print("Pairs (mean, SD and ties of the real per-query differences):\n")
     for pair in pairs:
         print(f"- {pair.name}{' (near-equal)' if pair.near_equal else ''}:\n{describe(pair)}")
-    for rule in ("estimate", "unadjusted"):
-        print(f"\n## The default gate (m = 2), {rule}, no change: share called `regression`, "
-              f"every pair\n\n{pair_table(results, ('sign-flip', 'centred'), rule, sizes, 2)}")
+    for test in ("holm", "bonferroni"):
+        print(f"\n## The default gate (m = 2), test {test}, rule estimate, no change: share "
+              f"called `regression`, every pair\n\n"
+              f"{pair_table(results, ('sign-flip', 'centred'), f'{test} estimate', sizes, 2)}")
     for rule in BOUNDS:
         for scenario in ("sign-flip", "centred", "boundary"):
             print(f"\n## `{rule}`, {scenario}: share of test sets called `regression` "
                   f"(highest over the pairs)\n\n"
                   f"{alarm_table(results, scenario, rule, sizes, FAMILIES)}")
-    for m in POWER_FAMILIES:
-        print(f"\n## Power, family of {m}: share called `regression`, rule estimate / "
-              f"interval / unadjusted\n\n{power_table(results, sizes, m)}")
+    for rule in REGRESSION_RULES:
+        for m in POWER_FAMILIES:
+            print(f"\n## Power, rule {rule}, family of {m}: share called `regression`, "
+                  f"holm / t-holm / bonferroni\n\n{power_table(results, sizes, m, rule)}")
     print(f"\n## `pass`: share of test sets certified non-inferior\n\n"
           f"{pass_table(results, sizes, FAMILIES)}")
+    print("\n## Targets\n")
+    for rule, scenarios in (("estimate", ("sign-flip", "centred")), ("interval", ("boundary",))):
+        rate, se, where = worst_alarm(results, sizes, f"holm {rule}", scenarios)
+        held = rate - se <= ALPHA
+        print(f"- rule {rule}: highest family-wise false alarm {rate:.3f} ± {se:.3f} ({where}): "
+              f"{'held' if held else 'NOT held'} (≤ α = {ALPHA} within 2 SE)")
+        gap, where = power_gap(results, sizes, rule)
+        print(f"- rule {rule}: largest power shortfall against the Holm paired t-test "
+              f"{gap:+.3f} ({where}): {'MET' if gap <= 0.05 else 'MISSED'} (≤ 0.05)")
     shown = " ".join(["python", "benchmarks/calibration.py",
                       *(sys.argv[1:] if argv is None else argv)])
     print(f"\n_Simulation time {elapsed:.0f} s; `{shown}`._")

@@ -226,7 +226,7 @@ def test_a_score_drop_is_a_regression_with_the_papers_numbers(tmp_path, cranfiel
     code, out, _, report = check(b, c, "score:faith=0.05", "score:correct=0.05", "nDCG@10=0.02")
     assert code == 1 and out.startswith("REGRESSION: material regression in score:faith (all)")
     schema.validate(report, "report", "report.json")
-    assert report["schema"] == "urn:retrieval-gate:schema:report:2"
+    assert report["schema"] == "urn:retrieval-gate:schema:report:3"
     rows = {c_["measure"]: c_ for c_ in report["comparisons"]}
     faith = rows["score:faith"]
     # hand-computed: the mean of the per-query differences, and the counts of the sign test

@@ -81,7 +81,7 @@ def test_cranfield_regression_candidate_exits_1_naming_the_measures():
     assert first.startswith("REGRESSION: material regression in Recall@10 (all)")
     _, doc = report_of(RUNS / "bm25-titles.trec")
     regressed = [c for c in doc["comparisons"] if c["decision"] == "regression"]
-    assert regressed and all(c["ci_high"] < 0 and c["sign_p_holm"] < 0.05
+    assert regressed and all(c["ci_high"] < 0 and c["p_regression_holm"] < 0.05
                              and c["mean_diff"] <= -c["margin"] for c in regressed)
     assert doc["newly_failing"]["measure"] == "Hit@10" and doc["newly_failing"]["queries"]
     assert doc["top_regressions"] and all(r["diff"] < 0 for r in doc["top_regressions"])

@@ -326,6 +326,58 @@ def test_the_family_bound_is_the_bootstrap_t_upper_bound(name, method):
         assert got.upper >= got.high
 
 
+def _bootstrap_t_p(d: np.ndarray, resamples: int, seed: int, null: float) -> float:
+    """An independent bootstrap-t p-value that the mean lies below ``null``: the t statistics
+    of :func:`_bootstrap_t_upper`'s resamples, counted at or below the observed one, with the
+    Monte-Carlo correction (1 + count)/(B + 1)."""
+    n = d.size
+    idx = np.random.default_rng(seed).integers(0, n, (resamples, n))
+    sample = d[idx]
+    means, sds = sample.mean(axis=1), sample.std(axis=1, ddof=1)
+    with np.errstate(divide="ignore", invalid="ignore"):
+        t = (means - d.mean()) / (sds / np.sqrt(n))
+    t = np.where(sds > 0, t, np.sign(means - d.mean()) * 1e300)
+    observed = (d.mean() - null) / (d.std(ddof=1) / np.sqrt(n))
+    return float((1 + np.sum(t <= observed)) / (resamples + 1))
+
+
+@pytest.mark.parametrize("name", ["n5", "n40_ties", "n225_skew", "n225_rr"])
+def test_the_one_sided_bound_and_p_value_are_the_bootstrap_t_ones(name):
+    d = SAMPLES[name]
+    for tail in (0.05, 0.025, 0.05 / 8):
+        for null in (0.0, -0.02, float(d.mean())):
+            (got,) = bootstrap_ci(d[None], resamples=3000, rng=np.random.default_rng(1),
+                                  alpha=0.05, bound_tail=tail, nulls=[null])
+            # as it is: not raised to the shown interval's end
+            assert got.upper == pytest.approx(_bootstrap_t_upper(d, 3000, 1, tail), rel=0,
+                                              abs=1e-12)
+            assert got.p_lower == _bootstrap_t_p(d, 3000, 1, null)
+            assert 1 / 3001 <= got.p_lower <= 1.0
+    # the same resamples as without them: the interval shown does not move
+    (plain,) = bootstrap_ci(d[None], resamples=3000, rng=np.random.default_rng(1))
+    (both,) = bootstrap_ci(d[None], resamples=3000, rng=np.random.default_rng(1),
+                           bound_tail=0.05, nulls=[0.0])
+    assert (plain.low, plain.high) == (both.low, both.high)
+
+
+def test_p_values_of_degenerate_rows_and_bad_nulls():
+    rng = np.random.default_rng(0)
+    assert bootstrap_ci(np.empty((1, 0)), rng=rng, bound_tail=0.05, nulls=[0.0]) == (
+        BootstrapInterval(0.0, 0.0, "empty", upper=0.0, p_lower=1.0),)
+    assert bootstrap_ci(np.full((2, 4), -0.25), rng=rng, resamples=10, nulls=[0.0, -0.3]) == (
+        BootstrapInterval(-0.25, -0.25, "constant", p_lower=0.0),
+        BootstrapInterval(-0.25, -0.25, "constant", p_lower=1.0))
+    for bad in ([0.0, 0.0], [math.nan], [math.inf]):
+        with pytest.raises(ValueError, match="nulls"):
+            bootstrap_ci(np.zeros((1, 5)), rng=rng, resamples=10, nulls=bad)
+    for tail in (0.0, 0.5, -1.0):
+        with pytest.raises(ValueError, match="bound_tail"):
+            bootstrap_ci(np.zeros((1, 5)), rng=rng, resamples=10, bound_tail=tail)
+    with pytest.raises(ValueError, match="bound_tail"):
+        bootstrap_ci(np.zeros((1, 5)), rng=rng, resamples=10, bound_tail=0.05,
+                     upper_alpha=0.05)
+
+
 def test_the_bootstrap_t_bound_is_wider_where_the_sample_is_skewed():
     """Many small losses and a few large wins: the studentized bound sits well above the
     percentile end at the same level; for a symmetric sample the two nearly agree."""

@@ -4,6 +4,7 @@ comparisons and cost gates."""
 
 from __future__ import annotations
 
+import dataclasses
 import json
 import math
 from pathlib import Path
@@ -19,7 +20,7 @@ from retrieval_gate.decide.cost import (
     expected_bias,
     min_queries,
 )
-from retrieval_gate.decide.paired import bootstrap_ci
+from retrieval_gate.decide.paired import bootstrap_ci, holm
 from retrieval_gate.decide.policy import (
     CostGate,
     GatedMeasure,
@@ -87,7 +88,8 @@ def test_nothing_gated_is_inconclusive_not_a_pass(tmp_path: Path) -> None:
     assert code == 4 and headline.endswith("(exit 4)")
     assert (document["verdict"], document["exit_code"]) == ("inconclusive", 4)
     out = gate("check", "--config", config)[1]
-    assert "95% intervals, sign test, no comparison in the family (no Holm)\n" in out
+    assert ("95% intervals, 95% one-sided bound, regression p from the paired t-test and the "
+            "studentized bootstrap, no comparison in the family (no Holm)\n") in out
     assert out.splitlines()[1] == ("Next: add queries to slice paraphrase: its gate of Recall@10 "
                                    "needs at least 15 (it has 13), or lower that gate's "
                                    "min-queries")
@@ -277,7 +279,8 @@ def test_the_family_counts_the_comparisons_and_cost_gates_that_can_decide() -> N
     rng = np.random.default_rng(3)
     d = rng.normal(-0.01, 0.2, (60, 2))
     slices = {"all": np.arange(60), "small": np.arange(10)}
-    policy = GatePolicy(gates=(GatedMeasure("a"), GatedMeasure("b")), resamples=2000)
+    policy = GatePolicy(gates=(GatedMeasure("a"), GatedMeasure("b")), resamples=2000,
+                        regression_test="bonferroni")  # the bound at the family's level
     pairs = {("a", "all"): PairPolicy(0.02), ("b", "all"): PairPolicy(0.02),
              ("a", "small"): PairPolicy(0.02, min_queries=20)}  # too small: 10 < 20
 
@@ -295,6 +298,15 @@ def test_the_family_counts_the_comparisons_and_cost_gates_that_can_decide() -> N
     assert joined[2].sign_p_holm == joined[2].sign_p  # outside the family: its own p
     with pytest.raises(ValueError, match="at least the 2 comparisons"):
         compare(np.zeros_like(d), d, ("a", "b"), slices, policy, pairs=pairs, family=1)
+    # test holm: Holm over the 2 comparisons at α·2/3, the cost gate spending α/3
+    holm_policy = dataclasses.replace(policy, regression_test="holm")
+    two, three = (compare(np.zeros_like(d), d, ("a", "b"), slices, holm_policy, pairs=pairs,
+                          family=family) for family in (None, 3))
+    p = [c.p_regression for c in two[:2]]
+    assert [c.p_regression_holm for c in two[:2]] == pytest.approx(holm(p).tolist(), rel=1e-12)
+    assert [c.p_regression_holm for c in three[:2]] == pytest.approx(
+        np.minimum(1.0, holm(p) * 3 / 2).tolist(), rel=1e-12)
+    assert three[2].p_regression_holm == three[2].p_regression  # outside the family
     # below the policy's min-queries: inconclusive and counted in the verdict, not a member
     strict = compare(np.zeros_like(d), d, ("a", "b"), slices,
                      GatePolicy(gates=policy.gates, resamples=2000, min_queries=61), pairs=pairs)
@@ -327,8 +339,9 @@ def test_quality_and_cost_are_one_family_in_the_report(tmp_path: Path) -> None:
     assert costs[("latency_ms", "p95")]["in_family"]
     assert not costs[("context_tokens", "mean")]["in_family"]
     assert costs[("latency_ms", "p95")]["baseline_bias"] < 0  # a p95 is biased low
-    assert ("95% intervals (98.75% for regression: Bonferroni over 4 comparisons, 1 of them "
-            "a cost), sign test with Holm across 3 comparisons") in out
+    assert ("95% intervals, 98.75% one-sided bound, regression p from the paired t-test and "
+            "the studentized bootstrap, Holm across 3 comparisons at α·3/4 (1 cost gate at α/4)"
+            ) in out
     assert "expected bias of the p95 of 89 queries (log-normal model)" in out
     assert labels(GatePolicy(), 4, 1).intervals in out
 

@@ -94,7 +94,7 @@ def test_a_regression_fails_the_test_with_the_text_report(pytester, project):
     result = pytester.runpytest_inprocess()
     result.assert_outcomes(failed=1)
     result.stdout.fnmatch_lines([
-        "REGRESSION: material regression in Recall@10 (all) (exit 1)",
+        "REGRESSION: material regression in Recall@10 (all), nDCG@10 (all) (exit 1)",
         "candidate bm25 (indexed=title) (runs/bm25-titles.trec) vs baseline *",
         "measure * slice * decision",
         "Recall@10 * all * regression",

@@ -11,6 +11,7 @@ import pytest
 from conftest import BASELINE, RUNS, SNAPSHOT
 from hypothesis import given, settings
 from hypothesis import strategies as st
+from scipy import stats
 
 from retrieval_gate.core.errors import EXIT_INVALID, GateError
 from retrieval_gate.decide.paired import bootstrap_ci, holm, sign_test
@@ -22,6 +23,7 @@ from retrieval_gate.decide.policy import (
     decide,
     decision_note,
 )
+from retrieval_gate.decide.student_t import paired_t_p, paired_t_upper
 from retrieval_gate.gating.gate import run_gate
 from retrieval_gate.inputs.config import config_from_mapping
 from retrieval_gate.report.cells import (
@@ -37,11 +39,14 @@ from retrieval_gate.report.markdown import report_markdown
 from retrieval_gate.report.text import report_text
 
 ONE = GatePolicy(gates=(GatedMeasure("m", 0.02),), resamples=2000)
+BEFORE = dataclasses.replace(ONE, regression_test="bonferroni")  # the rule before holm
 
 # 30 per-query differences: the candidate loses a little on 25 queries and wins a lot on 3;
 # mean −0.036. The 95% BCa interval ends at −0.0013, but a sample that has only three of the
 # rare large wins is less certain than its spread says: the studentized (bootstrap-t) bound at
-# one-sided 2.5% ends at +0.0048, so even alone this is not a regression.
+# one-sided 2.5% ends at +0.0048, so under the rule before (bonferroni: one-sided α/2) even
+# alone this is not a regression. Under holm (one-sided α) alone it is: the bootstrap-t p is
+# 0.037 (the t-test alone would say 0.0033); in a family of two, Holm makes it 0.074.
 SKEWED = np.array([-0.09, -0.09, -0.07, -0.09, -0.05, 0.03, -0.02, -0.05, -0.08, -0.05, -0.07,
                    -0.02, -0.1, -0.05, -0.08, -0.08, -0.08, -0.04, -0.02, -0.05, -0.04, -0.05,
                    -0.1, 0.2, 0.15, -0.02, 0.05, -0.04, -0.03, -0.05])
@@ -136,16 +141,57 @@ def test_many_identical_losses_are_a_regression_under_both_rules():
 
 
 def test_a_skewed_sample_is_not_flagged_on_its_bca_end_alone():
-    (alone,) = run(SKEWED)
+    (alone,) = run(SKEWED, BEFORE)
     assert alone.ci_high == pytest.approx(-0.0013, abs=1e-4)  # below 0 …
     assert alone.ci_high_adjusted == pytest.approx(0.0048, abs=1e-4)  # … the bound is not
     assert alone.sign_p_holm < 0.05 and alone.mean_diff <= -0.02
     assert alone.decision == "inconclusive"
 
 
+def test_holm_reads_the_larger_of_the_t_test_and_the_studentized_bootstrap():
+    (alone,) = run(SKEWED)
+    t_test = stats.ttest_1samp(SKEWED, 0.0, alternative="less")
+    assert paired_t_p(SKEWED) == pytest.approx(t_test.pvalue, rel=1e-12)  # 0.0033
+    assert alone.p_regression == pytest.approx(0.037, abs=1e-3)  # the bootstrap-t's, larger
+    assert alone.p_regression == alone.p_regression_holm and alone.decision == "regression"
+    (pair,) = run(SKEWED, slices=2)[:1]
+    assert pair.p_regression_holm == 2 * alone.p_regression and pair.decision == "inconclusive"
+    # the deciding bound is the larger of the two one-sided 1 − α/m bounds
+    for m in (1, 2, 8):
+        c = run(SKEWED, slices=m)[0]
+        (boot,) = bootstrap_ci(SKEWED[None], rng=np.random.default_rng(ONE.seed),
+                               resamples=ONE.resamples, alpha=ONE.alpha,
+                               bound_tail=ONE.alpha / m, nulls=[0.0])
+        high = t_test.confidence_interval(1 - ONE.alpha / m).high
+        assert paired_t_upper(SKEWED, ONE.alpha / m) == pytest.approx(high, rel=1e-12)
+        assert c.ci_high_adjusted == max(boot.upper, paired_t_upper(SKEWED, ONE.alpha / m))
+        assert c.p_regression == max(boot.p_lower, paired_t_p(SKEWED))
+    # rule interval: the same tests against −margin, whose p-values are larger
+    (strict,) = run(SKEWED, dataclasses.replace(ONE, regression_rule="interval"))
+    assert strict.p_regression >= stats.ttest_1samp(SKEWED, -0.02, alternative="less").pvalue
+    assert strict.p_regression > alone.p_regression and strict.decision == "inconclusive"
+
+
+def test_a_zero_one_outcome_needs_the_exact_sign_test_too():
+    """25 queries, 3 lose a 0/1 outcome (Hit@k, an abstention, a pass/fail judge): Δ −0.12.
+    The t-test says 0.041, below α, but 3 losses out of 3 changed queries happen 1 time in 8
+    when both runs are alike; McNemar's exact test joins the max and the drop is not
+    significant. Differences of varying size are not a 0/1 outcome: no sign test there."""
+    d = np.zeros(25)
+    d[:3] = -1.0
+    assert paired_t_p(d) == pytest.approx(stats.ttest_1samp(d, 0, alternative="less").pvalue)
+    assert paired_t_p(d) < 0.05
+    (c,) = run(d)
+    assert c.p_regression == c.sign_p == 0.125 and c.decision == "inconclusive"
+    varied = d.copy()
+    varied[0] = -0.9
+    (v,) = run(varied)
+    assert v.p_regression < v.sign_p
+
+
 def test_a_family_widens_the_regression_bound():
-    (alone,) = run(WORSE)
-    family = run(WORSE, slices=4)
+    (alone,) = run(WORSE, BEFORE)
+    family = run(WORSE, BEFORE, slices=4)
     assert alone.ci_high_adjusted == pytest.approx(-0.0052, abs=1e-4)
     assert alone.decision == "regression"
     for c in family:
@@ -157,14 +203,24 @@ def test_a_family_widens_the_regression_bound():
         assert c.decision == "inconclusive"
 
 
+def test_holm_adjusts_the_regression_p_values_of_a_family():
+    for m, decision in ((1, "regression"), (2, "regression"), (4, "inconclusive")):
+        family = run(WORSE, slices=m)
+        alone = family[0].p_regression
+        for c in family:
+            assert c.p_regression == alone
+            assert c.p_regression_holm == pytest.approx(min(1.0, m * alone), rel=1e-12)
+            assert c.decision == decision
+
+
 def test_the_bound_is_the_bootstrap_upper_end_at_alpha_over_m():
     for m in (1, 2, 3, 8):
-        c = run(SKEWED, slices=m)[0]
+        c = run(SKEWED, BEFORE, slices=m)[0]
         (expected,) = bootstrap_ci(SKEWED[None], rng=np.random.default_rng(ONE.seed),
                                    resamples=ONE.resamples, alpha=ONE.alpha,
                                    upper_alpha=ONE.alpha / m)
         assert c.ci_high_adjusted == expected.upper
-        assert c.mde > run(SKEWED, slices=1)[0].mde or m == 1  # detectable at α/m too
+        assert c.mde > run(SKEWED, BEFORE, slices=1)[0].mde or m == 1  # detectable at α/m too
 
 
 def test_too_few_queries_in_a_real_report_give_a_note_and_a_warning():
@@ -186,22 +242,26 @@ _values = st.lists(st.sampled_from([-1.0, -0.5, -0.2, -0.05, 0.0, 0.0, 0.1, 0.3,
 
 @settings(max_examples=60, deadline=None)
 @given(d=_values, margin=st.sampled_from([0.0, 0.02, 0.1]), slices=st.integers(1, 3),
-       min_queries=st.sampled_from([1, 5, 25]))
-def test_decisions_keep_their_guarantees(d, margin, slices, min_queries):
+       min_queries=st.sampled_from([1, 5, 25]), test=st.sampled_from(["holm", "bonferroni"]))
+def test_decisions_keep_their_guarantees(d, margin, slices, min_queries, test):
     d = np.array(d, dtype=float)
     base = dataclasses.replace(ONE, gates=(GatedMeasure("m", margin),), resamples=200,
-                               min_queries=min_queries)
+                               min_queries=min_queries, regression_test=test)
     estimate = run(d, base, slices)
     strict = run(d, dataclasses.replace(base, regression_rule="interval"), slices)
     for e, s in zip(estimate, strict):
-        assert e.ci_high_adjusted >= e.ci_high  # the family's interval is never narrower
+        if test == "bonferroni":
+            assert e.ci_high_adjusted >= e.ci_high  # the family's interval is never narrower
         if e.n < min_queries:
             assert e.decision == s.decision == "inconclusive" and not e.improvement
             assert e.decision_note is not None
         if e.decision == "regression":
-            assert e.mean_diff <= -margin and e.ci_high_adjusted < 0 and e.sign_p_holm < 0.05
+            assert e.mean_diff <= -margin
+            assert (e.p_regression_holm < 0.05 if test == "holm" else
+                    e.ci_high_adjusted < 0 and e.sign_p_holm < 0.05)
         if s.decision == "regression":
-            assert s.ci_high_adjusted < -margin and s.mean_diff <= -margin
+            assert s.mean_diff <= -margin
+            assert s.p_regression_holm < 0.05 if test == "holm" else s.ci_high_adjusted < -margin
             assert e.decision == "regression"  # the strict rule flags a subset
         if e.decision == "pass":
             assert e.ci_low > -margin and e.n >= min_queries
@@ -211,6 +271,10 @@ def test_decisions_keep_their_guarantees(d, margin, slices, min_queries):
         assert e.in_family == (e.n >= min_queries)
         assert e.sign_p_holm == pytest.approx(
             float(holm([sign_test(d).p_regression] * members)[0]), rel=1e-12)
+        assert e.p_regression_holm == pytest.approx(
+            float(holm([e.p_regression] * members)[0]), rel=1e-12)
+        if e.n and (d == d[0]).all():  # no spread: the exact sign test's p-value
+            assert e.p_regression == (0.5 ** e.n if d[0] < 0 else 1.0)
 
 
 @settings(max_examples=40, deadline=None)
@@ -222,6 +286,7 @@ def test_a_larger_family_never_adds_a_regression(d):
         larger = run(d, slices=m)[0]
         assert larger.ci_high_adjusted >= smaller.ci_high_adjusted
         assert larger.sign_p_holm >= smaller.sign_p_holm
+        assert larger.p_regression_holm >= smaller.p_regression_holm
         if larger.decision == "regression":
             assert smaller.decision == "regression"
 
@@ -231,48 +296,60 @@ def test_a_larger_family_never_adds_a_regression(d):
 def test_percent_and_labels():
     assert [percent(p) for p in (0.95, 0.975, 0.9, 1 - 0.05 / 8, 0.8)] == [
         "95", "97.5", "90", "99.38", "80"]
-    one = labels(GatePolicy(), 1)
+    one = labels(BEFORE, 1)
     assert (one.ci, one.intervals, one.power) == ("95% CI", "95% intervals", "80% power")
-    assert one.bound == "95% bound" and labels(GatePolicy(), 2).bound == "97.5% bound"
-    two = labels(GatePolicy(alpha=0.1, regression_rule="interval", min_queries=30), 2)
-    assert two.ci == "90% CI" and two.bound == "95% bound"
+    assert one.bound == "95% bound" and labels(BEFORE, 2).bound == "97.5% bound"
+    two = labels(GatePolicy(alpha=0.1, regression_rule="interval", min_queries=30,
+                            regression_test="bonferroni"), 2)
+    assert two.ci == "90% CI" and two.bound == "95% bound" and two.p == "sign p (Holm)"
     assert two.intervals == "90% intervals (95% for regression: Bonferroni over 2 comparisons)"
     assert two.rule == ("regression when the whole 95% interval lies below −margin and the "
                         "Holm-adjusted sign test p < 0.1; pass when the 90% interval's low end > "
                         "−margin; neither with fewer than 30 queries; else inconclusive")
+    holm_two = labels(GatePolicy(alpha=0.1, regression_rule="interval", min_queries=30), 2)
+    assert holm_two.intervals == "90% intervals, 95% one-sided bound"
+    assert holm_two.p == "regression p (Holm)" and holm_two.bound == "95% bound"
+    assert holm_two.rule == ("regression when Δ ≤ −margin and the Holm-adjusted regression p "
+                             "(Δ below −margin) < 0.1; pass when the 90% interval's low end > "
+                             "−margin; neither with fewer than 30 queries; else inconclusive")
+    assert labels(GatePolicy(), 1).intervals == "95% intervals, 95% one-sided bound"
 
 
 def test_the_reason_of_a_decision_the_interval_does_not_show():
     """WORSE in a family of four: Δ −0.046 and a 95% interval wholly below 0, yet inconclusive
-    — the deciding bound (the family's studentized 97.5% one) ends above 0. The row shows that
-    bound, and the decision says which condition of the rule failed."""
-    c = run(WORSE, slices=4)[0]
+    — under the rule before, the deciding bound (the family's studentized 97.5% one) ends
+    above 0; under holm, the Holm-adjusted regression p is 0.076. The row shows that bound, and
+    the decision says which condition of the rule failed."""
+    c = run(WORSE, BEFORE, slices=4)[0]
     assert c.decision == "inconclusive" and c.ci_high < 0 <= c.ci_high_adjusted
     assert deciding_bound(c) == "≤ +0.0139"
-    assert decision_reason(c, ONE) == "bound ≥ 0"
-    assert decision_cell(c, ONE) == "inconclusive (bound ≥ 0)"
+    holm_c = run(WORSE, slices=4)[0]  # under holm: the Holm-adjusted regression p
+    assert decision_reason(holm_c, ONE) == "regression p 0.076"
+    assert decision_cell(holm_c, ONE) == "inconclusive (regression p 0.076)"
+    assert decision_reason(c, BEFORE) == "bound ≥ 0"
+    assert decision_cell(c, BEFORE) == "inconclusive (bound ≥ 0)"
     lower = dataclasses.replace(c, lower_is_better=True, mean_diff=-c.mean_diff,
                                 ci_low=-c.ci_high, ci_high=-c.ci_low)  # the same, as a rise
-    assert deciding_bound(lower) == "≥ −0.0139" and decision_reason(lower, ONE) == "bound ≤ 0"
-    assert decision_reason(dataclasses.replace(c, mean_diff=-0.015), ONE) == "Δ above −margin"
-    assert decision_reason(dataclasses.replace(lower, mean_diff=0.015), ONE) == \
+    assert deciding_bound(lower) == "≥ −0.0139" and decision_reason(lower, BEFORE) == "bound ≤ 0"
+    assert decision_reason(dataclasses.replace(c, mean_diff=-0.015), BEFORE) == "Δ above −margin"
+    assert decision_reason(dataclasses.replace(lower, mean_diff=0.015), BEFORE) == \
         "Δ below +margin"
     signs = dataclasses.replace(c, ci_high_adjusted=-0.001, sign_p_holm=0.2)
-    assert decision_reason(signs, ONE) == "sign test p 0.2"
-    interval = dataclasses.replace(ONE, regression_rule="interval")
+    assert decision_reason(signs, BEFORE) == "sign test p 0.2"
+    interval = dataclasses.replace(BEFORE, regression_rule="interval")
     assert decision_reason(dataclasses.replace(c, ci_high_adjusted=-0.01), interval) == \
         "bound ≥ −margin"
-    assert decision_reason(dataclasses.replace(c, n=10), ONE) == "n < 25"
+    assert decision_reason(dataclasses.replace(c, n=10), BEFORE) == "n < 25"
     # the interval reaching 0 says why itself; other decisions need no reason
-    assert decision_reason(dataclasses.replace(c, ci_high=0.001), ONE) is None
-    assert decision_reason(run(WORSE)[0], ONE) is None  # alone: a regression
-    assert decision_cell(dataclasses.replace(c, report_only=True), ONE) == \
+    assert decision_reason(dataclasses.replace(c, ci_high=0.001), BEFORE) is None
+    assert decision_reason(run(WORSE)[0], BEFORE) is None  # alone: a regression
+    assert decision_cell(dataclasses.replace(c, report_only=True), BEFORE) == \
         "report-only: inconclusive (bound ≥ 0)"
 
 
 def test_every_renderer_labels_the_levels_the_policy_uses():
     report = run_gate(SNAPSHOT, BASELINE, RUNS / "bm25-titles.trec",
-                   GatePolicy(alpha=0.1, resamples=1000))
+                   GatePolicy(alpha=0.1, resamples=1000, regression_test="bonferroni"))
     assert {c.decision for c in report.comparisons} == {"regression", "inconclusive"}
     outputs = {"text": report_text(report), "markdown": report_markdown(report),
                "github": "\n".join(workflow_annotations(report)).replace("%25", "%"),  # unescaped

@@ -25,7 +25,7 @@ WIDTH = 160  # characters of a comparison table's line in the text report, at mo
 @pytest.fixture(scope="module")
 def titles(tmp_path_factory) -> dict[str, str]:
     """``gate check`` of the Cranfield example's mistake (BM25 over the titles only): exit 1,
-    Recall@10 a regression, nDCG@10 inconclusive with its 95% interval wholly below 0. The
+    Recall@10 and nDCG@10 regressions (nDCG@10 one the sign test alone would not flag). The
     text on standard output, the JSON, Markdown and HTML reports."""
     folder = tmp_path_factory.mktemp("titles")
     code, out, err = gate("check", "--no-config", "--snapshot", SNAPSHOT, "--baseline", BASELINE,
@@ -37,32 +37,48 @@ def titles(tmp_path_factory) -> dict[str, str]:
                             for kind in ("json", "md", "html")}}
 
 
-def test_the_row_shows_the_bound_that_decided(titles):
-    """nDCG@10: Δ −0.0430, 95% CI [−0.0735, −0.0150], margin 0.02 — and inconclusive. The row
-    shows the family's 97.5% bound, which decided (below 0 here too), and the decision says
-    what failed: the Holm-adjusted sign test (92 better, 108 worse)."""
+def test_the_row_shows_the_bound_that_decided(titles, tmp_path):
+    """nDCG@10: Δ −0.0430, 95% CI [−0.0735, −0.0150], margin 0.02. The row shows the
+    family's one-sided 97.5% bound (below 0), and the decision: a regression — the Holm-adjusted
+    regression p is below α, though the sign test alone is not (92 better, 108 worse). Under
+    the rule before (bonferroni) the sign test is a condition, and the decision says it failed."""
     ndcg = next(c for c in json.loads(titles["json"])["comparisons"] if c["measure"] == "nDCG@10")
-    assert ndcg["decision"] == "inconclusive" and ndcg["ci_high"] < 0
-    assert ndcg["ci_high_adjusted"] < 0 and ndcg["sign_p_holm"] >= 0.05
+    assert ndcg["decision"] == "regression" and ndcg["ci_high"] < 0
+    assert ndcg["ci_high_adjusted"] < 0 and ndcg["p_regression_holm"] < 0.05
+    assert ndcg["sign_p_holm"] >= 0.05
     bound = f"≤ {signed(ndcg['ci_high_adjusted'])}"
     lines = titles["text"].splitlines()
     header = next(i for i, line in enumerate(lines) if line.startswith("measure "))
     table = lines[header:lines.index("", header)]
     assert "  97.5% bound  " in table[0]
     [row] = [line for line in table if line.startswith("nDCG@10 ")]
-    assert f"  {bound}  " in row
-    assert row.endswith(f"  0.02    inconclusive (sign test p {p_value(ndcg['sign_p_holm'])})")
+    assert f"  {bound}  " in row and row.endswith("  0.02    regression")
     assert all(len(line) <= WIDTH for line in table)
+    assert f"{bound}</td>" in titles["html"]
 
-    markdown = titles["md"]
+    (tmp_path / "gate.toml").write_text(f'snapshot = "{SNAPSHOT}"\nbaseline = "{BASELINE}"\n'
+                                        'regression-test = "bonferroni"\n')
+    code, out, _ = gate("check", "--config", tmp_path / "gate.toml", "--candidate",
+                        RUNS / "bm25-titles.trec", "--json", tmp_path / "r.json", "--markdown",
+                        tmp_path / "r.md", "--html", tmp_path / "r.html")
+    assert code == 1
+    before = next(c for c in json.loads((tmp_path / "r.json").read_text())["comparisons"]
+                  if c["measure"] == "nDCG@10")
+    assert before["decision"] == "inconclusive" and before["ci_high_adjusted"] < 0
+    bound = f"≤ {signed(before['ci_high_adjusted'])}"
+    [row] = [line for line in out.splitlines() if line.startswith("nDCG@10 ")]
+    assert f"  {bound}  " in row
+    assert row.endswith(f"  0.02    inconclusive (sign test p {p_value(before['sign_p_holm'])})")
+    markdown = (tmp_path / "r.md").read_text(encoding="utf-8")
     assert ("| measure | slice | n | baseline | candidate | Δ | 95% CI | 97.5% bound | queries | "
             "margin | decision |") in markdown
     [md_row] = [line for line in markdown.splitlines()
                 if line.startswith("| nDCG@10 | all | 225 |")]
     assert md_row.endswith(f"| {bound} | 92 better, 108 worse, 25 same | 0.02 | "
                            r"**inconclusive** \(sign test p 0\.144\) |")
-    assert f"<td class=\"v\">{bound}</td>" in titles["html"]
-    assert "inconclusive (sign test p 0.144)" in titles["html"]
+    page = (tmp_path / "r.html").read_text(encoding="utf-8")
+    assert f"<td class=\"v\">{bound}</td>" in page
+    assert "inconclusive (sign test p 0.144)" in page
 
 
 # -- the diagnosis first ---------------------------------------------------------------------
@@ -77,7 +93,7 @@ def _order(text: str, starts: list[str]) -> list[int]:
 
 DIAGNOSIS = ["measure ", "Newly failing queries", "Largest per-query drops",
              "What was retrieved instead"]
-REST = ["Warnings:", "Detectable drop", "Sign test", "Definitions:"]
+REST = ["Warnings:", "Detectable drop", "Regression p", "Definitions:"]
 
 
 def test_the_text_report_puts_the_diagnosis_first(titles):
@@ -162,7 +178,7 @@ EXAMPLES = {  # gate check arguments → the line that says what to do next
          "query's values)")),
     "inconclusive: spread": (
         ("--config", ROOT / "examples" / "pydoc" / "gate.toml", "--gate", "Recall@10=0.03"),
-        "add queries: about 560 would decide it"),
+        "add queries: about 441 would decide it"),
     "pass": ((), "nothing to do"),
 }
 
@@ -185,8 +201,8 @@ def test_inconclusive_next_step_reuses_the_headline_count(tmp_path, monkeypatch)
                         "--gate", "Recall@10=0.03")
     assert code == 0
     first, second = out.splitlines()[:2]
-    assert first.startswith("INCONCLUSIVE: ") and "would need about 560 queries" in first
-    assert second == "Next: add queries: about 560 would decide it"
+    assert first.startswith("INCONCLUSIVE: ") and "would need about 441 queries" in first
+    assert second == "Next: add queries: about 441 would decide it"
     (tmp_path / "gate.toml").write_text(
         f'snapshot = "{SNAPSHOT}"\nbaseline = "{BASELINE}"\n'
         f'candidate = "{RUNS / "hybrid.trec"}"\nmin-queries = 300\n')

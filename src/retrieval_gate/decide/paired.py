@@ -190,7 +190,10 @@ class BootstrapInterval:
     - ``upper``: when :func:`bootstrap_ci` is given ``upper_alpha``, the studentized
       (bootstrap-t) upper bound at one-sided ``upper_alpha / 2`` — the upper end of a two-sided
       ``1 − upper_alpha`` interval — from the same resamples, raised to ``high`` where it falls
-      below it (so ``≥ high``); else ``None``.
+      below it (so ``≥ high``); with ``bound_tail``, the studentized upper bound at one-sided
+      ``bound_tail``, as it is; else ``None``.
+    - ``p_lower``: when :func:`bootstrap_ci` is given ``nulls``, the studentized (bootstrap-t)
+      p-value that the mean lies below the row's null value h₀; else ``None``.
     """
 
     low: float
@@ -198,6 +201,7 @@ class BootstrapInterval:
     method: IntervalMethod
     fallback: str | None = None
     upper: float | None = None
+    p_lower: float | None = None
 
 
 _FALLBACK_ONE_SIDED = (
@@ -300,27 +304,49 @@ def _bootstrap_means(
     return means, second
 
 
-def _studentized_upper(rows: np.ndarray, means: np.ndarray, second: np.ndarray,
-                       tail: float) -> np.ndarray:
-    """The bootstrap-t upper bound of each row's mean at one-sided level ``tail``
-    (Efron & Tibshirani 1993, ch. 12): ``θ̂ − q · ŝ/√n`` with ``q`` the ``tail`` quantile of
-    ``t*_b = (θ*_b − θ̂) / (s*_b/√n)`` over the resamples, ŝ and s*_b standard deviations
-    (ddof = 1). Studentizing each resample by its own spread lets the bound see that a sample
-    without the rare large values of a skewed distribution is less certain than its spread
-    says, which the percentile and BCa ends do not. A resample without spread has t* = ±∞ on
-    the side of its mean (0 at θ̂); the quantile is then taken as ±1e300, which keeps the
-    bound finite (and far from any decision)."""
-    n = rows.shape[1]
-    theta_hat = rows.mean(axis=-1, keepdims=True)
-    sd_hat = rows.std(axis=-1, ddof=1)
-    spread = np.sqrt(np.maximum(second - means * means, 0.0) * (n / (n - 1)))
-    offset = means - theta_hat
-    with np.errstate(divide="ignore", invalid="ignore"):
-        t = offset / (spread / math.sqrt(n))
-    t = np.where(spread > 0, t, np.sign(offset) * 1e300)
-    t.sort(axis=-1)
-    q = _linear_quantile(t, np.full((rows.shape[0], 1), tail))[:, 0]
-    return theta_hat[:, 0] - q * sd_hat / math.sqrt(n)
+@dataclass(frozen=True)
+class _Studentized:
+    """The bootstrap-t distribution of each row's mean (Efron & Tibshirani 1993, ch. 12):
+    ``t*_b = (θ*_b − θ̂) / (s*_b/√n)`` over the resamples, sorted per row (``t``), with θ̂
+    (``theta``), ŝ (``sd``; ŝ and s*_b standard deviations, ddof = 1) and n. Studentizing each
+    resample by its own spread lets a bound see that a sample without the rare large values of
+    a skewed distribution is less certain than its spread says, which the percentile and BCa
+    ends do not. A resample without spread has t* = ±∞ on the side of its mean (0 at θ̂),
+    taken as ±1e300, which keeps every bound finite (and far from any decision)."""
+
+    t: np.ndarray
+    theta: np.ndarray
+    sd: np.ndarray
+    n: int
+
+    @classmethod
+    def of(cls, rows: np.ndarray, means: np.ndarray, second: np.ndarray) -> _Studentized:
+        n = rows.shape[1]
+        spread = np.sqrt(np.maximum(second - means * means, 0.0) * (n / (n - 1)))
+        theta = rows.mean(axis=-1)
+        offset = means - theta[:, None]
+        with np.errstate(divide="ignore", invalid="ignore"):
+            t = offset / (spread / math.sqrt(n))
+        t = np.where(spread > 0, t, np.sign(offset) * 1e300)
+        t.sort(axis=-1)
+        return cls(t, theta, rows.std(axis=-1, ddof=1), n)
+
+    def upper(self, tail: float) -> np.ndarray:
+        """Each row's upper bound at one-sided level ``tail``: ``θ̂ − q · ŝ/√n`` with ``q`` the
+        ``tail`` quantile of its t*."""
+        q = _linear_quantile(self.t, np.full((self.t.shape[0], 1), tail))[:, 0]
+        return self.theta - q * self.sd / math.sqrt(self.n)
+
+    def p_lower(self, nulls: np.ndarray) -> np.ndarray:
+        """Each row's p-value that its mean lies below its null value h₀:
+        ``(1 + #{t*_b ≤ t}) / (B + 1)`` with ``t = (θ̂ − h₀)/(ŝ/√n)`` — the Monte-Carlo p-value
+        (Davison & Hinkley 1997, §4.4), never 0: the smallest is ``1/(B + 1)``."""
+        with np.errstate(divide="ignore", invalid="ignore"):  # a spread lost to underflow
+            observed = (self.theta - nulls) / (self.sd / math.sqrt(self.n))
+        observed = np.nan_to_num(observed, nan=0.0, posinf=np.inf, neginf=-np.inf)
+        below = np.array([np.searchsorted(row, value, side="right")
+                          for row, value in zip(self.t, observed.tolist())])
+        return (1.0 + below) / (self.t.shape[1] + 1.0)
 
 
 def _bca_levels(
@@ -367,6 +393,8 @@ def bootstrap_ci(
     method: BootstrapMethod = "bca",
     chunk: int | None = None,
     upper_alpha: float | None = None,
+    bound_tail: float | None = None,
+    nulls: Sequence[float] | np.ndarray | None = None,
 ) -> tuple[BootstrapInterval, ...]:
     """Two-sided ``1 − alpha`` bootstrap intervals for the mean of each row of ``diffs``, and
     optionally an upper bound at one-sided ``upper_alpha / 2`` (``0 < upper_alpha ≤ alpha``;
@@ -391,7 +419,12 @@ def bootstrap_ci(
 
     ``upper`` is the bootstrap-t bound at one-sided ``tail'`` (``tail'`` computed from
     ``upper_alpha`` as ``tail`` from ``alpha``), raised to ``high`` when below it: a bound for a
-    family is never tighter than the interval reports show.
+    family is never tighter than the interval reports show. ``bound_tail`` (0 < ``bound_tail``
+    < ½; not with ``upper_alpha``) asks instead for the bootstrap-t bound at one-sided
+    ``bound_tail`` as it is. ``nulls`` (one finite value h₀ per row) asks for each row's
+    bootstrap-t p-value that its mean lies below h₀ (:attr:`BootstrapInterval.p_lower`).
+    Degenerate rows: no query → bound 0.0, p-value 1.0; no spread → bound d, p-value 0.0 if
+    d < h₀ else 1.0 (the constant interval's answers).
 
     Quantiles use SciPy's ``stats.quantile(method='linear')`` arithmetic. Equivalence with SciPy:
     for a row ``d`` with spread and a generator in the same state,
@@ -431,7 +464,9 @@ def bootstrap_ci(
     free.
 
     Raises ``ValueError`` for a non-2-D or non-finite ``diffs``, ``resamples < 1``,
-    ``alpha ∉ (0, 1)``, ``upper_alpha ∉ (0, alpha]``, an unknown ``method`` or ``chunk < 1``;
+    ``alpha ∉ (0, 1)``, ``upper_alpha ∉ (0, alpha]``, ``bound_tail ∉ (0, ½)`` or given with
+    ``upper_alpha``, ``nulls`` not one finite value per row, an unknown ``method`` or
+    ``chunk < 1``;
     ``TypeError`` if ``rng`` is not a ``numpy.random.Generator``.
     """
     rows = _as_differences(diffs, 2)
@@ -443,6 +478,9 @@ def bootstrap_ci(
     alpha = _check_probability("alpha", alpha)
     if upper_alpha is not None and not 0.0 < float(upper_alpha) <= alpha:
         raise ValueError(f"upper_alpha must lie in (0, alpha], got {upper_alpha!r}")
+    if bound_tail is not None and (upper_alpha is not None or not 0.0 < bound_tail < 0.5):
+        raise ValueError(f"bound_tail must lie in (0, 0.5), without upper_alpha, got "
+                         f"{bound_tail!r}")
     if method not in ("bca", "percentile"):
         raise ValueError(f"method must be 'bca' or 'percentile', got {method!r}")
     m, n = rows.shape
@@ -452,18 +490,24 @@ def bootstrap_ci(
         raise ValueError(f"chunk must be a positive integer, got {chunk!r}")
     chunk = int(chunk)
 
+    h0 = None if nulls is None else np.asarray(nulls, dtype=np.float64).reshape(-1)
+    if h0 is not None and (h0.size != m or not np.all(np.isfinite(h0))):
+        raise ValueError(f"nulls must hold one finite value per row ({m}), got {nulls!r}")
     if m == 0:
         return ()
-    wider = upper_alpha is not None
+    bound_at = _tail(upper_alpha) if upper_alpha is not None else bound_tail
+    wider = bound_at is not None
     if n == 0:
-        return tuple(BootstrapInterval(0.0, 0.0, "empty", upper=0.0 if wider else None)
+        return tuple(BootstrapInterval(0.0, 0.0, "empty", upper=0.0 if wider else None,
+                                       p_lower=None if h0 is None else 1.0)
                      for _ in range(m))
 
     constant = rows.max(axis=-1) == rows.min(axis=-1)  # n == 1 is constant too
     out: list[BootstrapInterval | None] = [
         BootstrapInterval(float(rows[r, 0]), float(rows[r, 0]), "constant",
-                          upper=float(rows[r, 0]) if wider else None) if constant[r]
-        else None
+                          upper=float(rows[r, 0]) if wider else None,
+                          p_lower=None if h0 is None else float(rows[r, 0] >= h0[r]))
+        if constant[r] else None
         for r in range(m)
     ]
     if n == 1:
@@ -477,9 +521,12 @@ def bootstrap_ci(
         return tuple(out)  # type: ignore[arg-type]
 
     work = np.ascontiguousarray(rows[varying])
-    means, second = _bootstrap_means(work, resamples, rng, chunk, squares=wider)
-    family = (None if second is None or upper_alpha is None
-              else _studentized_upper(work, means, second, _tail(upper_alpha)))
+    means, second = _bootstrap_means(work, resamples, rng, chunk,
+                                     squares=wider or h0 is not None)
+    studentized = None if second is None else _Studentized.of(work, means, second)
+    family = None if studentized is None or bound_at is None else studentized.upper(bound_at)
+    p_lower = (None if studentized is None or h0 is None
+               else studentized.p_lower(h0[varying]))
     means.sort(axis=-1)
     theta_hat = work.mean(axis=-1)
 
@@ -503,10 +550,12 @@ def bootstrap_ci(
 
     # Interpolating between equal neighbours can round the ends one ulp across each other.
     ci = np.sort(_linear_quantile(means, levels), axis=-1)
-    upper = None if family is None else np.maximum(family, ci[:, 1])
+    upper = (family if family is None or bound_tail is not None
+             else np.maximum(family, ci[:, 1]))
     for i, r in enumerate(varying):
         out[r] = BootstrapInterval(float(ci[i, 0]), float(ci[i, 1]), used[i], reasons[i],
-                                   None if upper is None else float(upper[i]))
+                                   None if upper is None else float(upper[i]),
+                                   None if p_lower is None else float(p_lower[i]))
     return tuple(out)  # type: ignore[arg-type]
 
 
@@ -547,13 +596,15 @@ def holm(pvalues: Sequence[float] | np.ndarray) -> np.ndarray:
 
 
 def minimum_detectable_drop(
-    d: np.ndarray | Sequence[float], alpha: float, power: float = 0.8
+    d: np.ndarray | Sequence[float], alpha: float, power: float = 0.8, *,
+    one_sided: bool = False
 ) -> float | None:
     """Smallest true mean drop this query set detects with probability ``power``.
 
     ``MDD = (z_{1−α/2} + z_{power}) · s_d / √n`` with ``s_d`` the sample standard deviation of
     ``d`` (ddof = 1) and ``z_q = Φ⁻¹(q)``: the two-sided level-α test, matching a decision on
-    the two-sided ``1 − α`` interval (the gate passes its family's level, ``α/m``). This is the normal (known-variance) approximation; the
+    the two-sided ``1 − α`` interval; with ``one_sided``, ``z_{1−α}``: the one-sided level-α
+    test (the gate passes its family's level, ``α/m``). This is the normal (known-variance) approximation; the
     exact paired-t answer (from the noncentral t distribution) is slightly larger for small n
     (about 4% at n = 25, under 0.5% at n = 1000 — e.g. σ_d = 0.10, α = 0.05, power 0.8:
     0.0560 vs 0.058 at n = 25). It is a property of n and the observed spread, not a
@@ -573,5 +624,5 @@ def minimum_detectable_drop(
     if arr.max() == arr.min():
         return 0.0
     sd = float(np.std(arr, ddof=1))
-    z = _NORMAL.inv_cdf(1 - alpha / 2) + _NORMAL.inv_cdf(power)
+    z = _NORMAL.inv_cdf(1 - (alpha if one_sided else alpha / 2)) + _NORMAL.inv_cdf(power)
     return z * sd / math.sqrt(n)

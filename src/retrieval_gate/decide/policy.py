@@ -59,14 +59,23 @@ from typing import Any, Literal
 import numpy as np
 
 from retrieval_gate.core.errors import EXIT_INCONCLUSIVE, EXIT_PASS, EXIT_REGRESSION
-from retrieval_gate.decide.paired import bootstrap_ci, holm, minimum_detectable_drop, sign_test
+from retrieval_gate.decide.paired import (
+    SignTest,
+    bootstrap_ci,
+    holm,
+    minimum_detectable_drop,
+    sign_test,
+)
+from retrieval_gate.decide.student_t import paired_t_p, paired_t_upper
 
 Decision = Literal["pass", "regression", "inconclusive"]
 FailOn = Literal["regression", "inconclusive", "never"]
 RegressionRule = Literal["estimate", "interval"]
+RegressionTest = Literal["holm", "bonferroni"]
 Missing = Literal["error", "drop-pair", "worst"]
 MISSING: tuple[Missing, ...] = ("error", "drop-pair", "worst")
 REGRESSION_RULES: tuple[RegressionRule, ...] = ("estimate", "interval")
+REGRESSION_TESTS: tuple[RegressionTest, ...] = ("holm", "bonferroni")
 DEFAULT_MARGIN = 0.02
 DEFAULT_MIN_QUERIES = 25  # the smallest test set at which the calibration holds the guarantee
 POWER = 0.8  # power of the minimum detectable drop
@@ -118,7 +127,7 @@ class CostGate:
 class GatePolicy:
     """Everything the decision depends on besides the data. Defaults: Recall@10 and nDCG@10
     with margin 0.02, the ``all`` slice, α = 0.05, 10,000 BCa resamples with seed 0, tie band 0,
-    regression rule ``estimate``, at least 25 queries to certify anything, fail on regression,
+    regression rule ``estimate`` and test ``holm``, at least 25 queries to certify anything, fail on regression,
     a failed per-query score an error (``missing``: see
     :func:`retrieval_gate.decide.signals.apply_missing`).
     """
@@ -133,6 +142,7 @@ class GatePolicy:
     tie_band: float = 0.0
     bootstrap: Literal["bca", "percentile"] = "bca"
     regression_rule: RegressionRule = "estimate"
+    regression_test: RegressionTest = "holm"
     min_queries: int = DEFAULT_MIN_QUERIES
     fail_on: FailOn = "regression"
     missing: Missing = "error"
@@ -142,6 +152,9 @@ class GatePolicy:
         if self.regression_rule not in REGRESSION_RULES:
             raise ValueError(f"regression_rule must be one of {REGRESSION_RULES}, got "
                              f"{self.regression_rule!r}")
+        if self.regression_test not in REGRESSION_TESTS:
+            raise ValueError(f"regression_test must be one of {REGRESSION_TESTS}, got "
+                             f"{self.regression_test!r}")
         if self.missing not in MISSING:
             raise ValueError(f"missing must be one of {MISSING}, got {self.missing!r}")
         if isinstance(self.min_queries, bool) or not isinstance(self.min_queries, int) \
@@ -161,6 +174,7 @@ class GatePolicy:
             "tie_band": self.tie_band,
             "bootstrap": self.bootstrap,
             "regression_rule": self.regression_rule,
+            "regression_test": self.regression_test,
             "min_queries": self.min_queries,
             "fail_on": self.fail_on,
             "missing": self.missing,
@@ -170,16 +184,21 @@ class GatePolicy:
 
 def decide(n: int, mean_diff: float, ci_low: float, ci_high: float, sign_p_holm: float,
            margin: float, alpha: float, *, ci_high_adjusted: float | None = None,
-           rule: RegressionRule = "estimate", min_queries: int = DEFAULT_MIN_QUERIES
-           ) -> Decision:
-    """The decision rule of the module docstring. ``ci_high_adjusted`` is the family's bound
-    (``None``: ``ci_high``, a family of one); ``n < min_queries`` (and ``n == 0``) →
-    ``inconclusive``."""
+           rule: RegressionRule = "estimate", min_queries: int = DEFAULT_MIN_QUERIES,
+           p_regression_holm: float | None = None) -> Decision:
+    """The decision rule of the module docstring. With ``p_regression_holm`` (test ``holm``)
+    a drop is significant when that p-value is below α; without it (test ``bonferroni``) when
+    the family's bound ``ci_high_adjusted`` (``None``: ``ci_high``, a family of one) lies below
+    0 (−margin under rule ``interval``) and ``sign_p_holm`` is below α. ``n < min_queries``
+    (and ``n == 0``) → ``inconclusive``."""
     if n == 0 or n < min_queries:
         return "inconclusive"
-    bound = ci_high if ci_high_adjusted is None else ci_high_adjusted
-    below = -margin if rule == "interval" else 0.0
-    if mean_diff <= -margin and bound < below and sign_p_holm < alpha:
+    if p_regression_holm is not None:
+        significant = p_regression_holm < alpha
+    else:
+        bound = ci_high if ci_high_adjusted is None else ci_high_adjusted
+        significant = bound < (-margin if rule == "interval" else 0.0) and sign_p_holm < alpha
+    if mean_diff <= -margin and significant:
         return "regression"
     if ci_low > -margin:
         return "pass"
@@ -253,6 +272,8 @@ class Comparison:
     sign_p: float
     sign_p_two_sided: float
     sign_p_holm: float
+    p_regression: float
+    p_regression_holm: float
     mde: float | None
     margin: float
     decision: Decision
@@ -333,7 +354,7 @@ def compare(baseline: np.ndarray, candidate: np.ndarray, measures: Sequence[str]
     counted = family_members({name: len(at) for name, at in slices.items()}, wanted, policy)
     family_alpha = family_level(policy.alpha, family, counted, "comparisons")
     return decide_pairs(paired(baseline, candidate, measures, slices, policy, lower_is_better,
-                               wanted, family_alpha), policy)
+                               wanted, family_alpha), policy, family)
 
 
 @dataclass(frozen=True)
@@ -355,6 +376,7 @@ def paired(baseline: np.ndarray, candidate: np.ndarray, measures: Sequence[str],
     level ``family_alpha`` (see :func:`compare`), slice by slice, measures in order."""
     sign = np.array([-1.0 if low else 1.0 for low in
                      (lower_is_better or [False] * len(measures))])
+    holm_test = policy.regression_test == "holm"
     rows: list[Paired] = []
     for name, members in slices.items():
         if not any((m, name) in wanted for m in measures):
@@ -362,9 +384,12 @@ def paired(baseline: np.ndarray, candidate: np.ndarray, measures: Sequence[str],
         b = baseline[members].T
         c = candidate[members].T
         d = (c - b) * sign[:, None]  # turned so that positive is better
+        nulls = [_null(wanted.get((m, name)), policy) for m in measures]
         intervals = bootstrap_ci(d, rng=np.random.default_rng(policy.seed),
                                  resamples=policy.resamples, alpha=policy.alpha,
-                                 method=policy.bootstrap, upper_alpha=family_alpha)
+                                 method=policy.bootstrap, nulls=nulls,
+                                 bound_tail=family_alpha if holm_test else None,
+                                 upper_alpha=None if holm_test else family_alpha)
         for j, (measure, interval) in enumerate(zip(measures, intervals)):
             if (measure, name) not in wanted:
                 continue
@@ -372,6 +397,7 @@ def paired(baseline: np.ndarray, candidate: np.ndarray, measures: Sequence[str],
             n = len(members)
             signs = sign_test(d[j], policy.tie_band)
             turned = sign[j] < 0
+            assert interval.upper is not None and interval.p_lower is not None
             rows.append(Paired({
                 "measure": measure, "slice": name, "n": n,
                 "baseline_mean": _mean(b[j]), "candidate_mean": _mean(c[j]),
@@ -380,10 +406,13 @@ def paired(baseline: np.ndarray, candidate: np.ndarray, measures: Sequence[str],
                 "ci_high": -interval.low + 0.0 if turned else interval.high,
                 "ci_method": interval.method,
                 "ci_note": interval.fallback or _interval_note(interval.method),
-                "ci_high_adjusted": interval.upper,
+                "ci_high_adjusted": (max(interval.upper, paired_t_upper(d[j], family_alpha))
+                                     if holm_test else interval.upper),
                 "wins": signs.wins, "losses": signs.losses, "ties": signs.ties,
                 "sign_p": signs.p_regression, "sign_p_two_sided": signs.p_two_sided,
-                "mde": minimum_detectable_drop(d[j], family_alpha, policy.power),
+                "p_regression": regression_p(d[j], nulls[j], interval.p_lower, signs),
+                "mde": minimum_detectable_drop(d[j], family_alpha, policy.power,
+                                               one_sided=holm_test),
                 "margin": own.margin, "lower_is_better": bool(turned),
                 "report_only": own.report_only, "too_small": own.too_small(n),
                 "min_queries": own.min_queries, "in_family": in_family(n, own, policy),
@@ -391,24 +420,61 @@ def paired(baseline: np.ndarray, candidate: np.ndarray, measures: Sequence[str],
     return rows
 
 
-def decide_pairs(rows: Sequence[Paired], policy: GatePolicy) -> tuple[Comparison, ...]:
-    """The comparisons of ``rows`` decided as one family: the sign tests of its members
-    Holm-adjusted together, then each decided by :func:`decide` (or too small)."""
+def regression_p(d: np.ndarray, null: float, bootstrap_p: float, signs: SignTest) -> float:
+    """The one-sided p-value that the mean of the turned differences ``d`` lies below ``null``
+    (0, or −margin under rule ``interval``): the larger of the paired t-test's
+    (:func:`~retrieval_gate.decide.student_t.paired_t_p`) and the studentized bootstrap's
+    (``bootstrap_p``) — the t-test is exact for normal differences and loses its level on
+    skewed ones, which the bootstrap-t sees; the bootstrap-t errs with few distinct values,
+    which the t-test does not. When each query changes by the same amount or not at all (a
+    0/1 outcome: Hit@k, an abstention, a pass/fail judge) the exact sign test (McNemar's
+    test) joins them: with few changed queries both approximations are too eager there."""
+    p = max(bootstrap_p, paired_t_p(d, null))
+    changed = np.abs(d[d != 0])
+    if changed.size and bool(np.all(changed == changed[0])):
+        p = max(p, signs.p_regression)
+    return p
+
+
+def _null(pair: PairPolicy | None, policy: GatePolicy) -> float:
+    """The mean difference (turned, positive is better) a regression must be below: 0 under
+    rule ``estimate``, −margin under rule ``interval``."""
+    return -pair.margin if pair is not None and policy.regression_rule == "interval" else 0.0
+
+
+def decide_pairs(rows: Sequence[Paired], policy: GatePolicy, family: int | None = None
+                 ) -> tuple[Comparison, ...]:
+    """The comparisons of ``rows`` decided as one family of ``family`` members (None: the
+    rows' members alone; more when relative cost gates belong to it): the sign tests and the
+    regression p-values of its members Holm-adjusted together, then each decided by
+    :func:`decide` (or too small).
+
+    The regression p-values of the m_q member comparisons are Holm-adjusted among themselves
+    and multiplied by m/m_q (at most 1): Holm's procedure at level α·m_q/m, while each of the
+    family's m − m_q cost gates spends α/m (Bonferroni). The family-wise error is at most the
+    sum, α."""
     gating = [i for i, r in enumerate(rows) if r.fields["in_family"]]
+    members = max(len(gating) if family is None else family, len(gating), 1)
     adjusted = [r.fields["sign_p"] for r in rows]
     for i, p in zip(gating, holm([rows[i].fields["sign_p"] for i in gating]).tolist()):
         adjusted[i] = p
+    regression = [r.fields["p_regression"] for r in rows]
+    for i, p in zip(gating, holm([rows[i].fields["p_regression"] for i in gating]).tolist()):
+        regression[i] = p if members == len(gating) else min(1.0, p * members / len(gating))
+    holm_test = policy.regression_test == "holm"
     comparisons = []
-    for pair, p_holm in zip(rows, adjusted):
+    for pair, p_holm, p_regression_holm in zip(rows, adjusted, regression):
         row = pair.fields
         decision: Decision = "inconclusive" if row["too_small"] else decide(
             row["n"], pair.mean_turned, pair.low_turned, row["ci_high_adjusted"], p_holm,
             row["margin"], policy.alpha, ci_high_adjusted=row["ci_high_adjusted"],
-            rule=policy.regression_rule, min_queries=policy.min_queries)
+            rule=policy.regression_rule, min_queries=policy.min_queries,
+            p_regression_holm=p_regression_holm if holm_test else None)
         note = (f"too small to decide: {row['n']} queries, fewer than this gate's min-queries "
                 f"= {row['min_queries']}" if row["too_small"]
                 else decision_note(row["n"], policy.min_queries))
-        comparisons.append(Comparison(**row, sign_p_holm=p_holm, decision=decision,
+        comparisons.append(Comparison(**row, sign_p_holm=p_holm,
+                                      p_regression_holm=p_regression_holm, decision=decision,
                                       decision_note=note,
                                       improvement=note is None and pair.low_turned > 0))
     return tuple(comparisons)

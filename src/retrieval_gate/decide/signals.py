@@ -169,4 +169,4 @@ def compare_signals(signals: Sequence[PairedSignal], slices: Mapping[str, np.nda
         within = {name: at[covers[at]] for name, at in slices.items()}
         rows += paired(base, cand, names, within, policy, [s.lower_is_better for s in group],
                        {key: pair for key, pair in pairs.items() if key[0] in names}, alpha)
-    return decide_pairs(rows, policy)
+    return decide_pairs(rows, policy, family)

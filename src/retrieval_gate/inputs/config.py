@@ -3,7 +3,7 @@ of ``gate.toml``, validated against ``schemas/config.schema.json``.
 
 Keys (all optional): ``snapshot``, ``baseline``, ``candidate`` (paths, relative to the file that
 holds the configuration), ``gate`` (a list of ``{measure, margin}``), ``slices``, ``alpha``,
-``resamples``, ``seed``, ``tie-band``, ``bootstrap``, ``regression-rule``, ``min-queries``,
+``resamples``, ``seed``, ``tie-band``, ``bootstrap``, ``regression-rule``, ``regression-test``, ``min-queries``,
 ``fail-on``, ``cost`` (a list of ``{metric, stat, max-increase | max, min-queries}``),
 ``leaks``. Without a file, a bare
 ``gate check`` looks for ``gate.toml``, then for a ``pyproject.toml`` with a
@@ -147,6 +147,7 @@ def config_from_mapping(document: Any, source: str, base: Path,
         tie_band=float(document.get("tie-band", defaults.tie_band)),
         bootstrap=document.get("bootstrap", defaults.bootstrap),
         regression_rule=document.get("regression-rule", defaults.regression_rule),
+        regression_test=document.get("regression-test", defaults.regression_test),
         min_queries=int(document.get("min-queries", defaults.min_queries)),
         fail_on=document.get("fail-on", defaults.fail_on),
         missing=document.get("missing", defaults.missing),

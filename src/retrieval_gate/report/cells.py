@@ -22,7 +22,7 @@ __all__ = ["UNBOUNDED", "Labels", "bootstrap_name", "comparison_detail", "cost_d
            "cost_name", "cost_value", "counted", "deciding_bound", "decision_cell",
            "decision_reason", "decision_words", "detectable", "in_words", "interval", "labels",
            "mean_cell", "named", "nothing_gated", "p_value", "percent", "ratio",
-           "ratio_interval", "sentence", "sign_p", "signed", "wins_losses_ties"]
+           "ratio_interval", "sentence", "signed", "test_p", "wins_losses_ties"]
 
 UNBOUNDED = 1e3  # a bound this far from 0 bounds no difference of two scores in [0, 1]
 
@@ -47,8 +47,10 @@ class Labels:
       Bonferroni over 2 comparisons)``, or ``… over 3 comparisons, 1 of them a cost``;
     - ``power``: the minimum detectable drop's power, e.g. ``80% power``;
     - ``rule``: the decision rule in one sentence;
-    - ``bound``: the regression bound ``ci_high_adjusted``, e.g. ``97.5% bound`` (two-sided
-      1 − α/m).
+    - ``bound``: the regression bound ``ci_high_adjusted``, e.g. ``97.5% bound`` (one-sided
+      1 − α/m under test ``holm``, two-sided 1 − α/m under ``bonferroni``);
+    - ``p``: the p-values the test reads, as a column header: ``regression p (Holm)`` or
+      ``sign p (Holm)``; ``p_about``: the same in a sentence.
     """
 
     ci: str
@@ -56,6 +58,8 @@ class Labels:
     power: str
     rule: str
     bound: str
+    p: str
+    p_about: str
 
 
 def labels(policy: GatePolicy, family: int, costs: int = 0) -> Labels:
@@ -66,10 +70,17 @@ def labels(policy: GatePolicy, family: int, costs: int = 0) -> Labels:
     shown = percent(1 - policy.alpha)
     level = percent(1 - policy.alpha / m)
     of_them = (f", {costs} of them {'a cost' if costs == 1 else 'costs'}" if costs else "")
-    intervals = (f"{shown}% intervals" if m == 1 else
-                 f"{shown}% intervals ({level}% for regression: Bonferroni over {m} "
-                 f"comparisons{of_them})")
-    if policy.regression_rule == "interval":
+    holm = policy.regression_test == "holm"
+    if holm:
+        intervals = f"{shown}% intervals, {level}% one-sided bound"
+    else:
+        intervals = (f"{shown}% intervals" if m == 1 else f"{shown}% intervals ({level}% for "
+                     f"regression: Bonferroni over {m} comparisons{of_them})")
+    against = "−margin" if policy.regression_rule == "interval" else "0"
+    if holm:
+        regression = (f"regression when Δ ≤ −margin and the Holm-adjusted regression p (Δ "
+                      f"below {against}) < {policy.alpha:g}")
+    elif policy.regression_rule == "interval":
         regression = (f"regression when the whole {level}% interval lies below −margin and "
                       f"the Holm-adjusted sign test p < {policy.alpha:g}")
     else:
@@ -77,8 +88,12 @@ def labels(policy: GatePolicy, family: int, costs: int = 0) -> Labels:
                       f"the Holm-adjusted sign test p < {policy.alpha:g}")
     rule = (f"{regression}; pass when the {shown}% interval's low end > −margin; neither with "
             f"fewer than {policy.min_queries} queries; else inconclusive")
+    p_about = ("Regression p, one-sided (the larger of the paired t-test's and the studentized "
+               "bootstrap's), Holm-adjusted in brackets" if holm else
+               "Sign test, one-sided toward a regression, p (Holm-adjusted)")
     return Labels(f"{shown}% CI", intervals, f"{percent(policy.power)}% power", rule,
-                  f"{level}% bound")
+                  f"{level}% bound", "regression p (Holm)" if holm else "sign p (Holm)",
+                  p_about)
 
 
 def nothing_gated(comparisons: Sequence[Comparison]) -> str:
@@ -158,8 +173,11 @@ def wins_losses_ties(c: Comparison) -> str:
     return f"{c.wins}/{c.losses}/{c.ties}"
 
 
-def sign_p(c: Comparison) -> str:
-    """The sign test's p-value and its Holm-adjusted value: ``0.0312 (0.0624)``."""
+def test_p(c: Comparison, policy: GatePolicy) -> str:
+    """The p-value the policy's regression test reads and its Holm-adjusted value: ``0.0312
+    (0.0624)`` — the regression p under test ``holm``, the sign test's under ``bonferroni``."""
+    if policy.regression_test == "holm":
+        return f"{p_value(c.p_regression)} ({p_value(c.p_regression_holm)})"
     return f"{p_value(c.sign_p)} ({p_value(c.sign_p_holm)})"
 
 
@@ -211,8 +229,9 @@ def decision_reason(c: Comparison, policy: GatePolicy) -> str | None:
     """Why an inconclusive comparison is not a regression, in a short phrase, when the interval
     shown does not say so: too few queries (``n < 25``); or, with the interval wholly on the
     worse side of 0, the first condition of the regression rule that fails — ``Δ above
-    −margin``, ``bound ≥ 0`` (the :func:`deciding_bound` shown beside it; ``≥ −margin`` under
-    the interval rule), ``sign test p 0.144`` (Holm-adjusted, not below α). None for other
+    −margin``; under test ``holm`` ``regression p 0.061`` (Holm-adjusted, not below α); under
+    ``bonferroni`` ``bound ≥ 0`` (the :func:`deciding_bound` shown beside it; ``≥ −margin``
+    under the interval rule), ``sign test p 0.144`` (Holm-adjusted). None for other
     decisions, and when the interval reaches 0 (it says why itself)."""
     if c.decision != "inconclusive" or c.too_small:
         return None
@@ -225,6 +244,10 @@ def decision_reason(c: Comparison, policy: GatePolicy) -> str | None:
         return None
     if (-c.mean_diff if lower else c.mean_diff) > -c.margin:
         return "Δ below +margin" if lower else "Δ above −margin"
+    if policy.regression_test == "holm":
+        if c.p_regression_holm >= policy.alpha:
+            return f"regression p {p_value(c.p_regression_holm)}"
+        return None
     by_interval = policy.regression_rule == "interval"
     if c.ci_high_adjusted >= (-c.margin if by_interval else 0.0):
         target = ("+margin" if lower else "−margin") if by_interval else "0"

@@ -41,8 +41,8 @@ from retrieval_gate.report.cells import (
     labels,
     mean_cell,
     sentence,
-    sign_p,
     signed,
+    test_p,
     wins_losses_ties,
 )
 from retrieval_gate.report.safe import LINE, NAME, PATH, TEXT
@@ -409,14 +409,14 @@ def _comparison_table(comparisons: Sequence[Comparison], lab: Labels, policy: Ga
     """The forest plot's numbers, with what the plot cannot show (the deciding bound, W/L/T,
     p, detectable drop, why a decision is what it is, notes)."""
     rows = [["measure", "slice", "n", "baseline", "candidate", "Δ", lab.ci, lab.bound, "W/L/T",
-             "sign p (Holm)", "margin at", f"detectable drop ({lab.power})", "decision"]]
+             lab.p, "margin at", f"detectable drop ({lab.power})", "decision"]]
     for c in comparisons:
         notes = "; ".join(filter(None, [c.decision_note, c.ci_note]))
         why = decision_reason(c, policy)
         rows.append([c.measure, c.slice, str(c.n), mean_cell(c.baseline_mean),
                      mean_cell(c.candidate_mean), signed(c.mean_diff),
                      interval(c.ci_low, c.ci_high), deciding_bound(c), wins_losses_ties(c),
-                     sign_p(c),
+                     test_p(c, policy),
                      f"{'+' if c.lower_is_better else '−'}{c.margin:g}",
                      detectable(c),
                      decision_words(c.decision, c.improvement) + (f" ({why})" if why else "")

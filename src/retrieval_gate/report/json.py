@@ -18,7 +18,7 @@ from retrieval_gate.report.verdict import error_lines, error_verdict
 
 __all__ = ["REPORT_SCHEMA", "failure_json", "report_document", "report_json"]
 
-REPORT_SCHEMA = "urn:retrieval-gate:schema:report:2"
+REPORT_SCHEMA = "urn:retrieval-gate:schema:report:3"
 """The report's schema and its version (the ``$id`` of ``schemas/report.schema.json``); version
 2 added the gated per-query scores (``answer_scores``), the policy's ``missing`` and a gate's
 ``lower_is_better``."""

@@ -16,7 +16,7 @@ from xml.etree import ElementTree
 
 from retrieval_gate.core.untrusted import capped, visible
 from retrieval_gate.gating.outcome import Report
-from retrieval_gate.report.cells import comparison_detail, labels, p_value, wins_losses_ties
+from retrieval_gate.report.cells import comparison_detail, labels, test_p, wins_losses_ties
 from retrieval_gate.report.sections import cost_detail, leak_summary
 from retrieval_gate.report.verdict import error_lines, error_verdict
 
@@ -56,9 +56,10 @@ def report_junit(report: Report) -> str:
     if leaks is not None:  # first: a leak fails whatever the statistics say
         _case(suite, f"retrieval-gate.{name}.access", "leaks", str(leak_summary(report)),
               "leak" if leaks.fails else None)
+    holm = report.policy.regression_test == "holm"
     for c in cases:
         detail = (f"{c.decision}: {comparison_detail(c, ci)}, W/L/T {wins_losses_ties(c)}, "
-                  f"sign p {p_value(c.sign_p)} (Holm {p_value(c.sign_p_holm)})")
+                  f"{'regression' if holm else 'sign'} p {test_p(c, report.policy)}")
         _case(suite, f"retrieval-gate.{name}.{c.slice}", f"{c.measure} ({c.slice})", detail,
               c.decision if c in failing else None)
     for row in costs:

@@ -27,8 +27,8 @@ from retrieval_gate.report.cells import (
     labels,
     mean_cell,
     sentence,
-    sign_p,
     signed,
+    test_p,
 )
 from retrieval_gate.report.safe import LINE, NAME, TEXT, markdown_code, markdown_html
 from retrieval_gate.report.safe import markdown as escape
@@ -292,8 +292,8 @@ def _decided(report: Report) -> list[str]:
             *([] if report.unchanged else [f"- detectable drop at {lab.power}: " + ", ".join(
                 f"{escaped(c)} {'undefined' if c.mde is None else f'{c.mde:.4f}'}"
                 for c in report.comparisons)]),
-            "- sign test, one-sided toward a regression, p (Holm-adjusted): " + ", ".join(
-                f"{escaped(c)} {sign_p(c)}" for c in report.comparisons),
+            f"- {lab.p_about[:1].lower()}{lab.p_about[1:]}: " + ", ".join(
+                f"{escaped(c)} {test_p(c, policy)}" for c in report.comparisons),
             f"- rule: {lab.rule}",
             *([f"- cost: {cost_rule(report)}"] if policy.costs else []),
             *(f"- {escape(m.describe(report.snapshot.policy.threshold))}"

@@ -72,12 +72,23 @@ def statistics(report: Report, lab: Labels) -> str:
 
 
 def holm_phrase(report: Report) -> str:
-    """The sign test's multiplicity in words: ``sign test with Holm across 3 comparisons``,
-    or what there is to adjust when the family holds one comparison or none."""
-    n = report.holm_family
-    if n > 1:
-        return f"sign test with Holm across {n} comparisons"
-    return f"sign test, {'one comparison' if n else 'no comparison'} in the family (no Holm)"
+    """The regression test's p-values and their multiplicity in words. Test ``holm``:
+    ``regression p from the paired t-test and the studentized bootstrap, Holm across 3
+    comparisons``, and with relative cost gates in the family ``… at α·3/4 (1 cost gate at
+    α/4)``; test ``bonferroni``: ``sign test with Holm across 3 comparisons``; or what there is
+    to adjust when the family holds one comparison or none."""
+    n, m = report.holm_family, report.family
+    if report.policy.regression_test != "holm":
+        test, joined = "sign test", "sign test with"
+    else:
+        test = "regression p from the paired t-test and the studentized bootstrap"
+        joined = f"{test},"
+    if n <= 1:
+        return f"{test}, {'one comparison' if n else 'no comparison'} in the family (no Holm)"
+    costs = m - n
+    spent = (f" at α·{n}/{m} ({costs} cost {'gate' if costs == 1 else 'gates'} at α/{m})"
+             if report.policy.regression_test == "holm" and costs > 0 else "")
+    return f"{joined} Holm across {n} comparisons{spent}"
 
 
 # --------------------------------------------------------------------------------------------

@@ -26,8 +26,8 @@ from retrieval_gate.report.cells import (
     labels,
     mean_cell,
     named,
-    sign_p,
     signed,
+    test_p,
 )
 from retrieval_gate.report.sections import (
     Group,
@@ -226,8 +226,8 @@ def _statistics(report: Report, lab: Labels) -> list[str]:
         f"Detectable drop ({lab.power}): "
         + ", ".join(f"{named(c)} {detectable(c)}" for c in report.comparisons)])
     return [*detectable_drops,
-            "Sign test, one-sided toward a regression, p (Holm-adjusted): "
-            + ", ".join(f"{named(c)} {sign_p(c)}" for c in report.comparisons),
+            f"{lab.p_about}: "
+            + ", ".join(f"{named(c)} {test_p(c, report.policy)}" for c in report.comparisons),
             "Definitions:",
             *(f"  {m.describe(report.snapshot.policy.threshold)}"
               for m in report.defined),
