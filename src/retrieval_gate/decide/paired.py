@@ -8,8 +8,8 @@ policies. The policy layer combines these pieces into a verdict.
   regression, and two-sided), equal to ``scipy.stats.binomtest`` on ``wins + losses`` trials.
 - :func:`bootstrap_ci` — two-sided ``1 − alpha`` bootstrap interval (BCa or percentile) of the
   mean difference, resampling *queries*, and optionally a studentized (bootstrap-t) upper
-  bound at a stricter level from the same resamples (a family's bound); one resample index
-  set is shared by every measure.
+  bound at a stricter level and bootstrap-t p-values from the same resamples; one resample
+  index set is shared by every measure.
   With the same generator it reproduces ``scipy.stats.bootstrap(..., vectorized=True)``.
 - :func:`holm` — Holm step-down adjusted p-values.
 - :func:`minimum_detectable_drop` — the smallest true mean drop the test set detects with a

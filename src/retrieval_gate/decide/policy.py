@@ -10,31 +10,36 @@ drop that is not material), mean per-query difference d̄ = mean(candidate − b
 queries:
 
 - ``[ci_low, ci_high]`` — the two-sided 1 − α bootstrap interval of d̄ (the one reports show);
-- ``ci_high_adjusted`` — the upper end of the two-sided 1 − α/m interval: the family's m
-  bounds at that level (the cost gates' adjusted low ends among them) hold together with
-  probability ≥ 1 − α (Bonferroni);
+- ``p_regression`` — the one-sided p-value that the true mean difference is below 0 (below −δ
+  under rule ``interval``): the larger of the paired t-test's and the studentized bootstrap's,
+  and for a 0/1 outcome McNemar's exact test's too (:func:`regression_p`);
+- ``p_regression_holm`` — ``p_regression`` Holm-adjusted over the family's m_q quality
+  comparisons, times m/m_q when the family also holds m − m_q relative cost gates (each of
+  which spends α/m): the family-wise error stays ≤ α;
+- ``ci_high_adjusted`` — the matching one-sided 1 − α/m upper bound of d̄ (the larger of the
+  t and the bootstrap-t bounds): below 0 it makes the first step of Holm's procedure reject;
 - ``sign_p_holm`` — the one-sided sign-test p-value toward regression, Holm-adjusted over the
-  family's quality comparisons (a further condition: it only makes regression harder); a
-  comparison outside the family keeps its own p-value.
+  family's quality comparisons; a comparison outside the family keeps its own p-values.
 
 Decision, with n ≥ ``min_queries`` (fewer queries certify nothing: ``inconclusive``, and
 ``decision_note`` says why):
 
-- ``regression`` — rule ``estimate`` (default): d̄ ≤ −δ, ``ci_high_adjusted`` < 0 and
-  ``sign_p_holm`` < α (a significant drop whose estimate reaches the margin); rule
-  ``interval``: additionally ``ci_high_adjusted`` < −δ (the drop exceeds the margin with
-  confidence);
+- ``regression`` — test ``holm`` (default): d̄ ≤ −δ and ``p_regression_holm`` < α (rule
+  ``estimate``: a significant drop whose estimate reaches the margin; rule ``interval``: a drop
+  significantly larger than the margin). Test ``bonferroni`` (the rule before, kept by name):
+  d̄ ≤ −δ, the studentized upper end of the two-sided 1 − α/m interval below 0 (below −δ
+  under rule ``interval``) and ``sign_p_holm`` < α;
 - ``pass`` — ``ci_low`` > −δ: non-inferior (any drop is smaller than the margin);
 - ``inconclusive`` — otherwise: this test set cannot tell.
 
-What each verdict guarantees (up to the bootstrap's approximation; measured by
+What each verdict guarantees (up to the approximations of the tests; measured by
 ``benchmarks/calibration.py``):
 
 - ``regression``, rule ``estimate``: when no member of the family is truly worse (every true
   mean difference ≥ 0, no gated cost truly higher), the gate says ``regression`` with
-  probability ≤ α/2 ≤ α — the chance that one of the m simultaneous bounds misses on its
-  side. The sign test must agree as well; the second factor of 2 absorbs the bootstrap's
-  small-sample optimism.
+  probability ≤ α: Holm's procedure over valid one-sided p-values. Taking the larger of two
+  p-values keeps each valid where either test's approximation fails (skewed differences for
+  the t-test, few distinct values for the bootstrap); test ``bonferroni`` spends only α/2.
 - ``regression``, rule ``interval``: the same bound when every true drop is smaller than its
   margin (and every true cost ratio below 1 + max-increase) — a change that is not material
   is flagged at most α of the time.
