@@ -693,7 +693,8 @@ def _notes(report: Report, lab: Labels) -> str:
     decided = [
         (f"α = {policy.alpha:g}; {policy.resamples} {bootstrap_name(policy)} bootstrap resamples of the queries, "
         f"seed {policy.seed}; tie band {policy.tie_band:g}; regression rule "
-        f"{policy.regression_rule}; min-queries {policy.min_queries}; fail on {policy.fail_on}"),
+        f"{policy.regression_rule}, test {policy.regression_test}; min-queries "
+        f"{policy.min_queries}; fail on {policy.fail_on}"),
         f"rule: {lab.rule}",
         *([f"cost: {cost_rule(report)}"] if policy.costs else []),
     ]
