@@ -148,7 +148,7 @@ from unittest import mock
 import numpy as np
 
 from retrieval_gate.decide.cost import PERCENTILE_MIN_QUERIES, compare_costs, min_queries
-from retrieval_gate.decide.paired import holm
+from retrieval_gate.decide.paired import bootstrap_ci, holm, sign_test
 from retrieval_gate.decide.policy import (
     DEFAULT_MARGIN,
     REGRESSION_RULES,
@@ -998,6 +998,121 @@ def main_samples(args: argparse.Namespace) -> int:
     return 0
 
 
+# --------------------------------------------------------------------------------------------
+# The candidate rules (--candidates): how the gate's test was chosen
+
+# name -> (what it is, how the family's p-values decide) for rule estimate; every candidate
+# also needs the estimated drop to reach the margin and n ≥ min-queries.
+CANDIDATES = {
+    "bonferroni": "the rule before: studentized bound at one-sided α/(2m) and the Holm sign test",
+    "bt α/m + sign": "studentized bound at one-sided α/m (Bonferroni) and the Holm sign test",
+    "bt Holm + sign": "Holm over the bootstrap-t p-values and the Holm sign test",
+    "bt Holm": "Holm over the bootstrap-t p-values",
+    "perm Holm": "Holm over sign-flip permutation p-values",
+    "t Holm + sign": "Holm paired t-test and the Holm sign test",
+    "max(t, bt) Holm": "Holm over the larger of the t-test's and the bootstrap-t's p-values "
+                       "(the gate's test holm, without its 0/1 guard)",
+    "t Holm": "Holm paired t-test (the reference)",
+}
+
+
+def candidate_p_values(d: np.ndarray, resamples: int, rng: np.random.Generator
+                       ) -> dict[str, np.ndarray]:
+    """Per measure (columns of ``d``, queries × measures): the one-sided p-values toward
+    regression of the t-test, the bootstrap-t (the library's, seed 0 as the gate), the sign
+    test and a sign-flip permutation test (``resamples`` random sign vectors from ``rng``)."""
+    n, m = d.shape
+    boot = bootstrap_ci(d.T, rng=np.random.default_rng(0), resamples=resamples,
+                        method="percentile", nulls=np.zeros(m))
+    flips = rng.choice(np.array([-1.0, 1.0]), size=(resamples, n))
+    permuted = flips @ d / n
+    return {"t": np.array([paired_t_p(d[:, j]) for j in range(m)]),
+            "bt": np.array([b.p_lower for b in boot]),
+            "sign": np.array([sign_test(d[:, j]).p_regression for j in range(m)]),
+            "perm": (1 + np.sum(permuted <= d.mean(axis=0) + 1e-12, axis=0)) / (resamples + 1)}
+
+
+def candidate_decisions(p: dict[str, np.ndarray], big: np.ndarray, alpha: float
+                        ) -> dict[str, bool]:
+    """Whether each candidate says `regression` for the family whose p-values are ``p``
+    (``big``: the estimated drop reaches the margin, per member)."""
+    m = big.size
+    sign = holm(p["sign"]) < alpha
+    holm_of = {name: holm(p[name]) < alpha for name in ("t", "bt", "perm")}
+    both = holm(np.maximum(p["t"], p["bt"])) < alpha
+    rules = {
+        "bonferroni": (p["bt"] < alpha / (2 * m)) & sign,
+        "bt α/m + sign": (p["bt"] < alpha / m) & sign,
+        "bt Holm + sign": holm_of["bt"] & sign,
+        "bt Holm": holm_of["bt"],
+        "perm Holm": holm_of["perm"],
+        "t Holm + sign": holm_of["t"] & sign,
+        "max(t, bt) Holm": both,
+        "t Holm": holm_of["t"],
+    }
+    return {name: bool(np.any(big & rule)) for name, rule in rules.items()}
+
+
+def main_candidates(args: argparse.Namespace) -> int:
+    """Every candidate on the quality rule's scenarios (rule estimate; nulls: sign-flip and
+    centred, every pair, families 1/2/4/8; power: drops of 1× and 2× the margin, families 1
+    and 2): the worst false alarm from min-queries on and the largest power shortfall against
+    the Holm paired t-test. Bootstrap-t p-values here are (1 + #{t* ≤ t})/(B + 1), the bound
+    form of the rule before is the same test at one-sided α/(2m) (the library interpolates
+    its quantile; the difference is within the Monte-Carlo noise of B)."""
+    start = time.perf_counter()
+    pairs = load_pairs()
+    alarms: dict[str, list[tuple[float, str]]] = {name: [] for name in CANDIDATES}
+    power: dict[tuple[str, str], float] = {}
+    for scenario_id, (scenario, (simulate, near_equal, families)) in enumerate(
+            SCENARIOS.items()):
+        if scenario == "boundary":
+            continue
+        for n in args.sizes:
+            for pair_id, pair in enumerate(pairs):
+                if pair.near_equal and not near_equal:
+                    continue
+                rng = np.random.default_rng([args.seed, pair_id, scenario_id, n])
+                samples = simulate(pair.d, n, args.sims, rng)
+                counts = {(name, m): 0 for name in CANDIDATES for m in families}
+                for d in samples:
+                    p = candidate_p_values(d, args.resamples, rng)
+                    for m in families:
+                        big = d[:, :m].mean(axis=0) <= -MARGIN
+                        if n < args.min_queries:
+                            continue
+                        decided = candidate_decisions({k: v[:m] for k, v in p.items()}, big,
+                                                      ALPHA)
+                        for name, flagged in decided.items():
+                            counts[name, m] += flagged
+                where = f"{pair.name}, n = {n}"
+                for (name, m), count in counts.items():
+                    if scenario.startswith("drop"):
+                        power[name, f"{scenario}, {where}, m = {m}"] = count / args.sims
+                    elif n >= GatePolicy().min_queries:
+                        alarms[name].append((count / args.sims, f"{scenario}, {where}, m = {m}"))
+        print(f"candidates: {scenario} done", file=sys.stderr, flush=True)
+    elapsed = time.perf_counter() - start
+    print(f"# Candidate regression tests, rule estimate\n\n{args.sims} simulated test sets per "
+          f"cell, {args.resamples:,} resamples, seed {args.seed}, margin {MARGIN}, α = {ALPHA}; "
+          f"the scenarios of the quality calibration (nulls: sign-flip and centred, every "
+          f"pair, families 1/2/4/8; power: drops of 1× and 2× the margin, families 1 and 2; "
+          f"n = {', '.join(map(str, args.sizes))}).\n")
+    print("| candidate | what it is | worst false alarm (where) | largest power shortfall "
+          "against t Holm (where) | mean power |\n|---|---|---|---|---:|")
+    cells = sorted({key for _, key in power})
+    for name, what in CANDIDATES.items():
+        rate, where = max(alarms[name])
+        gap, at = max((power["t Holm", key] - power[name, key], key) for key in cells)
+        se = 2 * math.sqrt(rate * (1 - rate) / args.sims)
+        mean = sum(power[name, key] for key in cells) / len(cells)
+        print(f"| {name} | {what} | {rate:.3f} ± {se:.3f}{' †' if rate - se > ALPHA else ''} "
+              f"({where}) | {gap:+.3f} ({at}) | {mean:.3f} |")
+    print(f"\n_Simulation time {elapsed:.0f} s; `python benchmarks/calibration.py "
+          f"{' '.join(sys.argv[1:])}`._")
+    return 0
+
+
 def parse_args(argv: Sequence[str] | None) -> argparse.Namespace:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("--sims", type=int, default=1000,
@@ -1021,6 +1136,10 @@ def parse_args(argv: Sequence[str] | None) -> argparse.Namespace:
                         help="per-query scores with k = 1, 3, 5 noisy samples per query and run "
                         "(a clipped-normal and a Bernoulli judge): false alarms and power of "
                         "families of 1 and 3 scores, instead of the quality rule's tables")
+    parser.add_argument("--candidates", action="store_true",
+                        help="the candidate regression tests (how the gate's was chosen): worst "
+                        "false alarm and largest power shortfall against the Holm paired "
+                        "t-test, instead of the quality rule's tables")
     parser.add_argument("--noise", type=float, default=NOISE,
                         help=f"with --samples: the clipped-normal judge's noise SD (default "
                         f"{NOISE:g})")
@@ -1045,6 +1164,8 @@ def main(argv: Sequence[str] | None = None) -> int:
         return main_costs(args)
     if args.samples:
         return main_samples(args)
+    if args.candidates:
+        return main_candidates(args)
     start = time.perf_counter()
     pairs = load_pairs()
     results: dict[str, dict[int, dict[str, Cell]]] = {}
