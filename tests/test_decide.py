@@ -306,7 +306,8 @@ def test_the_family_counts_the_comparisons_and_cost_gates_that_can_decide() -> N
     assert [c.p_regression_holm for c in two[:2]] == pytest.approx(holm(p).tolist(), rel=1e-12)
     assert [c.p_regression_holm for c in three[:2]] == pytest.approx(
         np.minimum(1.0, holm(p) * 3 / 2).tolist(), rel=1e-12)
-    assert three[2].p_regression_holm == three[2].p_regression  # outside the family
+    # outside the family: as the family's strictest member would be decided, m times its p
+    assert three[2].p_regression_holm == min(1.0, 3 * three[2].p_regression)
     # below the policy's min-queries: inconclusive and counted in the verdict, not a member
     strict = compare(np.zeros_like(d), d, ("a", "b"), slices,
                      GatePolicy(gates=policy.gates, resamples=2000, min_queries=61), pairs=pairs)
@@ -340,7 +341,7 @@ def test_quality_and_cost_are_one_family_in_the_report(tmp_path: Path) -> None:
     assert not costs[("context_tokens", "mean")]["in_family"]
     assert costs[("latency_ms", "p95")]["baseline_bias"] < 0  # a p95 is biased low
     assert ("95% intervals, 98.75% one-sided bound, regression p from the paired t-test and "
-            "the studentized bootstrap, Holm across 3 comparisons at α·3/4 (1 cost gate at α/4)"
+            "the studentized bootstrap, Holm across 3 comparisons at α·3/4 (1 cost gate within α/4)"
             ) in out
     assert "expected bias of the p95 of 89 queries (log-normal model)" in out
     assert labels(GatePolicy(), 4, 1).intervals in out
@@ -360,3 +361,24 @@ def test_too_small_comparisons_leave_the_family() -> None:
         assert ours.ci_high_adjusted == alone.comparisons[0].ci_high_adjusted
         assert ours.sign_p_holm == alone.comparisons[0].sign_p_holm
         assert report.verdict == alone.verdict == "regression"
+
+
+def test_one_comparison_and_one_cost_gate_say_how_the_family_spends_alpha(tmp_path: Path
+                                                                          ) -> None:
+    folder = PYDOC
+    (tmp_path / "gate.toml").write_text(
+        f'snapshot = "{folder / "pipeline-snapshot.json"}"\n'
+        f'baseline = "{ROOT / "baselines" / "pydoc-pipeline"}"\n'
+        f'candidate = "{folder / "pipeline" / "packing-bug" / "context.jsonl"}"\n'
+        '[[gate]]\nmeasure = "Recall [context]"\nmargin = 0.08\n'
+        '[[cost]]\nmetric = "latency_ms"\nstat = "p95"\nmax-increase = 0.5\n',
+        encoding="utf-8")
+    code, out, err = gate("check", "--config", tmp_path / "gate.toml", "--json",
+                          tmp_path / "r.json")
+    assert code == 1, err
+    document = json.loads((tmp_path / "r.json").read_text(encoding="utf-8"))
+    assert document["settings"]["family"] == 2
+    (c,) = document["comparisons"]
+    assert c["p_regression_holm"] == pytest.approx(min(1.0, 2 * c["p_regression"]))
+    assert ("regression p from the paired t-test and the studentized bootstrap, one "
+            "comparison at α·1/2 (1 cost gate within α/2)") in out

@@ -4,6 +4,7 @@ regression rules, the minimum number of queries, and the labels every renderer p
 from __future__ import annotations
 
 import dataclasses
+import math
 from pathlib import Path
 
 import numpy as np
@@ -14,7 +15,7 @@ from hypothesis import strategies as st
 from scipy import stats
 
 from retrieval_gate.core.errors import EXIT_INVALID, GateError
-from retrieval_gate.decide.paired import bootstrap_ci, holm, sign_test
+from retrieval_gate.decide.paired import bootstrap_ci, holm, minimum_detectable_drop, sign_test
 from retrieval_gate.decide.policy import (
     DEFAULT_MIN_QUERIES,
     GatedMeasure,
@@ -22,6 +23,7 @@ from retrieval_gate.decide.policy import (
     compare,
     decide,
     decision_note,
+    resolution_warning,
 )
 from retrieval_gate.decide.student_t import paired_t_p, paired_t_upper
 from retrieval_gate.gating.gate import run_gate
@@ -172,6 +174,16 @@ def test_holm_reads_the_larger_of_the_t_test_and_the_studentized_bootstrap():
     assert strict.p_regression > alone.p_regression and strict.decision == "inconclusive"
 
 
+def test_a_zero_one_outcome_to_the_last_bit_needs_the_exact_sign_test_too():
+    """Three one-level Recall drops: 2/3 → 1/3 twice and 1 → 2/3 once differ by one ulp; they
+    are the same change, and McNemar's test joins as for identical floats."""
+    d = np.zeros(50)
+    d[:3] = [1 / 3 - 2 / 3, 1 / 3 - 2 / 3, 2 / 3 - 1]
+    assert len(set(d[:3].tolist())) == 2
+    (c,) = run(d)
+    assert c.p_regression == c.sign_p == 0.125 and c.decision == "inconclusive"
+
+
 def test_a_zero_one_outcome_needs_the_exact_sign_test_too():
     """25 queries, 3 lose a 0/1 outcome (Hit@k, an abstention, a pass/fail judge): Δ −0.12.
     The t-test says 0.041, below α, but 3 losses out of 3 changed queries happen 1 time in 8
@@ -187,6 +199,36 @@ def test_a_zero_one_outcome_needs_the_exact_sign_test_too():
     varied[0] = -0.9
     (v,) = run(varied)
     assert v.p_regression < v.sign_p
+
+
+def test_a_large_family_still_flags_a_clear_drop():
+    """The bootstrap-t p-value is never below 1/(B + 1): with B = 1000 and 60 comparisons
+    (α/m ≈ 0.00083) no comparison could reach Holm's first step if the larger p-value always
+    decided. Where no resample is as extreme as the data, the t-test decides alone, and the
+    report warns that the bootstrap does not check it there."""
+    policy = dataclasses.replace(ONE, resamples=1000)
+    family = run(np.round(SKEWED - 0.3, 3), policy, slices=60)
+    assert all(c.decision == "regression" for c in family)
+    assert family[0].p_regression == pytest.approx(
+        stats.ttest_1samp(SKEWED - 0.3, 0, alternative="less").pvalue, rel=1e-9)
+    assert resolution_warning(policy, 60) == (
+        "1,000 bootstrap resamples resolve p-values down to 0.001, above the family's "
+        "strictest level 0.00083 (α/60): below it the t-test decides without the studentized "
+        "bootstrap's check; set resamples ≥ 24,000")
+    assert resolution_warning(policy, 50) is None  # 0.001 ≤ α/50
+    assert resolution_warning(BEFORE, 60) is None
+
+
+def test_a_bound_beyond_the_floats_stays_finite():
+    """One query lost 2e12 (a score on a huge scale), the others nothing: resamples without
+    spread make the studentized bound ±1e300 × a spread, beyond the floats; it is kept finite
+    (shown as unbounded), never infinity in a JSON report."""
+    d = np.zeros(30)
+    d[0] = -2e12
+    for rule in ("estimate", "interval"):
+        (c,) = run(d, dataclasses.replace(ONE, regression_rule=rule), slices=1)
+        assert math.isfinite(c.ci_high_adjusted) and abs(c.ci_high_adjusted) <= 1e300
+    assert minimum_detectable_drop(SKEWED, 1e-17, one_sided=True) > 0  # no Φ⁻¹(1)
 
 
 def test_a_family_widens_the_regression_bound():

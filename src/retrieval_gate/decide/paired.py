@@ -175,6 +175,8 @@ def binomial_upper_tail(k: int, n: int) -> float:
 # --------------------------------------------------------------------------------------------
 # Bootstrap confidence interval
 
+_FAR = 1e300  # a bound beyond this bounds nothing; finite so that every report can hold it
+
 
 @dataclass(frozen=True)
 class BootstrapInterval:
@@ -335,7 +337,9 @@ class _Studentized:
         """Each row's upper bound at one-sided level ``tail``: ``θ̂ − q · ŝ/√n`` with ``q`` the
         ``tail`` quantile of its t*."""
         q = _linear_quantile(self.t, np.full((self.t.shape[0], 1), tail))[:, 0]
-        return self.theta - q * self.sd / math.sqrt(self.n)
+        with np.errstate(over="ignore"):  # ±1e300 times a spread: kept finite, "unbounded"
+            bound = self.theta - q * self.sd / math.sqrt(self.n)
+        return np.clip(bound, -_FAR, _FAR)
 
     def p_lower(self, nulls: np.ndarray) -> np.ndarray:
         """Each row's p-value that its mean lies below its null value h₀:
@@ -624,5 +628,8 @@ def minimum_detectable_drop(
     if arr.max() == arr.min():
         return 0.0
     sd = float(np.std(arr, ddof=1))
-    z = _NORMAL.inv_cdf(1 - (alpha if one_sided else alpha / 2)) + _NORMAL.inv_cdf(power)
+    tail = alpha if one_sided else alpha / 2
+    # Φ⁻¹(1 − tail), as −Φ⁻¹(tail) where 1 − tail rounds to 1
+    z = ((_NORMAL.inv_cdf(1 - tail) if 1 - tail < 1 else -_NORMAL.inv_cdf(tail))
+         + _NORMAL.inv_cdf(power))
     return z * sd / math.sqrt(n)

@@ -15,11 +15,13 @@ queries:
   and for a 0/1 outcome McNemar's exact test's too (:func:`regression_p`);
 - ``p_regression_holm`` — ``p_regression`` Holm-adjusted over the family's m_q quality
   comparisons, times m/m_q when the family also holds m − m_q relative cost gates (each of
-  which spends α/m): the family-wise error stays ≤ α;
-- ``ci_high_adjusted`` — the matching one-sided 1 − α/m upper bound of d̄ (the larger of the
-  t and the bootstrap-t bounds): below 0 it makes the first step of Holm's procedure reject;
+  which spends at most α/m): the family-wise error stays ≤ α; outside the family, m times
+  its own p-value;
+- ``ci_high_adjusted`` — the one-sided 1 − α/m upper bound of d̄ (the larger of the t and the
+  bootstrap-t bounds), shown beside the p-values: below 0 (−δ) both tests reject at Holm's
+  strictest level (the p-values decide: for a 0/1 outcome the sign test must agree too);
 - ``sign_p_holm`` — the one-sided sign-test p-value toward regression, Holm-adjusted over the
-  family's quality comparisons; a comparison outside the family keeps its own p-values.
+  family's quality comparisons; a comparison outside the family keeps its own.
 
 Decision, with n ≥ ``min_queries`` (fewer queries certify nothing: ``inconclusive``, and
 ``decision_note`` says why):
@@ -415,7 +417,8 @@ def paired(baseline: np.ndarray, candidate: np.ndarray, measures: Sequence[str],
                                      if holm_test else interval.upper),
                 "wins": signs.wins, "losses": signs.losses, "ties": signs.ties,
                 "sign_p": signs.p_regression, "sign_p_two_sided": signs.p_two_sided,
-                "p_regression": regression_p(d[j], nulls[j], interval.p_lower, signs),
+                "p_regression": regression_p(d[j], nulls[j], interval.p_lower, signs,
+                                             policy.resamples, policy.tie_band),
                 "mde": minimum_detectable_drop(d[j], family_alpha, policy.power,
                                                one_sided=holm_test),
                 "margin": own.margin, "lower_is_better": bool(turned),
@@ -425,20 +428,46 @@ def paired(baseline: np.ndarray, candidate: np.ndarray, measures: Sequence[str],
     return rows
 
 
-def regression_p(d: np.ndarray, null: float, bootstrap_p: float, signs: SignTest) -> float:
+def regression_p(d: np.ndarray, null: float, bootstrap_p: float, signs: SignTest,
+                 resamples: int, tie_band: float = 0.0) -> float:
     """The one-sided p-value that the mean of the turned differences ``d`` lies below ``null``
     (0, or −margin under rule ``interval``): the larger of the paired t-test's
     (:func:`~retrieval_gate.decide.student_t.paired_t_p`) and the studentized bootstrap's
     (``bootstrap_p``) — the t-test is exact for normal differences and loses its level on
     skewed ones, which the bootstrap-t sees; the bootstrap-t errs with few distinct values,
-    which the t-test does not. When each query changes by the same amount or not at all (a
-    0/1 outcome: Hit@k, an abstention, a pass/fail judge) the exact sign test (McNemar's
-    test) joins them: with few changed queries both approximations are too eager there."""
-    p = max(bootstrap_p, paired_t_p(d, null))
-    changed = np.abs(d[d != 0])
-    if changed.size and bool(np.all(changed == changed[0])):
+    which the t-test does not.
+
+    - The bootstrap-t p-value is never below 1/(B + 1) (``resamples`` = B): when no resample
+      is as extreme as the data (it sits at that floor), the bootstrap agrees the p-value is
+      as small as it can tell, and the t-test's alone is used — else a family of more than
+      α·(B + 1) members could never say ``regression`` (:func:`resolution_warning`).
+    - When each query changes by the same amount (to 1e-9, after the tie band) or not at all
+      — a 0/1 outcome: Hit@k, an abstention, a pass/fail judge — the exact sign test
+      (McNemar's test) joins the max: with few changed queries both approximations are too
+      eager there."""
+    t_p = paired_t_p(d, null)
+    p = t_p if bootstrap_p <= 1.0 / (resamples + 1) else max(bootstrap_p, t_p)
+    changed = np.abs(d)
+    changed = changed[changed > tie_band]
+    if changed.size and bool(np.allclose(changed, changed[0], rtol=1e-9, atol=0.0)):
         p = max(p, signs.p_regression)
     return p
+
+
+def resolution_warning(policy: GatePolicy, family: int) -> str | None:
+    """Under test ``holm``, when the family's strictest level α/m lies below the smallest
+    bootstrap-t p-value, 1/(B + 1): there the t-test decides unchecked by the bootstrap. A
+    sentence saying so and how many resamples would check it (20·m/α), or None."""
+    if policy.regression_test != "holm" or family < 1:
+        return None
+    level = policy.alpha / family
+    if level >= 1.0 / (policy.resamples + 1):
+        return None
+    needed = math.ceil(20 * family / policy.alpha)
+    return (f"{policy.resamples:,} bootstrap resamples resolve p-values down to "
+            f"{1 / (policy.resamples + 1):.2g}, above the family's strictest level "
+            f"{level:.2g} (α/{family}): below it the t-test decides without the studentized "
+            f"bootstrap's check; set resamples ≥ {needed:,}")
 
 
 def _null(pair: PairPolicy | None, policy: GatePolicy) -> float:
@@ -456,14 +485,17 @@ def decide_pairs(rows: Sequence[Paired], policy: GatePolicy, family: int | None 
 
     The regression p-values of the m_q member comparisons are Holm-adjusted among themselves
     and multiplied by m/m_q (at most 1): Holm's procedure at level α·m_q/m, while each of the
-    family's m − m_q cost gates spends α/m (Bonferroni). The family-wise error is at most the
-    sum, α."""
+    family's m − m_q cost gates spends at most α/m (its bound is at one-sided α/(2m)). The
+    family-wise error is at most the sum, α. A comparison outside the family (report-only)
+    gets m times its own p-value: it is shown as the family's strictest member would be
+    decided."""
     gating = [i for i, r in enumerate(rows) if r.fields["in_family"]]
     members = max(len(gating) if family is None else family, len(gating), 1)
     adjusted = [r.fields["sign_p"] for r in rows]
     for i, p in zip(gating, holm([rows[i].fields["sign_p"] for i in gating]).tolist()):
         adjusted[i] = p
-    regression = [r.fields["p_regression"] for r in rows]
+    # outside the family: as the family's strictest member would be (Bonferroni at m)
+    regression = [min(1.0, r.fields["p_regression"] * members) for r in rows]
     for i, p in zip(gating, holm([rows[i].fields["p_regression"] for i in gating]).tolist()):
         regression[i] = p if members == len(gating) else min(1.0, p * members / len(gating))
     holm_test = policy.regression_test == "holm"

@@ -9,8 +9,8 @@ The distribution function is the regularized incomplete beta function,
 ``P(T ≤ t) = ½·I_x(df/2, ½)`` with ``x = df/(df + t²)`` for ``t ≤ 0`` (and ``1 − `` that for
 ``t > 0``), evaluated by its continued fraction (modified Lentz; Press et al., *Numerical
 Recipes*, §6.4) on the side where it converges fast, so both tails keep their relative accuracy
-(about 1e-14 for up to 10⁴ degrees of freedom, 1e-10 at 10⁶, where ``lgamma``'s large values
-cancel). Importing ``scipy.special`` would cost more than numpy itself; SciPy is the tests'
+(measured against SciPy: about 1e-11 up to 10⁴ degrees of freedom, 1e-8 at 10⁶, where
+``lgamma``'s large values cancel). Importing ``scipy.special`` would cost more than numpy itself; SciPy is the tests'
 oracle.
 """
 
@@ -98,27 +98,33 @@ def t_quantile(p: float, df: float) -> float:
         return (2 * p - 1) / math.sqrt(2 * p * (1 - p))
     if p > 0.5:
         return -t_quantile(1.0 - p, df) if 1.0 - p > 0.0 else math.inf
-    z = _normal_quantile(p)  # a start from the Cornish-Fisher expansion, then Newton
+    # Newton steps on log P(T ≤ t) − log p, which is close to linear in log|t| far in the tail
+    # (P ~ c·|t|^−df) and near the centre alike, from the Cornish-Fisher start or the tail's
+    # asymptote, whichever lies further out; bisection of the bracket [low, high] when a step
+    # leaves it (the root is below 0 for p < ½)
+    z = _normal_quantile(p)
     t = z + (z ** 3 + z) / (4 * df) + (5 * z ** 5 + 16 * z ** 3 + 3 * z) / (96 * df * df)
-    # Below 0 the distribution function is convex: Newton from above the root never passes
-    # it; from below it may, and then the step is a bisection of the bracket [low, high].
-    low, high = -math.inf, 0.0
+    log_c = (math.lgamma((df + 1) / 2) - math.lgamma(df / 2) - 0.5 * math.log(df * math.pi)
+             + (df - 1) / 2 * math.log(df) - math.log(df))
+    t = min(t, -math.exp((log_c - math.log(p)) / df))
+    low, high, target = -math.inf, 0.0, math.log(p)
     for _ in range(200):
-        error = t_cdf(t, df) - p
-        if error == 0.0:
+        cdf = t_cdf(t, df)
+        if cdf == p:
             return t
-        if error > 0:
+        if cdf > p:
             high = t
         else:
             low = t
-        density = _t_density(t, df)
-        following = t - error / density if density > 0 else 2 * t
+        step = ((math.log(cdf) - target) * cdf / _t_density(t, df)
+                if cdf > 0 and _t_density(t, df) > 0 else math.inf)
+        following = t - step
         if not low < following < high:
             following = (low + high) / 2 if low > -math.inf else 2 * t
         if abs(following - t) <= 1e-15 * abs(t):
             return following
         t = following
-    return t
+    raise ArithmeticError(f"t quantile did not converge (p={p}, df={df})")
 
 
 def _normal_quantile(p: float) -> float:
@@ -163,4 +169,5 @@ def paired_t_upper(d: np.ndarray | Sequence[float], tail: float) -> float:
     if arr.size == 1 or arr.max() == arr.min():
         return float(arr[0])
     mean, error = _mean_and_error(arr)
-    return mean - t_quantile(tail, arr.size - 1) * error
+    bound = mean - t_quantile(tail, arr.size - 1) * error
+    return bound if math.isfinite(bound) else math.copysign(1e300, bound)

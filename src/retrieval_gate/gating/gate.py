@@ -33,6 +33,7 @@ from retrieval_gate.decide.policy import (
     GatePolicy,
     PairPolicy,
     exit_code,
+    resolution_warning,
     verdict,
 )
 from retrieval_gate.decide.signals import MissingCount, PairedSignal, compare_signals, family_of
@@ -123,7 +124,8 @@ def run_gate(snapshot: str | os.PathLike[str], baseline: str | os.PathLike[str],
                           nothing, policy)
         costs = pending_costs.result()
     warnings = [*found.warnings, *_cost_warnings(manifests, costs),
-                *_input_warnings(snap, manifests, (base, cand))]
+                *_input_warnings(snap, manifests, (base, cand)),
+                *filter(None, [resolution_warning(policy, family)])]
     summary = None
     if answers is not None:
         warnings += [*judge_warnings(manifests), *missing_warnings(missing)]

@@ -210,9 +210,11 @@ def decision_cell(c: Comparison, policy: GatePolicy | None = None) -> str:
 
 
 def deciding_bound(c: Comparison) -> str:
-    """The bound the regression rule compares (``ci_high_adjusted``, the family-adjusted
-    studentized bound), as it reads against Δ: ``≤ −0.0101`` — Δ is at most that, and a
-    regression needs it below 0 (below −margin under the interval rule). For a measure where
+    """The family's bound (``ci_high_adjusted``: under test ``holm`` the one-sided 1 − α/m
+    bound, the larger of the t and the studentized bootstrap bounds, shown beside the
+    p-values that decide; under ``bonferroni`` the studentized bound the rule compares), as it
+    reads against Δ: ``≤ −0.0101`` — Δ is at most that; below 0 (below −margin under the
+    interval rule) the drop is significant at the family's strictest level. For a measure where
     lower is better it bounds the turned difference, so it is shown as the bound on the rise:
     ``≥ +0.0050``, and a regression needs it above 0. A bound far outside any difference of
     two scores — the studentized bound of a few discordant queries, whose resamples mostly

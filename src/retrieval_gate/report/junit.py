@@ -16,7 +16,7 @@ from xml.etree import ElementTree
 
 from retrieval_gate.core.untrusted import capped, visible
 from retrieval_gate.gating.outcome import Report
-from retrieval_gate.report.cells import comparison_detail, labels, test_p, wins_losses_ties
+from retrieval_gate.report.cells import comparison_detail, labels, p_value, wins_losses_ties
 from retrieval_gate.report.sections import cost_detail, leak_summary
 from retrieval_gate.report.verdict import error_lines, error_verdict
 
@@ -58,8 +58,10 @@ def report_junit(report: Report) -> str:
               "leak" if leaks.fails else None)
     holm = report.policy.regression_test == "holm"
     for c in cases:
+        p, adjusted = ((c.p_regression, c.p_regression_holm) if holm
+                       else (c.sign_p, c.sign_p_holm))
         detail = (f"{c.decision}: {comparison_detail(c, ci)}, W/L/T {wins_losses_ties(c)}, "
-                  f"{'regression' if holm else 'sign'} p {test_p(c, report.policy)}")
+                  f"{'regression' if holm else 'sign'} p {p_value(p)} (Holm {p_value(adjusted)})")
         _case(suite, f"retrieval-gate.{name}.{c.slice}", f"{c.measure} ({c.slice})", detail,
               c.decision if c in failing else None)
     for row in costs:

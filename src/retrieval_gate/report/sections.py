@@ -74,21 +74,21 @@ def statistics(report: Report, lab: Labels) -> str:
 def holm_phrase(report: Report) -> str:
     """The regression test's p-values and their multiplicity in words. Test ``holm``:
     ``regression p from the paired t-test and the studentized bootstrap, Holm across 3
-    comparisons``, and with relative cost gates in the family ``… at α·3/4 (1 cost gate at
-    α/4)``; test ``bonferroni``: ``sign test with Holm across 3 comparisons``; or what there is
-    to adjust when the family holds one comparison or none."""
+    comparisons``, and with relative cost gates in the family ``… at α·3/4 (1 cost gate within
+    α/4)``; test ``bonferroni``: ``sign test with Holm across 3 comparisons``; or what there
+    is to adjust when the family holds one comparison or none."""
     n, m = report.holm_family, report.family
-    if report.policy.regression_test != "holm":
-        test, joined = "sign test", "sign test with"
-    else:
-        test = "regression p from the paired t-test and the studentized bootstrap"
-        joined = f"{test},"
-    if n <= 1:
-        return f"{test}, {'one comparison' if n else 'no comparison'} in the family (no Holm)"
+    holm = report.policy.regression_test == "holm"
+    test = ("regression p from the paired t-test and the studentized bootstrap" if holm
+            else "sign test")
     costs = m - n
-    spent = (f" at α·{n}/{m} ({costs} cost {'gate' if costs == 1 else 'gates'} at α/{m})"
-             if report.policy.regression_test == "holm" and costs > 0 else "")
-    return f"{joined} Holm across {n} comparisons{spent}"
+    spent = (f" at α·{n}/{m} ({costs} cost {'gate' if costs == 1 else 'gates'} within α/{m})"
+             if holm and costs > 0 and n else "")
+    if n > 1:
+        return f"{test}{',' if holm else ' with'} Holm across {n} comparisons{spent}"
+    if n == 1 and spent:
+        return f"{test}, one comparison{spent}"
+    return f"{test}, {'one comparison' if n else 'no comparison'} in the family (no Holm)"
 
 
 # --------------------------------------------------------------------------------------------
