@@ -4,6 +4,9 @@ policies, and every error case (exit code, one line naming the file, no tracebac
 from __future__ import annotations
 
 import json
+import os
+import subprocess
+import sys
 from pathlib import Path
 
 import pytest
@@ -259,6 +262,21 @@ def test_help_imports_neither_numpy_nor_scipy():
     help_ = ("from retrieval_gate.cli import cli\n"
              "try:\n    cli(['--help'], prog_name='gate')\nexcept SystemExit:\n    pass")
     assert imported_by(help_, ("numpy", "scipy")) == []
+
+
+def test_commands_start_openblas_with_one_thread_unless_told():
+    """The command line (not the library) starts numpy's OpenBLAS with one thread, before numpy
+    is imported; a value the user set stays."""
+    probe = ("import os, sys\nfrom retrieval_gate.cli import cli\n"
+             f"try:\n    cli(['score', {str(SEEDS / '001_fixture.json')!r}], prog_name='gate')\n"
+             "except SystemExit:\n    pass\n"
+             "print(os.environ.get('OPENBLAS_NUM_THREADS'), 'numpy' in sys.modules)")
+    for given, kept in ((None, "1"), ("3", "3")):
+        env = {k: v for k, v in os.environ.items() if k != "OPENBLAS_NUM_THREADS"}
+        env.update({} if given is None else {"OPENBLAS_NUM_THREADS": given})
+        done = subprocess.run([sys.executable, "-c", probe], env=env, capture_output=True,
+                              text=True, check=True)
+        assert done.stdout.splitlines()[-1] == f"{kept} True"
 
 
 def test_scores_equal_only_at_float32_precision_warn_at_the_cutoff(tmp_path):

@@ -118,6 +118,7 @@ def cli() -> None:
     """
     _keep_freed_memory()
     _no_huge_page_advice()
+    _one_blas_thread()
 
 
 def _no_huge_page_advice() -> None:
@@ -131,6 +132,18 @@ def _no_huge_page_advice() -> None:
     import os
 
     os.environ.setdefault("NUMPY_MADVISE_HUGEPAGE", "0")
+
+
+def _one_blas_thread() -> None:
+    """A process-wide choice, made here and not in the library: unless the user set it, start
+    OpenBLAS (which numpy loads) with one thread. The gate multiplies no matrices, and the
+    thread pool OpenBLAS starts on import — one thread per further core, which poll for work
+    for a while — cost a short check 50–100 ms of wall clock on a two-core machine (its own
+    threads and its second core were kept waiting). Set ``OPENBLAS_NUM_THREADS`` to choose
+    otherwise."""
+    import os
+
+    os.environ.setdefault("OPENBLAS_NUM_THREADS", "1")
 
 
 def _keep_freed_memory() -> None:
