@@ -7,11 +7,9 @@ from dataclasses import dataclass
 from typing import Any
 
 from retrieval_gate.core.errors import InputError
-from retrieval_gate.core.model import Qrels, RunRows
+from retrieval_gate.core.model import ChunkTable, Corpus, Qrels, RunRows
 from retrieval_gate.formats import read_doc_map, read_fixture, read_qrels, read_queries, read_run
-from retrieval_gate.formats.corpus import read_chunk_table, read_corpus
 from retrieval_gate.formats.source import display_name
-from retrieval_gate.scoring.evidence import attach_chunks
 from retrieval_gate.scoring.measures import Measure, default_measures, parse_measures
 from retrieval_gate.scoring.rules import ScoringPolicy
 from retrieval_gate.scoring.scores import Scores, score_run
@@ -46,14 +44,21 @@ def score_files(files: Sequence[str], measures: Sequence[Measure], policy: Scori
     run's chunk table."""
     query_set = read_queries(queries) if queries else None
     mapping = read_doc_map(doc_map) if doc_map else None
-    pinned = read_corpus(corpus) if corpus else None
-    table = read_chunk_table(chunks) if chunks else None
+    pinned: Corpus | None = None
+    table: ChunkTable | None = None
+    if corpus or chunks:  # their readers are imported only for them
+        from retrieval_gate.formats.corpus import read_chunk_table, read_corpus
+
+        pinned = read_corpus(corpus) if corpus else None
+        table = read_chunk_table(chunks) if chunks else None
     common = {"queries": queries and display_name(queries),
               "doc_map": doc_map and display_name(doc_map),
               "corpus": corpus and display_name(corpus), "chunks": chunks and display_name(chunks)}
 
     def scored(qrels: Qrels, run: RunRows) -> Scores:
         if table is not None:
+            from retrieval_gate.scoring.evidence import attach_chunks
+
             run = attach_chunks(run, table)
         return score_run(qrels, run, measures, policy, query_set, mapping, pinned, min_coverage)
 

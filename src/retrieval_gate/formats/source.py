@@ -4,7 +4,6 @@ Also strict UTF-8, and clear errors for unreadable or empty files."""
 
 from __future__ import annotations
 
-import hashlib
 import mmap
 import os
 import re
@@ -48,6 +47,8 @@ class Blob:
         """Lower-case hex SHA-256 of :attr:`data` (computed once; hashlib releases the GIL, so
         another thread may hash while this one parses). A memory map is hashed a part at a
         time, each part's pages released from resident memory once hashed."""
+        import hashlib  # on first use: gate score hashes nothing
+
         if not isinstance(self.data, mmap.mmap):
             return hashlib.sha256(self.data).hexdigest()
         digest = hashlib.sha256()

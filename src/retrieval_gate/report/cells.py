@@ -11,12 +11,15 @@ too."""
 from __future__ import annotations
 
 import math
-from collections.abc import Sequence
 from dataclasses import dataclass
+from typing import TYPE_CHECKING
 
-from retrieval_gate.decide.cost import CostRow
-from retrieval_gate.decide.policy import GatePolicy
-from retrieval_gate.gating.outcome import Comparison
+if TYPE_CHECKING:  # annotations only: `gate score` renders its means without the gate's types
+    from collections.abc import Sequence
+
+    from retrieval_gate.decide.cost import CostRow
+    from retrieval_gate.decide.policy import GatePolicy
+    from retrieval_gate.gating.outcome import Comparison
 
 __all__ = ["UNBOUNDED", "Labels", "bootstrap_name", "comparison_detail", "cost_decision",
            "cost_name", "cost_value", "counted", "deciding_bound", "decision_cell",

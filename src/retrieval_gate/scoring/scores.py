@@ -15,6 +15,7 @@ import json
 import math
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field, replace
+from typing import TYPE_CHECKING
 
 import numpy as np
 
@@ -36,7 +37,9 @@ from retrieval_gate.core.stages import StageContract
 from retrieval_gate.scoring.evidence import judge_spans, require_in_corpus, spans_in_corpus
 from retrieval_gate.scoring.measures import FACT_FAMILIES, Measure
 from retrieval_gate.scoring.rules import ScoringPolicy
-from retrieval_gate.scoring.visibility import ItemAccess, allowed, askers, item_access
+
+if TYPE_CHECKING:
+    from retrieval_gate.scoring.visibility import ItemAccess
 
 _LISTED = 10  # how many query ids a warning names before "and N more"
 _DEFAULT_POLICY = ScoringPolicy()
@@ -377,6 +380,8 @@ def _access(table: AccessTable, ranked: RankedRun, by_id: dict[str, Query],
             ) -> tuple[ItemAccess, Leaks]:
     """Every ranked row's access, and the leaks among the rows the measures read, of the
     queries of the query set (answerable or not)."""
+    from retrieval_gate.scoring.visibility import allowed, askers, item_access  # access data only
+
     asked = [by_id.get(q) or Query(q) for q in ranked.query_ids]
     counts = np.diff(ranked.offsets)
     row_query = np.repeat(np.arange(len(asked)), counts)
@@ -528,6 +533,8 @@ class _UnitNames:
 def _acceptable_units(units: _Units, access: AccessTable, asked: list[Query]) -> _Units:
     """``units`` without the judgments of documents their query may not see or that are not
     in force on its day: not acceptable evidence, never counted in R or the ideal ranking."""
+    from retrieval_gate.scoring.visibility import askers, item_access
+
     docs = (units.ids if not units.spans else
             np.array([s.doc.encode() for s in units.spans], dtype="S"))
     if not len(docs):
