@@ -1,5 +1,7 @@
 """The JSON Schemas (2020-12) of retrieval-gate's documents, shipped inside the package, and
-validation that reports every problem at once in plain language.
+validation that reports every problem at once in plain language. A document
+:mod:`~retrieval_gate.formats.schema_check` finds valid is accepted without importing
+jsonschema; any other is validated by jsonschema, whose errors are worded here.
 
 Names: ``snapshot``, ``run-manifest``, ``config`` and ``report``; each schema is the package file
 ``schemas/<name>.schema.json`` (the repository's top-level ``schemas/`` links to that folder).
@@ -13,6 +15,7 @@ from importlib import resources
 from typing import Any
 
 from retrieval_gate.core.errors import InputError, ManyErrors
+from retrieval_gate.formats.schema_check import conforms
 
 SCHEMA_NAMES = ("snapshot", "run-manifest", "config", "report")
 
@@ -34,6 +37,8 @@ def schema(name: str) -> dict[str, Any]:
 def problems(document: Any, name: str, source: str) -> list[InputError]:
     """Every way ``document`` breaks schema ``name``, as errors naming the JSON path of the
     offending value and a fix, in document order; empty when it is valid."""
+    if conforms(document, schema(name)):
+        return []
     from jsonschema import Draft202012Validator
 
     from retrieval_gate.formats.jsonfmt import path
