@@ -8,7 +8,7 @@ import shutil
 from pathlib import Path
 
 import pytest
-from conftest import BASELINE, CRANFIELD, RUNS, SNAPSHOT, gate
+from conftest import BASELINE, CRANFIELD, RUNS, SNAPSHOT, gate, imported_by
 from jsonschema import Draft202012Validator
 
 from retrieval_gate.decide.policy import GatedMeasure, GatePolicy, decide, exit_code, verdict
@@ -174,6 +174,28 @@ def _write_set(folder: Path, base: dict[str, float], cand: dict[str, float],
         code, _, err = gate("run-manifest", "--snapshot", folder / "snapshot.json", "--run",
                             folder / run, "--created", "2026-01-01T00:00:00Z", "--commit", "x")
         assert code == 0, err
+
+
+def test_a_plain_check_imports_only_what_it_uses(tmp_path):
+    """Two TREC runs on a snapshot pinning no corpus, permissions or per-query scores, the text
+    report printed and the JSON one written: no jsonschema (the manifests pass the fast schema
+    check), no reader of corpora, chunk tables, permissions or score files, no renderer not
+    asked for, no scipy."""
+    _write_set(tmp_path / "s", {f"q{i}": 1.0 for i in range(1, 9)},
+               {f"q{i}": 0.5 for i in range(1, 9)})
+    s = tmp_path / "s"
+    args = ["check", "--snapshot", s / "snapshot.json", "--baseline", s / "base.trec",
+            "--candidate", s / "cand.trec", "--no-config", "--json", tmp_path / "r.json"]
+    code = ("from retrieval_gate.cli import cli\n"
+            f"try:\n    cli({[str(a) for a in args]!r}, prog_name='gate')\n"
+            "except SystemExit:\n    pass")
+    unused = ("jsonschema", "scipy", "html", "retrieval_gate.formats.corpus",
+              "retrieval_gate.formats.permissions", "retrieval_gate.formats.scores",
+              "retrieval_gate.inputs.answer_scores", "retrieval_gate.scoring.visibility",
+              "retrieval_gate.report.markdown", "retrieval_gate.report.html",
+              "retrieval_gate.report.junit", "retrieval_gate.report.github")
+    assert imported_by(code, (*unused, "numpy")) == ["numpy"]
+    assert json.loads((tmp_path / "r.json").read_text())["verdict"] == "inconclusive"  # 8 queries
 
 
 def test_inconclusive_and_fail_on_inconclusive(tmp_path):

@@ -264,6 +264,19 @@ def test_help_imports_neither_numpy_nor_scipy():
     assert imported_by(help_, ("numpy", "scipy")) == []
 
 
+def test_score_imports_only_what_it_uses():
+    """``gate score`` on TREC files: no decision rule, gate or corpus reader, no hashing, no
+    jsonschema (the whole process starts in about the time pytrec_eval's does)."""
+    code = ("from retrieval_gate.cli import cli\n"
+            f"try:\n    cli(['score', {str(CRANFIELD / 'qrels.tsv')!r}, "
+            f"{str(CRANFIELD / 'runs' / 'hybrid.trec')!r}], prog_name='gate')\n"
+            "except SystemExit:\n    pass")
+    unused = ("retrieval_gate.decide.policy", "retrieval_gate.gating.outcome",
+              "retrieval_gate.formats.corpus", "retrieval_gate.scoring.visibility",
+              "retrieval_gate.inputs.snapshot", "hashlib", "jsonschema", "scipy")
+    assert imported_by(code, (*unused, "numpy")) == ["numpy"]
+
+
 def test_commands_start_openblas_with_one_thread_unless_told():
     """The command line (not the library) starts numpy's OpenBLAS with one thread, before numpy
     is imported; a value the user set stays."""

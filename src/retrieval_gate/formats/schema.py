@@ -10,8 +10,8 @@ Names: ``snapshot``, ``run-manifest``, ``config`` and ``report``; each schema is
 from __future__ import annotations
 
 import json
+import pkgutil
 from functools import cache
-from importlib import resources
 from typing import Any
 
 from retrieval_gate.core.errors import InputError, ManyErrors
@@ -25,8 +25,9 @@ def schema_text(name: str) -> str:
     if name not in SCHEMA_NAMES:
         raise InputError("gate schema", f"no schema named '{name}'",
                          f"use one of {', '.join(SCHEMA_NAMES)}")
-    folder = resources.files("retrieval_gate").joinpath("schemas")
-    return folder.joinpath(f"{name}.schema.json").read_text("utf-8")
+    data = pkgutil.get_data("retrieval_gate", f"schemas/{name}.schema.json")  # folder or zip
+    assert data is not None  # the package has a loader that reads its files
+    return data.decode("utf-8")
 
 
 @cache

@@ -17,6 +17,7 @@ import os
 from concurrent.futures import Future, ThreadPoolExecutor
 from dataclasses import dataclass, replace
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 import numpy as np
 
@@ -37,8 +38,6 @@ from retrieval_gate.decide.policy import (
     verdict,
 )
 from retrieval_gate.decide.signals import MissingCount, PairedSignal, compare_signals, family_of
-from retrieval_gate.formats.scores.rows import check_score_name
-from retrieval_gate.gating.answers import answer_summary, missing_warnings
 from retrieval_gate.gating.instead import Instead, retrieved_instead
 from retrieval_gate.gating.outcome import (
     FunnelQuery,
@@ -65,7 +64,6 @@ from retrieval_gate.gating.sources import (
     measure_signals,
     score_signals,
 )
-from retrieval_gate.inputs.answer_scores import QueryScores, judge_warnings, load_run_scores
 from retrieval_gate.inputs.run_manifest import (
     RunManifest,
     load_run_chunks,
@@ -79,6 +77,9 @@ from retrieval_gate.inputs.snapshot import Snapshot, TestSet, load_snapshot, loa
 from retrieval_gate.scoring.chunkcut import cut_warning
 from retrieval_gate.scoring.measures import Measure, parse_measure
 from retrieval_gate.scoring.scores import Leaks, Scores
+
+if TYPE_CHECKING:  # per-query scores are read, and summarised, only when one is gated
+    from retrieval_gate.inputs.answer_scores import QueryScores
 
 ALL = "all"
 UNANSWERABLE = "unanswerable"
@@ -128,6 +129,9 @@ def run_gate(snapshot: str | os.PathLike[str], baseline: str | os.PathLike[str],
                 *filter(None, [resolution_warning(policy, family)])]
     summary = None
     if answers is not None:
+        from retrieval_gate.gating.answers import answer_summary, missing_warnings
+        from retrieval_gate.inputs.answer_scores import judge_warnings
+
         warnings += [*judge_warnings(manifests), *missing_warnings(missing)]
         summary = answer_summary(answers, signals, missing)
     overall, reasons = _overall(comparisons, costs, found.leaks)
@@ -351,6 +355,8 @@ def _answer_scores(manifests: tuple[RunManifest, RunManifest], test_set: TestSet
     run pins none, or a gated score is not in its file; exit 3 when the judges differ."""
     if not gated.scores:
         return None
+    from retrieval_gate.inputs.answer_scores import judge_warnings, load_run_scores
+
     judge_warnings(manifests)  # exit 3 before reading: scores of different judges
     ids = (*test_set.answerable, *test_set.unanswerable)
     loaded = []
@@ -636,6 +642,8 @@ def _resolved(gate: GatedMeasure, i: int, snap: Snapshot, source: str
     if gate.measure in (ABSTAIN, FALSE_ABSTAIN):
         return gate.measure, None
     if gate.measure.startswith(SCORE_PREFIX):
+        from retrieval_gate.formats.scores.rows import check_score_name
+
         check_score_name(gate.measure.removeprefix(SCORE_PREFIX), source,
                          f'$["gate"][{i}]["measure"]')
         return gate.measure, None

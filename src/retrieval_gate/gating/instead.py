@@ -18,7 +18,6 @@ import numpy as np
 
 from retrieval_gate.core.model import NEVER, RankedRun
 from retrieval_gate.core.untrusted import capped, visible
-from retrieval_gate.formats.corpus import document_texts
 from retrieval_gate.formats.source import Blob
 from retrieval_gate.inputs.snapshot import Snapshot, TestSet
 from retrieval_gate.scoring.scores import Scores, UnitCoverage
@@ -128,4 +127,6 @@ def corpus_texts(snap: Snapshot, test_set: TestSet, docs: Iterable[str]) -> dict
     source = snap.blobs.get("corpus")
     if test_set.corpus is None or not isinstance(source, Blob):
         return {}
+    from retrieval_gate.formats.corpus import document_texts
+
     return document_texts(test_set.corpus, source, docs)

@@ -16,15 +16,18 @@ A new kind of signal is one more function here, and its reader.
 from __future__ import annotations
 
 from collections.abc import Sequence
+from typing import TYPE_CHECKING
 
 import numpy as np
 
 from retrieval_gate.decide.policy import SCORE_PREFIX, Missing
 from retrieval_gate.decide.signals import MissingCount, PairedSignal, apply_missing
 from retrieval_gate.gating.pipeline import RunScores
-from retrieval_gate.inputs.answer_scores import QueryScores
 from retrieval_gate.inputs.snapshot import TestSet
 from retrieval_gate.scoring.measures import Measure
+
+if TYPE_CHECKING:
+    from retrieval_gate.inputs.answer_scores import QueryScores
 
 FALSE_ABSTAIN = "FalseAbstain"
 

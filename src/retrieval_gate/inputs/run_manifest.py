@@ -22,7 +22,6 @@ import datetime as dt
 import json
 import os
 import re
-import subprocess
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path, PurePosixPath
@@ -32,7 +31,6 @@ from retrieval_gate.core.errors import InputError, NotComparableError
 from retrieval_gate.core.model import ChunkTable
 from retrieval_gate.formats import schema
 from retrieval_gate.formats.atomic import write_text_atomic
-from retrieval_gate.formats.corpus import read_chunk_table
 from retrieval_gate.formats.jsonfmt import loads
 from retrieval_gate.formats.jsonfmt import path as json_path
 from retrieval_gate.formats.source import Blob, display_name, is_regular_file, read_blob
@@ -147,6 +145,8 @@ def load_run_chunks(manifest: RunManifest) -> ChunkTable | None:
             f"{manifest.source}:{json_path('chunking', 'sha256')}: chunk table {blob.name} has "
             f"sha256 {blob.sha256}, the manifest pins {pinned} — the chunking changed after the "
             "manifest was written: rewrite the manifest with gate run-manifest --chunks")
+    from retrieval_gate.formats.corpus import read_chunk_table
+
     return read_chunk_table(blob)
 
 
@@ -352,6 +352,8 @@ def current_commit() -> str | None:
     """``GITHUB_SHA`` when set, else ``git rev-parse HEAD`` in the current folder, else None."""
     if os.environ.get("GITHUB_SHA"):
         return os.environ["GITHUB_SHA"]
+    import subprocess
+
     try:
         done = subprocess.run(["git", "rev-parse", "HEAD"], capture_output=True, text=True,
                               timeout=10, check=False)

@@ -41,17 +41,14 @@ from retrieval_gate.core.ranking import IdIndex
 from retrieval_gate.core.stages import StageContract, contracts_of
 from retrieval_gate.formats import read_qrels, read_queries, schema
 from retrieval_gate.formats.atomic import leftovers, write_text_atomic
-from retrieval_gate.formats.corpus import read_chunk_table, read_corpus
 from retrieval_gate.formats.jsonfmt import loads
 from retrieval_gate.formats.jsonfmt import path as json_path
-from retrieval_gate.formats.permissions import read_access, read_corpus_access
 from retrieval_gate.formats.source import Blob, display_name, is_regular_file, read_blob
 from retrieval_gate.scoring.evidence import spans_in_corpus
 from retrieval_gate.scoring.measures import EXPONENTIAL, Measure, default_measures, parse_measures
 from retrieval_gate.scoring.rules import POLICY_NAMES, ScoringPolicy
 from retrieval_gate.scoring.scores import query_set
 from retrieval_gate.scoring.units import UnitChoice, choose_unit, judged_ids, judged_outside
-from retrieval_gate.scoring.visibility import access_warnings
 
 COMPONENTS = ("queries", "qrels", "corpus", "chunking", "permissions")
 FILE_COMPONENTS = ("queries", "qrels", "corpus", "chunking", "permissions")
@@ -143,6 +140,8 @@ class Snapshot:
         format, and its runs are not checked against it."""
         if self.file("corpus") is None or "unit" not in self.document["chunking"]:
             return None
+        from retrieval_gate.formats.corpus import read_corpus
+
         return read_corpus(self._source("corpus"))
 
     def read_access(self) -> AccessTable | None:
@@ -151,8 +150,11 @@ class Snapshot:
         where it has the field), else either alone; None when neither (every document public
         and in force). A snapshot without a unit (from before access data) only hashes its
         permissions file."""
-        if "unit" not in self.document["chunking"]:
+        if "unit" not in self.document["chunking"] or (self.file("corpus") is None
+                                                       and self.file("permissions") is None):
             return None
+        from retrieval_gate.formats.permissions import read_access, read_corpus_access
+
         corpus = None if self.file("corpus") is None else self._source("corpus")
         if self.file("permissions") is not None:
             return read_access(self._source("permissions"), corpus)
@@ -160,8 +162,11 @@ class Snapshot:
 
     def read_chunks(self) -> ChunkTable | None:
         """The pinned chunk table of chunk judgments, or None."""
-        return None if self.file("chunking") is None else read_chunk_table(
-            self._source("chunking"))
+        if self.file("chunking") is None:
+            return None
+        from retrieval_gate.formats.corpus import read_chunk_table
+
+        return read_chunk_table(self._source("chunking"))
 
 
 def load_snapshot(path: str | os.PathLike[str], verify_files: bool = True) -> Snapshot:
@@ -397,6 +402,8 @@ def load_test_set(snapshot: Snapshot) -> TestSet:
         spans_in_corpus(qrels.spans or {}, corpus, qrels.source)
     access = snapshot.read_access()
     if access is not None:
+        from retrieval_gate.scoring.visibility import access_warnings
+
         warnings.extend(access_warnings(access, queries, qrels))
     return TestSet(queries, qrels, tuple(answerable), tuple(unanswerable), tuple(warnings),
                    corpus, chunks, access)
@@ -464,6 +471,8 @@ def freeze(output: str | os.PathLike[str], *, queries: str | os.PathLike[str],
     if chunks_file is not None:
         _inside(chunks_file, folder, "--chunks")
         blobs["chunking"] = read_blob(chunks_file)
+    from retrieval_gate.formats.corpus import read_chunk_table, read_corpus
+
     choice = choose_unit(
         read_qrels(blobs["qrels"]), blobs["qrels"], given=unit, chunking_version=chunking_version,
         corpus=read_corpus(blobs["corpus"]) if unit is None and "corpus" in blobs else None,

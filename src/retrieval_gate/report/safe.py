@@ -25,8 +25,8 @@ workflow command when a job prints it.
 
 from __future__ import annotations
 
-import html as _html
 import re
+from functools import cache
 
 from retrieval_gate.core.untrusted import capped, visible
 
@@ -37,16 +37,20 @@ __all__ = ["LINE", "NAME", "PATH", "TEXT", "html", "markdown", "markdown_code",
 NAME, PATH, TEXT, LINE = 80, 160, 200, 400
 
 _ZERO_WIDTH = "\u200b"
-_REFERENCES = re.compile(
-    r"@(?!(?<=[A-Za-z0-9_]@)\d+(?![\w.-]))"  # a mention or an e-mail address; not k of Recall@k
-    r"|#|/(?=/)|(?i:www)(?=\.)|(?i:\bgh)(?=-\d)")
 _MARKUP = str.maketrans({**{c: f"\\{c}" for c in "\\`*_[]()!#+-.|~$="},
                          "&": "&amp;", "<": "&lt;", ">": "&gt;", '"': "&quot;"})
 
 
+@cache
+def _references() -> re.Pattern[str]:
+    """Where GitHub would link (compiled on first use: the text report needs none of it)."""
+    return re.compile(  # first a mention or an e-mail address (not the k of Recall@k)
+        r"@(?!(?<=[A-Za-z0-9_]@)\d+(?![\w.-]))|#|/(?=/)|(?i:www)(?=\.)|(?i:\bgh)(?=-\d)")
+
+
 def _unlinked(text: str, limit: int) -> str:
     """``text`` capped, made visible, and with a zero-width space wherever GitHub would link."""
-    return _REFERENCES.sub(lambda m: m.group(0) + _ZERO_WIDTH, visible(capped(text, limit)))
+    return _references().sub(lambda m: m.group(0) + _ZERO_WIDTH, visible(capped(text, limit)))
 
 
 def markdown(text: str, limit: int = LINE) -> str:
@@ -64,11 +68,15 @@ def markdown_code(text: str, limit: int = PATH) -> str:
 
 def markdown_html(text: str, limit: int = LINE) -> str:
     """``text`` as the text of an HTML element in a Markdown document (``<summary>``)."""
+    import html as _html  # on first use (it imports html.entities): HTML in Markdown, HTML
+
     return _html.escape(_unlinked(text, limit))
 
 
 def html(value: str, limit: int = LINE) -> str:
     """``value`` as HTML text or a quoted attribute value that shows exactly it: at most
     ``limit`` characters, made visible, HTML-escaped, and never a workflow command in a log."""
+    import html as _html
+
     text = _html.escape(visible(capped(value, limit)), quote=True)
     return text.replace("::", ":&#58;").replace("##[", "#&#35;[")
