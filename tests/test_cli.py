@@ -259,9 +259,14 @@ def test_internal_error_exits_70_without_traceback(monkeypatch):
 
 
 def test_help_imports_neither_numpy_nor_scipy():
-    help_ = ("from retrieval_gate.cli import cli\n"
-             "try:\n    cli(['--help'], prog_name='gate')\nexcept SystemExit:\n    pass")
-    assert imported_by(help_, ("numpy", "scipy")) == []
+    """``gate --help`` and a command's help: no numpy, scipy or jsonschema, nor the package's
+    readers and gate."""
+    heavy = ("numpy", "scipy", "jsonschema", "retrieval_gate.core.model",
+             "retrieval_gate.gating.gate")
+    for args in (["--help"], ["check", "--help"], ["score", "--help"]):
+        help_ = ("from retrieval_gate.cli import cli\n"
+                 f"try:\n    cli({args!r}, prog_name='gate')\nexcept SystemExit:\n    pass")
+        assert imported_by(help_, heavy) == [], args
 
 
 def test_score_imports_only_what_it_uses():
