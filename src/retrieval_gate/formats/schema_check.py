@@ -1,5 +1,5 @@
 """A fast validity check of a document against one of the shipped JSON Schemas, so that a valid
-manifest or config is accepted without importing jsonschema (about 50 ms of a command's start).
+manifest or config is accepted without importing jsonschema (some 40 ms of a command's start).
 
 It is conservative: :func:`conforms` answers True only when jsonschema's
 ``Draft202012Validator`` (without a format checker, as :mod:`~retrieval_gate.formats.schema`
