@@ -297,6 +297,21 @@ def test_commands_start_openblas_with_one_thread_unless_told():
         assert done.stdout.splitlines()[-1] == f"{kept} True"
 
 
+def test_the_command_line_leaves_its_objects_to_the_end_of_the_process(tmp_path):
+    """``gate`` freezes the garbage collector's objects before it exits (shutdown does not
+    trace them again); what the command wrote is complete, and ``atexit`` functions still
+    run."""
+    out = tmp_path / "scores.json"
+    probe = ("import atexit, gc, sys\n"
+             "atexit.register(lambda: sys.stderr.write(f'frozen {gc.get_freeze_count() > 0}\\n'))\n"
+             "from retrieval_gate.cli import main\nmain()")
+    done = subprocess.run([sys.executable, "-c", probe, "score", str(SEEDS / "001_fixture.json"),
+                           "--output-format", "json", "-o", str(out)],
+                          capture_output=True, text=True, check=False)
+    assert done.returncode == 0 and done.stderr.splitlines()[-1] == "frozen True"
+    assert json.loads(out.read_text())["means"]["RR@10"] == 0.5
+
+
 def test_scores_equal_only_at_float32_precision_warn_at_the_cutoff(tmp_path):
     """Distinct as float64 (the gate's order, trec_eval 10's), equal as float32 (trec_eval
     9.x and pytrec_eval): the gate ranks 'a' first and says the peers may not."""

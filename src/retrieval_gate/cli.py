@@ -738,7 +738,19 @@ def main() -> None:
         code = fault.exit_code
     if code == EXIT_ENVIRONMENT:
         _discard_stdout()
+    _no_collection_at_exit()
     sys.exit(code if isinstance(code, int) else 0)
+
+
+def _no_collection_at_exit() -> None:
+    """A process-wide choice, made here and not in the library: the process is about to end,
+    so its objects are moved out of the garbage collector's reach (``gc.freeze``) and the
+    interpreter's shutdown does not trace them all once more (with numpy and the package
+    loaded, 20–40 ms of a short command). Objects are still freed, files closed and ``atexit``
+    functions run as before; only unreachable cycles are left to the end of the process."""
+    import gc
+
+    gc.freeze()
 
 
 def _discard_stdout() -> None:
