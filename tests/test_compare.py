@@ -295,18 +295,23 @@ def test_each_row_of_a_multi_row_call_matches_scipy_on_that_row():
                 assert_same_percentile_interval(got[r].low, got[r].high, ref)
 
 
-def _bootstrap_t_upper(d: np.ndarray, resamples: int, seed: int, tail: float) -> float:
-    """An independent bootstrap-t upper bound: one draw of every resample's indices (as the
-    gate and SciPy draw them), each resample's mean and standard deviation, the t statistics,
-    and numpy's own linear quantile."""
+def _bootstrap_t(d: np.ndarray, resamples: int, seed: int) -> np.ndarray:
+    """An independent bootstrap-t distribution: one draw of every resample's indices (as the
+    gate and SciPy draw them), each resample's mean and standard deviation, the t statistics
+    (±1e300 for a resample without spread, on the side of its mean)."""
     n = d.size
     idx = np.random.default_rng(seed).integers(0, n, (resamples, n))
     sample = d[idx]
     means, sds = sample.mean(axis=1), sample.std(axis=1, ddof=1)
     with np.errstate(divide="ignore", invalid="ignore"):
         t = (means - d.mean()) / (sds / np.sqrt(n))
-    t = np.where(sds > 0, t, np.sign(means - d.mean()) * 1e300)
-    return float(d.mean() - np.quantile(t, tail) * d.std(ddof=1) / np.sqrt(n))
+    return np.where(sds > 0, t, np.sign(means - d.mean()) * 1e300)
+
+
+def _bootstrap_t_upper(d: np.ndarray, resamples: int, seed: int, tail: float) -> float:
+    """The bootstrap-t upper bound from :func:`_bootstrap_t` and numpy's own linear quantile."""
+    t = _bootstrap_t(d, resamples, seed)
+    return float(d.mean() - np.quantile(t, tail) * d.std(ddof=1) / np.sqrt(d.size))
 
 
 @pytest.mark.parametrize("method", ["percentile", "BCa"])
@@ -328,16 +333,10 @@ def test_the_family_bound_is_the_bootstrap_t_upper_bound(name, method):
 
 def _bootstrap_t_p(d: np.ndarray, resamples: int, seed: int, null: float) -> float:
     """An independent bootstrap-t p-value that the mean lies below ``null``: the t statistics
-    of :func:`_bootstrap_t_upper`'s resamples, counted at or below the observed one, with the
-    Monte-Carlo correction (1 + count)/(B + 1)."""
-    n = d.size
-    idx = np.random.default_rng(seed).integers(0, n, (resamples, n))
-    sample = d[idx]
-    means, sds = sample.mean(axis=1), sample.std(axis=1, ddof=1)
-    with np.errstate(divide="ignore", invalid="ignore"):
-        t = (means - d.mean()) / (sds / np.sqrt(n))
-    t = np.where(sds > 0, t, np.sign(means - d.mean()) * 1e300)
-    observed = (d.mean() - null) / (d.std(ddof=1) / np.sqrt(n))
+    of :func:`_bootstrap_t` counted at or below the observed one, with the Monte-Carlo
+    correction (1 + count)/(B + 1)."""
+    t = _bootstrap_t(d, resamples, seed)
+    observed = (d.mean() - null) / (d.std(ddof=1) / np.sqrt(d.size))
     return float((1 + np.sum(t <= observed)) / (resamples + 1))
 
 
