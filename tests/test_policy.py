@@ -219,6 +219,19 @@ def test_a_large_family_still_flags_a_clear_drop():
     assert resolution_warning(BEFORE, 60) is None
 
 
+def test_the_same_loss_on_every_query_up_to_rounding_is_a_regression():
+    """100 queries that each lost 0.3, computed as differences of scores (0.6 − 0.9, 0.3 − 0.6,
+    …): equal up to one unit in the last place. That is no spread — the interval is the value,
+    the p-value the sign test's of 100 losses — not rounding divided by rounding."""
+    baseline = np.resize(np.array([0.9, 0.6, 0.7, 1.0]), 100)
+    d = (baseline - 0.3) - baseline
+    assert len(set(d.tolist())) > 1
+    for policy in (ONE, BEFORE):
+        (c,) = run(d, policy)
+        assert c.ci_method == "constant" and c.decision == "regression"
+        assert c.p_regression == 0.5 ** 100 and c.ci_high_adjusted == d[0]
+
+
 def test_a_bound_beyond_the_floats_stays_finite():
     """One query lost 2e12 (a score on a huge scale), the others nothing: resamples without
     spread make the studentized bound ±1e300 × a spread, beyond the floats; it is kept finite

@@ -68,6 +68,16 @@ def _as_differences(d: np.ndarray | Sequence[float] | Sequence[Sequence[float]],
     return arr
 
 
+def no_spread(rows: np.ndarray) -> np.ndarray:
+    """Per row (the last axis), whether its values are equal up to rounding: they differ by
+    at most 4 units in the last place of the largest magnitude. Differences of scores carry
+    such noise (0.6 − 0.3 and 0.9 − 0.6 differ by one ulp): a row of 100 queries that each
+    lost 0.3 has no spread to studentize, and its bootstrap-t would divide rounding by
+    rounding."""
+    spread = rows.max(axis=-1) - rows.min(axis=-1)
+    return spread <= 4 * np.finfo(np.float64).eps * np.abs(rows).max(axis=-1)
+
+
 def _check_probability(name: str, value: float) -> float:
     value = float(value)
     if not 0.0 < value < 1.0:
@@ -506,7 +516,7 @@ def bootstrap_ci(
                                        p_lower=None if h0 is None else 1.0)
                      for _ in range(m))
 
-    constant = rows.max(axis=-1) == rows.min(axis=-1)  # n == 1 is constant too
+    constant = no_spread(rows)  # n == 1 is constant too
     out: list[BootstrapInterval | None] = [
         BootstrapInterval(float(rows[r, 0]), float(rows[r, 0]), "constant",
                           upper=float(rows[r, 0]) if wider else None,
@@ -625,7 +635,7 @@ def minimum_detectable_drop(
     n = arr.size
     if n < 2:
         return None
-    if arr.max() == arr.min():
+    if bool(no_spread(arr)):
         return 0.0
     sd = float(np.std(arr, ddof=1))
     tail = alpha if one_sided else alpha / 2

@@ -21,6 +21,8 @@ from collections.abc import Sequence
 
 import numpy as np
 
+from retrieval_gate.decide.paired import no_spread
+
 _EPSILON = 1e-16
 _TINY = 1e-300
 _MAX_TERMS = 100_000
@@ -141,14 +143,15 @@ def paired_t_p(d: np.ndarray | Sequence[float], null: float = 0.0) -> float:
     """One-sided p-value of the paired t-test that the mean of ``d`` is below ``null``:
     ``P(T_{n−1} ≤ (d̄ − null)/(s/√n))``, ``s`` the standard deviation (ddof = 1).
 
-    Without spread the t statistic is undefined; then the p-value is the exact sign test's: no
-    value → 1.0 (no evidence); n equal values (one value included) → ``2⁻ⁿ`` if they are below
-    ``null`` (n losses out of n, each a coin flip under a symmetric null), else 1.0.
+    Without spread (equal values up to rounding: :func:`~retrieval_gate.decide.paired.no_spread`)
+    the t statistic is undefined; then the p-value is the exact sign test's: no value → 1.0 (no
+    evidence); n equal values (one value included) → ``2⁻ⁿ`` if they are below ``null`` (n
+    losses out of n, each a coin flip under a symmetric null), else 1.0.
     """
     arr = np.asarray(d, dtype=np.float64)
     if arr.size == 0:
         return 1.0
-    if arr.size == 1 or arr.max() == arr.min():
+    if bool(no_spread(arr)):
         return 0.5 ** arr.size if float(arr[0]) < null else 1.0
     # computed on d/max|d|, so that tiny or huge values neither underflow nor overflow the
     # squares; a statistic beyond the floats is ±∞
@@ -166,7 +169,7 @@ def paired_t_upper(d: np.ndarray | Sequence[float], tail: float) -> float:
     arr = np.asarray(d, dtype=np.float64)
     if arr.size == 0:
         return 0.0
-    if arr.size == 1 or arr.max() == arr.min():
+    if bool(no_spread(arr)):
         return float(arr[0])
     mean, error = _mean_and_error(arr)
     bound = mean - t_quantile(tail, arr.size - 1) * error
