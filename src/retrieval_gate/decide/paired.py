@@ -42,6 +42,7 @@ __all__ = [
     "holm",
     "minimum_detectable_drop",
     "sign_test",
+    "smallest_p",
 ]
 
 BootstrapMethod = Literal["bca", "percentile"]
@@ -76,6 +77,12 @@ def no_spread(rows: np.ndarray) -> np.ndarray:
     rounding."""
     spread = rows.max(axis=-1) - rows.min(axis=-1)
     return spread <= 4 * np.finfo(np.float64).eps * np.abs(rows).max(axis=-1)
+
+
+def smallest_p(resamples: int) -> float:
+    """The smallest bootstrap-t p-value (:attr:`BootstrapInterval.p_lower`) that ``resamples``
+    resamples give: 1/(B + 1)."""
+    return 1.0 / (resamples + 1)
 
 
 def _check_probability(name: str, value: float) -> float:

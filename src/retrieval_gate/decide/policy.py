@@ -72,6 +72,7 @@ from retrieval_gate.decide.paired import (
     holm,
     minimum_detectable_drop,
     sign_test,
+    smallest_p,
 )
 from retrieval_gate.decide.student_t import paired_t_p, paired_t_upper
 
@@ -446,7 +447,7 @@ def regression_p(d: np.ndarray, null: float, bootstrap_p: float, signs: SignTest
       (McNemar's test) joins the max: with few changed queries both approximations are too
       eager there."""
     t_p = paired_t_p(d, null)
-    p = t_p if bootstrap_p <= 1.0 / (resamples + 1) else max(bootstrap_p, t_p)
+    p = t_p if bootstrap_p <= smallest_p(resamples) else max(bootstrap_p, t_p)
     changed = np.abs(d)
     changed = changed[changed > tie_band]
     if changed.size and bool(np.allclose(changed, changed[0], rtol=1e-9, atol=0.0)):
@@ -461,11 +462,11 @@ def resolution_warning(policy: GatePolicy, family: int) -> str | None:
     if policy.regression_test != "holm" or family < 1:
         return None
     level = policy.alpha / family
-    if level >= 1.0 / (policy.resamples + 1):
+    if level >= smallest_p(policy.resamples):
         return None
     needed = math.ceil(20 * family / policy.alpha)
     return (f"{policy.resamples:,} bootstrap resamples resolve p-values down to "
-            f"{1 / (policy.resamples + 1):.2g}, above the family's strictest level "
+            f"{smallest_p(policy.resamples):.2g}, above the family's strictest level "
             f"{level:.2g} (α/{family}): below it the t-test decides without the studentized "
             f"bootstrap's check; set resamples ≥ {needed:,}")
 
@@ -491,13 +492,13 @@ def decide_pairs(rows: Sequence[Paired], policy: GatePolicy, family: int | None 
     decided."""
     gating = [i for i, r in enumerate(rows) if r.fields["in_family"]]
     members = max(len(gating) if family is None else family, len(gating), 1)
-    adjusted = [r.fields["sign_p"] for r in rows]
-    for i, p in zip(gating, holm([rows[i].fields["sign_p"] for i in gating]).tolist()):
-        adjusted[i] = p
-    # outside the family: as the family's strictest member would be (Bonferroni at m)
-    regression = [min(1.0, r.fields["p_regression"] * members) for r in rows]
-    for i, p in zip(gating, holm([rows[i].fields["p_regression"] for i in gating]).tolist()):
-        regression[i] = p if members == len(gating) else min(1.0, p * members / len(gating))
+    adjusted = _holm_over([r.fields["sign_p"] for r in rows], gating)
+    # the members: Holm at α·m_q/m; outside the family: as the family's strictest member
+    # would be (Bonferroni at m)
+    regression = [(p if members == len(gating) else min(1.0, p * members / len(gating)))
+                  if r.fields["in_family"] else min(1.0, p * members)
+                  for r, p in zip(rows, _holm_over([r.fields["p_regression"] for r in rows],
+                                                   gating))]
     holm_test = policy.regression_test == "holm"
     comparisons = []
     for pair, p_holm, p_regression_holm in zip(rows, adjusted, regression):
@@ -515,6 +516,15 @@ def decide_pairs(rows: Sequence[Paired], policy: GatePolicy, family: int | None 
                                       decision_note=note,
                                       improvement=note is None and pair.low_turned > 0))
     return tuple(comparisons)
+
+
+def _holm_over(values: list[float], members: list[int]) -> list[float]:
+    """``values`` with those at the positions ``members`` Holm-adjusted together, the others as
+    they are."""
+    adjusted = list(values)
+    for i, p in zip(members, holm([values[i] for i in members]).tolist()):
+        adjusted[i] = p
+    return adjusted
 
 
 def _mean(values: np.ndarray) -> float | None:
