@@ -99,7 +99,7 @@ def t_quantile(p: float, df: float) -> float:
     if df == 2:
         return (2 * p - 1) / math.sqrt(2 * p * (1 - p))
     if p > 0.5:
-        return -t_quantile(1.0 - p, df) if 1.0 - p > 0.0 else math.inf
+        return -t_quantile(1.0 - p, df)
     # Newton steps on log P(T ≤ t) − log p, which is close to linear in log|t| far in the tail
     # (P ~ c·|t|^−df) and near the centre alike, from the Cornish-Fisher start or the tail's
     # asymptote, whichever lies further out; bisection of the bracket [low, high] when a step
@@ -118,8 +118,9 @@ def t_quantile(p: float, df: float) -> float:
             high = t
         else:
             low = t
-        step = ((math.log(cdf) - target) * cdf / _t_density(t, df)
-                if cdf > 0 and _t_density(t, df) > 0 else math.inf)
+        density = _t_density(t, df)
+        step = ((math.log(cdf) - target) * cdf / density if cdf > 0 and density > 0
+                else math.inf)
         following = t - step
         if not low < following < high:
             following = (low + high) / 2 if low > -math.inf else 2 * t
