@@ -26,6 +26,7 @@ truncated holds only what it still holds.
 from __future__ import annotations
 
 from collections.abc import Sequence
+from dataclasses import replace
 
 import numpy as np
 
@@ -43,8 +44,9 @@ def _named(ids: Sequence[bytes], count: int) -> str:
 
 
 def attach_chunks(run: RunRows, table: ChunkTable) -> RunRows:
-    """``run`` with each item's document, offsets and tokens from the chunk ``table``.
-    InputError (exit 2) naming the first unknown chunk ids and their count."""
+    """``run`` with each item's document, offsets and tokens from the chunk ``table`` (the
+    rest as the run gives it: scores, latencies, abstentions). InputError (exit 2) naming the
+    first unknown chunk ids and their count."""
     index = IdIndex(table.ids)
     rows = np.arange(len(run.qcodes))
     found = np.concatenate([index.find(take_items(run.items, rows[i:i + _BLOCK]))
@@ -57,8 +59,8 @@ def attach_chunks(run: RunRows, table: ChunkTable) -> RunRows:
                          f"the chunk table {table.source}: {_named(ids, len(ids))}",
                          "rank chunks of this chunking only, or give the run's own chunk "
                          "table", line)
-    return RunRows(run.source, run.query_ids, run.qcodes, run.items, run.scores, run.lines,
-                   table.doc[found], table.start[found], table.end[found], table.tokens[found])
+    return replace(run, doc_ids=table.doc[found], starts=table.start[found],
+                   ends=table.end[found], tokens=table.tokens[found])
 
 
 def require_in_corpus(source: str, corpus: Corpus, docs: np.ndarray | ItemIds,
