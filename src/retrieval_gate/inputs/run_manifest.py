@@ -415,8 +415,9 @@ def _require_declared_chunking(snapshot: Snapshot, manifest: RunManifest, role: 
     which chunking the run was made with — a version, or a chunk table whose hash can be
     compared with the pinned one: a re-chunked run would otherwise pass for the judged
     chunking and its new chunk ids score as unjudged. A snapshot without a unit (from before
-    units) takes its runs to be of its chunking."""
-    if snapshot.document["chunking"].get("unit") != "chunk":
+    units) takes its runs to be of its chunking. A run of per-query scores only ranks no chunk,
+    so it has no chunking to declare."""
+    if snapshot.document["chunking"].get("unit") != "chunk" or not manifest.ranked:
         return
     judged, own = snapshot.document["chunking"], manifest.chunking or {}
     if _declares_chunking(snapshot, manifest):
