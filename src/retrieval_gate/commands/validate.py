@@ -152,13 +152,15 @@ def record_run(snapshot: str | os.PathLike[str], run: str | os.PathLike[str] | N
             (contract, blobs[name]) for contract, name in matched]
     else:
         rankings = [(None, blob)]
-    score_stages(loaded, test_set, rankings, chunks=table)
+    recorded = dict(score_stages(loaded, test_set, rankings, chunks=table).recorded)
     target = Path(output) if output else manifest_path(run)
     chunking = (None if chunks is None and chunking_version is None else chunking_record(
         table_blob, chunks, target, chunking_version, chunking_params))
-    records = [stage_record(name, blobs[name], file, target) for name, file in stages]
+    records = [stage_record(name, blobs[name], file, target, recorded.get(name))
+               for name, file in stages]
+    last = recorded.get(None, recorded.get(stages[-1][0]) if stages else None)
     document = make_run_manifest(loaded, blob, system, commit, created, chunking, records,
-                                 timed_on)
+                                 timed_on, last)
     if scores is not None:
         document["scores"] = _scores(scores, scores_format, judge, test_set, target)
     write_run_manifest(document, target)

@@ -137,7 +137,9 @@ class GatePolicy:
     with margin 0.02, the ``all`` slice, α = 0.05, 10,000 BCa resamples with seed 0, tie band 0,
     regression rule ``estimate`` and test ``holm``, at least 25 queries to certify anything, fail on regression,
     a failed per-query score an error (``missing``: see
-    :func:`retrieval_gate.decide.signals.apply_missing`).
+    :func:`retrieval_gate.decide.signals.apply_missing`), span judgments cut by one run's
+    chunking not trusted to decide in its favour (``accept_cut_spans``: see
+    :mod:`retrieval_gate.gating.cut_spans`).
     """
 
     gates: tuple[GatedMeasure, ...] = (GatedMeasure("Recall@10"), GatedMeasure("nDCG@10"))
@@ -154,6 +156,7 @@ class GatePolicy:
     min_queries: int = DEFAULT_MIN_QUERIES
     fail_on: FailOn = "regression"
     missing: Missing = "error"
+    accept_cut_spans: bool = False
     power: float = field(default=POWER, init=False)
 
     def __post_init__(self) -> None:
@@ -186,6 +189,7 @@ class GatePolicy:
             "min_queries": self.min_queries,
             "fail_on": self.fail_on,
             "missing": self.missing,
+            **({"accept_cut_spans": True} if self.accept_cut_spans else {}),
             "power": self.power,
         }
 

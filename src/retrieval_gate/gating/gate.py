@@ -21,7 +21,7 @@ from typing import TYPE_CHECKING
 
 import numpy as np
 
-from retrieval_gate.core.errors import InputError
+from retrieval_gate.core.errors import InputError, NotComparableError
 from retrieval_gate.core.parallel import both
 from retrieval_gate.core.stages import REACHED, Funnel, loss_labels
 from retrieval_gate.decide.cost import CostRow, compare_costs, missing_costs
@@ -38,6 +38,7 @@ from retrieval_gate.decide.policy import (
     verdict,
 )
 from retrieval_gate.decide.signals import MissingCount, PairedSignal, compare_signals, family_of
+from retrieval_gate.gating.cut_spans import distrust_cut_spans, favoured
 from retrieval_gate.gating.instead import Instead, retrieved_instead
 from retrieval_gate.gating.outcome import (
     FunnelQuery,
@@ -54,6 +55,7 @@ from retrieval_gate.gating.outcome import (
 from retrieval_gate.gating.pipeline import (
     RunScores,
     ignored_stages,
+    score_ranking,
     score_stages,
     stage_sources,
     unranked,
@@ -64,6 +66,7 @@ from retrieval_gate.gating.sources import (
     measure_signals,
     score_signals,
 )
+from retrieval_gate.gating.unjudged import Redecide, Rescore, check_regressions
 from retrieval_gate.inputs.run_manifest import (
     RunManifest,
     load_run_chunks,
@@ -114,17 +117,26 @@ def run_gate(snapshot: str | os.PathLike[str], baseline: str | os.PathLike[str],
     pairs = _pairs(policy, gated.named, slices)
     rows = {**slices, UNANSWERABLE: np.arange(len(test_set.unanswerable))
             + len(test_set.answerable)}
-    costs_paired = cost_signals(base, cand)
+    costs_paired, uncompared = _compared_costs(base, cand)
     family = (family_of(signals, rows, pairs, policy)
               + cost_members(costs_paired, policy.costs, policy))
     # the costs' bootstrap is numpy work that releases the GIL: it runs beside the rest
     with ThreadPoolExecutor(max_workers=1, thread_name_prefix="cost-bootstrap") as pool:
         pending_costs = pool.submit(compare_costs, costs_paired, policy.costs, policy, family)
         comparisons, nothing = _decided(signals, rows, pairs, policy, family, base, cand, gated)
+        spans_cut = _spans_cut(manifests, (base, cand))
+        if not policy.accept_cut_spans:
+            comparisons = distrust_cut_spans(comparisons, [str(m) for m in gated.measures],
+                                             favoured(spans_cut, (manifests[0].chunking,
+                                                                  manifests[1].chunking)))
+        comparisons, unjudged = check_regressions(
+            comparisons, gated.measures, slices, snap, test_set,
+            _rescorer(snap, test_set, runs, manifests),
+            _redecider(signals, rows, pairs, policy, family, len(test_set.unanswerable)))
         found = _findings(snap, test_set, base, cand, signals, comparisons, slices, gated, cover,
                           nothing, policy)
         costs = pending_costs.result()
-    warnings = [*found.warnings, *_cost_warnings(manifests, costs),
+    warnings = [*found.warnings, *uncompared, *_cost_warnings(manifests, costs),
                 *_input_warnings(snap, manifests, (base, cand)),
                 *filter(None, [resolution_warning(policy, family)])]
     summary = None
@@ -144,7 +156,7 @@ def run_gate(snapshot: str | os.PathLike[str], baseline: str | os.PathLike[str],
         warnings=tuple(warnings), funnel=found.funnel, costs=costs, leaks=found.leaks,
         unanswerable=found.unanswerable, reasons=reasons, queries=found.queries,
         unchanged=found.unchanged, instead=found.instead, pool_bias=found.pool_bias,
-        family=family, scored_nothing=nothing, spans_cut=_spans_cut(manifests, (base, cand)),
+        family=family, scored_nothing=nothing, spans_cut=spans_cut, unjudged=unjudged,
         answer_scores=summary)
 
 
@@ -255,12 +267,22 @@ def _findings(snap: Snapshot, test_set: TestSet, base: RunScores, cand: RunScore
 
 def _unchanged(comparisons: tuple[Comparison, ...], base: RunScores, cand: RunScores,
                signals: list[PairedSignal]) -> bool:
-    """Whether nothing changed: every measure of every query, every abstention decision and
-    every gated signal equal in both runs."""
+    """Whether nothing changed: every measure of every query, every abstention decision,
+    every gated signal and every cost (each query's latency and context size, recorded by
+    both runs or by neither) equal in both runs."""
     return (all(c.wins == c.losses == 0 for c in comparisons)
             and np.array_equal(base.scores.values, cand.scores.values)
             and base.abstained == cand.abstained
-            and all(np.array_equal(s.baseline, s.candidate) for s in signals))
+            and all(np.array_equal(s.baseline, s.candidate) for s in signals)
+            and all(_same_cost(b, cand.costs()[metric]) for metric, b in base.costs().items()))
+
+
+def _same_cost(base: np.ndarray | None, cand: np.ndarray | None) -> bool:
+    """Whether both runs record a cost alike: neither, or both with equal values per query
+    (a query neither gives, NaN, is alike)."""
+    if base is None or cand is None:
+        return base is cand
+    return np.array_equal(base, cand, equal_nan=True)
 
 
 def _overall(comparisons: tuple[Comparison, ...], costs: tuple[CostRow, ...],
@@ -310,6 +332,14 @@ def _require_recorded(base: RunScores, cand: RunScores, gated: Gated, policy: Ga
                          "record it in both runs (latency_ms per query in JSON Lines runs; "
                          "token counts of the last stage's items), or remove the cost gate",
                          '$["cost"]')
+    stages = (base.cost_stages(), cand.cost_stages())
+    for metric in dict.fromkeys(gate.metric for gate in policy.costs):
+        if stages[0].get(metric) != stages[1].get(metric):
+            raise NotComparableError(
+                f"not comparable: {metric} is gated, and the runs measure it on different "
+                f"stages: {_measured_on(metric, stages)} — a cost summed over other stages is "
+                f"another cost: record {metric} on the same stages in both runs, or remove "
+                "the cost gate")
     for name in gated.decisions:
         for role, run in (("baseline", base), ("candidate", cand)):
             if run.abstained is None:
@@ -317,6 +347,35 @@ def _require_recorded(base: RunScores, cand: RunScores, gated: Gated, policy: Ga
                                  "records no abstained decision", 'record "abstained": true or '
                                  "false for every query of a JSON Lines run, or remove the gate",
                                  '$["gate"]')
+
+
+def _compared_costs(base: RunScores, cand: RunScores) -> tuple[list[PairedSignal], list[str]]:
+    """The cost signals (:func:`~retrieval_gate.gating.sources.cost_signals`) of the costs both
+    runs measure alike, and a warning for each cost left out: recorded by one run only, or
+    measured on different stages (a latency summed over other stages is another cost). A gated
+    cost was required alike before (:func:`_require_recorded`)."""
+    stages = (base.cost_stages(), cand.cost_stages())
+    warnings, alike = [], []
+    for signal in cost_signals(base, cand):
+        if stages[0][signal.name] == stages[1][signal.name]:
+            alike.append(signal)
+        else:
+            warnings.append(f"{signal.name}: the runs measure it on different stages "
+                            f"({_measured_on(signal.name, stages)}), so it is not compared — "
+                            "record it on the same stages in both runs")
+    for metric in base.costs():
+        if (metric in stages[0]) != (metric in stages[1]):
+            role = "baseline" if metric in stages[0] else "candidate"
+            warnings.append(f"{metric}: only the {role} records it, so it is not compared — "
+                            "record it in both runs")
+    return alike, warnings
+
+
+def _measured_on(metric: str, stages: tuple[dict[str, tuple[str, ...]], ...]) -> str:
+    """Where each run measures ``metric``: ``the baseline on candidates, context; the candidate
+    on context``."""
+    return "; ".join(f"the {role} on {', '.join(on.get(metric, ())) or 'no stage'}"
+                     for role, on in zip(("baseline", "candidate"), stages))
 
 
 def _require_scores_only(manifests: tuple[RunManifest, RunManifest], gated: Gated,
@@ -554,6 +613,40 @@ def _score_verified(snap: Snapshot, test_set: TestSet, runs: tuple[Path, Path],
     return scores
 
 
+def _rescorer(snap: Snapshot, test_set: TestSet, runs: tuple[Path, Path],
+              manifests: tuple[RunManifest, RunManifest]) -> Rescore:
+    """Scoring one measure again on both runs, for the unjudged items' check
+    (:mod:`retrieval_gate.gating.unjudged`): the ranking of the measure's stage read again and
+    checked against its manifest (exit 3 if it changed meanwhile)."""
+    def rescore(measure: Measure, condensed: bool) -> tuple[Scores, Scores]:
+        scored = []
+        for manifest, run in zip(manifests, runs):
+            contract, file, pinned = next(
+                source for source in stage_sources(snap, manifest, run)
+                if (None if source[0] is None else source[0].name) == measure.stage)
+            blob = read_run_file(file)
+            verify_run_hash(manifest, blob.sha256, pinned,
+                            None if contract is None else contract.name)
+            scored.append(score_ranking(snap, test_set, contract, blob, [measure],
+                                        load_run_chunks(manifest), condensed))
+        return scored[0], scored[1]
+    return rescore
+
+
+def _redecider(signals: list[PairedSignal], rows: dict[str, np.ndarray],
+               pairs: dict[tuple[str, str], PairPolicy], policy: GatePolicy, family: int,
+               unanswerable: int) -> Redecide:
+    """Deciding the family again with one measure's per-query values replaced (its condensed
+    values, for the unjudged items' check)."""
+    def redecide(name: str, base: np.ndarray, cand: np.ndarray) -> tuple[Comparison, ...]:
+        zeros = np.zeros(unanswerable)
+        replaced = [PairedSignal.of(name, np.concatenate([base, zeros]),
+                                    np.concatenate([cand, zeros]), s.lower_is_better, "score")
+                    if s.name == name else s for s in signals]
+        return compare_signals(replaced, rows, pairs, policy, family)
+    return redecide
+
+
 def _funnel_report(snap: Snapshot, base: Funnel, cand: Funnel, query_ids: tuple[str, ...]
                    ) -> FunnelReport:
     """Both runs' funnels side by side: units reaching each stage, losses by kind, the loss
@@ -639,6 +732,7 @@ def _resolved(gate: GatedMeasure, i: int, snap: Snapshot, source: str
         raise InputError(source, f"lower-is-better is set on {gate.measure}, which has its "
                          "own direction", "set lower-is-better on per-query scores "
                          "(score:NAME) only", f'$["gate"][{i}]["lower-is-better"]')
+    _require_defined_on_slice(gate, i, source)
     if gate.measure in (ABSTAIN, FALSE_ABSTAIN):
         return gate.measure, None
     if gate.measure.startswith(SCORE_PREFIX):
@@ -659,6 +753,31 @@ def _resolved(gate: GatedMeasure, i: int, snap: Snapshot, source: str
                          "gate one of them, or freeze a snapshot that scores it",
                          f'$["gate"][{i}]["measure"]')
     return str(measure), measure
+
+
+def _require_defined_on_slice(gate: GatedMeasure, i: int, source: str) -> None:
+    """InputError (exit 2) for a gate on a slice where its measure is not defined: on
+    ``unanswerable``, only ``Abstain`` and per-query scores are (a retrieval measure is 0 for
+    every run there, since no item is relevant, and ``FalseAbstain`` counts answerable
+    queries); ``Abstain`` is defined there only. A comparison of zeros would pass and join the
+    family, raising every other comparison's Holm-adjusted p."""
+    if gate.slice is None or gate.measure.startswith(SCORE_PREFIX):
+        return
+    on_unanswerable = gate.slice == UNANSWERABLE
+    if (gate.measure == ABSTAIN) == on_unanswerable:
+        return
+    if gate.measure == ABSTAIN:
+        problem = (f"Abstain is gated on slice '{gate.slice}', where it is not defined: it is "
+                   "the share of the unanswerable queries a run abstains on")
+        fix = ("gate Abstain without a slice (it is decided on 'unanswerable'), or gate "
+               f"FalseAbstain on '{gate.slice}'")
+    else:
+        why = ("it counts abstentions on answerable queries" if gate.measure == FALSE_ABSTAIN
+               else "no item is relevant to an unanswerable query, so every run scores 0")
+        problem = f"{gate.measure} is gated on slice 'unanswerable', where it is not defined: {why}"
+        fix = ("on 'unanswerable' gate Abstain or per-query scores (score:NAME); gate "
+               f"{gate.measure} on an answerable slice")
+    raise InputError(source, problem, fix, f'$["gate"][{i}]["slice"]')
 
 
 def _slices(test_set: TestSet, policy: GatePolicy, config: str | None,

@@ -9,12 +9,13 @@ from typing import Any
 from retrieval_gate.decide.cost import CostRow
 from retrieval_gate.decide.policy import Comparison, GatePolicy
 from retrieval_gate.gating.instead import Instead
+from retrieval_gate.gating.unjudged import Unjudged
 from retrieval_gate.inputs.snapshot import Snapshot
 from retrieval_gate.scoring.scores import Leak, Leaks
 
 __all__ = ["AnswerScores", "Comparison", "CostRow", "FunnelQuery", "FunnelReport", "FunnelRow", "Leak",
            "LeakReport", "Leaks", "QueryChange", "QueryRow", "Report", "RunSummary", "ScoreSummary", "UnanswerableRow",
-           "UnanswerableSide"]
+           "UnanswerableSide", "Unjudged"]
 
 
 @dataclass(frozen=True)
@@ -208,7 +209,9 @@ class Report:
     (``spans_cut``: a warning says how many); and ``family``, the
     size m of the family the decision used (its Bonferroni level is α/m): the comparisons and
     relative cost gates marked ``in_family``; with gated per-query scores, ``answer_scores``:
-    their files, judges, samples and failed scores."""
+    their files, judges, samples and failed scores; ``unjudged``: for each regression the
+    candidate's unjudged items put in question, what they did to it (those it rests on are
+    inconclusive: see :mod:`retrieval_gate.gating.unjudged`)."""
 
     verdict: str
     exit_code: int
@@ -235,6 +238,7 @@ class Report:
     spans_cut: tuple[str, ...] = ()
     family: int = 0
     answer_scores: AnswerScores | None = None
+    unjudged: tuple[Unjudged, ...] = ()
 
     @property
     def ranked(self) -> bool:

@@ -51,7 +51,9 @@ class RunScores:
     when none does); ``returned``: per unanswerable query, the items the last ranking returned,
     its top score and the leaks of every stage; ``cut``: with span judgments, the relevant
     spans cut by the run's chunking (its chunk table, else its items' places; None without
-    either)."""
+    either); ``recorded``: per ranking scored, its stage's name (None for a one-ranking run)
+    and the costs its file records (:data:`RECORDED`: ``latency_ms`` per query, ``tokens`` per
+    item)."""
 
     scores: Scores
     funnel: Funnel | None = None
@@ -62,6 +64,7 @@ class RunScores:
     abstained: dict[str, bool] | None = None
     returned: dict[str, tuple[int, float | None, int]] = field(default_factory=dict)
     cut: Cut | None = None
+    recorded: tuple[tuple[str | None, tuple[str, ...]], ...] = ()
 
     @property
     def ranked(self) -> bool:
@@ -70,6 +73,16 @@ class RunScores:
 
     def costs(self) -> dict[str, np.ndarray | None]:
         return {"latency_ms": self.latency_ms, "context_tokens": self.context_tokens}
+
+    def cost_stages(self) -> dict[str, tuple[str, ...]]:
+        """Per cost the run records, the stages it is measured on: ``latency_ms``, the stages
+        whose files record it (a query's latency is their sum); ``context_tokens``, the last
+        stage. A one-ranking run names no stage."""
+        named = [(name, costs) for name, costs in self.recorded if name is not None]
+        stages = {"latency_ms": tuple(name for name, costs in named if "latency_ms" in costs),
+                  "context_tokens": named[-1][:1] if named else ()}
+        return {metric: stages[metric] for metric, values in self.costs().items()
+                if values is not None}
 
 
 def unranked(snapshot: Snapshot, test_set: TestSet) -> RunScores:
@@ -211,6 +224,7 @@ class _Collected:
     placed: list[Boundaries] = field(default_factory=list)
     first: Scores | None = None
     last: Scores | None = None
+    recorded: list[tuple[str | None, tuple[str, ...]]] = field(default_factory=list)
 
     def add(self, stage: _Stage, rows: RunRows, with_funnel: bool) -> None:
         """One stage's measures (and the queries whose list is shorter than a measure's
@@ -228,6 +242,7 @@ class _Collected:
                                                  np.flatnonzero(scored.retrieved < measure.k))
         for text in scored.warnings:
             self.warnings.setdefault(text, []).append(stage.name or "")
+        self.recorded.append((stage.name, recorded_costs(rows)))
         self.latency = _add_latency(self.latency, rows, scored.query_ids)
         stage_leaks = scored.leaks if stage.cut is None else stage.cut.leaks
         if stage_leaks is not None:
@@ -271,7 +286,19 @@ class _Collected:
                     for q, (n, top, _) in last.returned.items()}
         return RunScores(scores, found, self.latency, self.tokens, self.short, merged,
                          self.abstained, returned, _spans_cut(snapshot, test_set, table,
-                                                              self.placed))
+                                                              self.placed),
+                         tuple(self.recorded))
+
+
+RECORDED = ("latency_ms", "tokens")  # the costs a run file may record
+
+
+def recorded_costs(rows: RunRows) -> tuple[str, ...]:
+    """The costs a run file records (of :data:`RECORDED`): ``latency_ms`` per query,
+    ``tokens`` for every item."""
+    return tuple(name for name, values in (("latency_ms", rows.latency_ms),
+                                           ("tokens", rows.tokens))
+                 if values is not None and (name != "tokens" or not (values < 0).any()))
 
 
 def _spans_cut(snapshot: Snapshot, test_set: TestSet, table: ChunkTable | None,
@@ -294,12 +321,23 @@ def _merged_leaks(per_stage: list[Leaks]) -> Leaks:
     return Leaks(sum(leaks.count for leaks in per_stage), per_query, rows)
 
 
+def score_ranking(snapshot: Snapshot, test_set: TestSet, contract: StageContract | None,
+                  source: Source, measures: Sequence[Measure], chunks: ChunkTable | None = None,
+                  condensed: bool = False) -> Scores:
+    """One ranking (a stage of ``contract``, or a one-ranking run) scored on ``measures``,
+    its items placed by ``chunks`` (the run's chunk table) or the snapshot's; on condensed
+    rankings with ``condensed`` (see :func:`~retrieval_gate.scoring.scores.condense`)."""
+    rows, _ = _read_stage(source, chunks or test_set.chunks, test_set)
+    return _score(snapshot, test_set, rows, measures, contract, False, condensed)
+
+
 def _score(snapshot: Snapshot, test_set: TestSet, rows: RunRows, measures: Sequence[Measure],
-           contract: StageContract | None, whole_list: bool) -> Scores:
+           contract: StageContract | None, whole_list: bool, condensed: bool = False) -> Scores:
     return score_run(test_set.qrels, rows, measures, snapshot.policy, test_set.queries,
                      corpus=test_set.corpus, min_coverage=snapshot.min_coverage,
                      limit=contract, whole_list=whole_list, access=test_set.access,
-                     by_item=snapshot.unit == "chunk")
+                     by_item=snapshot.unit == "chunk", documents=test_set.documents,
+                     condensed=condensed)
 
 
 def _merged(warnings: dict[str, list[str]], n_rankings: int) -> list[str]:

@@ -5,7 +5,7 @@ Keys (all optional): ``snapshot``, ``baseline``, ``candidate`` (paths, relative 
 holds the configuration), ``gate`` (a list of ``{measure, margin}``), ``slices``, ``alpha``,
 ``resamples``, ``seed``, ``tie-band``, ``bootstrap``, ``regression-rule``, ``regression-test``, ``min-queries``,
 ``fail-on``, ``cost`` (a list of ``{metric, stat, max-increase | max, min-queries}``),
-``leaks``. Without a file, a bare
+``leaks``, ``missing``, ``accept-cut-spans``. Without a file, a bare
 ``gate check`` looks for ``gate.toml``, then for a ``pyproject.toml`` with a
 ``[tool.retrieval-gate]`` table, in the current folder.
 
@@ -151,6 +151,7 @@ def config_from_mapping(document: Any, source: str, base: Path,
         min_queries=int(document.get("min-queries", defaults.min_queries)),
         fail_on=document.get("fail-on", defaults.fail_on),
         missing=document.get("missing", defaults.missing),
+        accept_cut_spans=bool(document.get("accept-cut-spans", defaults.accept_cut_spans)),
     )
     # normpath: baselines/x rather than examples/y/../../baselines/x in reports
     paths = {key: Path(os.path.normpath(base / document[key])) if key in document else None

@@ -243,8 +243,8 @@ def verify_run_hash(manifest: RunManifest, actual: str, pinned: str | None = Non
 def make_run_manifest(snapshot: Snapshot, run: str | os.PathLike[str] | Blob | None,
                       system: Mapping[str, Any] | None = None, commit: str | None = None,
                       created: str | None = None, chunking: Mapping[str, Any] | None = None,
-                      stages: Sequence[Mapping[str, str]] = (), timed_on: str | None = None
-                      ) -> dict[str, Any]:
+                      stages: Sequence[Mapping[str, Any]] = (), timed_on: str | None = None,
+                      costs: Sequence[str] | None = None) -> dict[str, Any]:
     """The manifest document of ``run`` (a path, or the run as read and scored: its bytes are
     what the manifest pins; None for a run of scores only, pinned by the caller) made on
     ``snapshot``. ``created`` defaults to now (UTC, whole
@@ -252,7 +252,8 @@ def make_run_manifest(snapshot: Snapshot, run: str | os.PathLike[str] | Blob | N
     records none; none found is an error); ``chunking`` is the run's chunking
     (:func:`chunking_record`), when it has one; ``stages`` the records of a pipeline run's
     stages (:func:`stage_record`), the last being ``run``; ``timed_on`` where its latencies
-    were measured."""
+    were measured; ``costs`` the costs the run file records (``latency_ms``, ``tokens``), when
+    it was read."""
     if created is not None and not re.fullmatch(r"\d{4}-\d{2}-\d{2}T\d{2}:\d{2}:\d{2}Z", created):
         raise InputError("--created", f"'{created}' is not a UTC time such as "
                          "2026-11-30T12:00:00Z", "write YYYY-MM-DDTHH:MM:SSZ, or leave it out "
@@ -261,6 +262,8 @@ def make_run_manifest(snapshot: Snapshot, run: str | os.PathLike[str] | Blob | N
     if run is not None:
         blob = run if isinstance(run, Blob) else read_run_file(run)
         document["run"] = {"file": Path(blob.name).name, "sha256": blob.sha256}
+        if costs is not None:
+            document["run"]["costs"] = list(costs)
     document |= {
         "snapshot": {"name": snapshot.name, "fingerprint": snapshot.fingerprint,
                      "components": snapshot.identity},
@@ -278,11 +281,17 @@ def make_run_manifest(snapshot: Snapshot, run: str | os.PathLike[str] | Blob | N
 
 
 def stage_record(name: str, stage: Blob, stage_path: str | os.PathLike[str],
-                 manifest: str | os.PathLike[str]) -> dict[str, str]:
+                 manifest: str | os.PathLike[str], costs: Sequence[str] | None = None
+                 ) -> dict[str, Any]:
     """One stage of a pipeline run's manifest written to ``manifest``: its name, its run file
-    ``stage_path`` relative to the manifest's folder (forward slashes), and the SHA-256 of its
-    bytes ``stage`` as read and scored."""
-    return {"name": name, "file": _relative(stage_path, manifest), "sha256": stage.sha256}
+    ``stage_path`` relative to the manifest's folder (forward slashes), the SHA-256 of its
+    bytes ``stage`` as read and scored, and the costs its file records (``latency_ms``,
+    ``tokens``), when it was read (a stage the snapshot does not score is only hashed)."""
+    record: dict[str, Any] = {"name": name, "file": _relative(stage_path, manifest),
+                              "sha256": stage.sha256}
+    if costs is not None:
+        record["costs"] = list(costs)
+    return record
 
 
 def _relative(file: str | os.PathLike[str], manifest: str | os.PathLike[str]) -> str:

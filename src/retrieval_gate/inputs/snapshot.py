@@ -365,7 +365,9 @@ def _interrupted(snapshot: Snapshot, component: str, file: Path, pinned: str, ac
 @dataclass(frozen=True)
 class TestSet:
     """The snapshot's queries and judgments, checked against each other, the pinned corpus
-    and chunk table, and the access data (None when not pinned)."""
+    and chunk table, and the access data (None when not pinned); ``documents``, with chunk
+    judgments and access data, each judged chunk's document (from the chunk table): access data
+    name documents, and a judgment reaches them through its chunk's."""
 
     queries: tuple[Query, ...]
     qrels: Qrels
@@ -375,6 +377,7 @@ class TestSet:
     corpus: Corpus | None = None
     chunks: ChunkTable | None = None
     access: AccessTable | None = None
+    documents: dict[str, str] | None = None
 
 
 def load_test_set(snapshot: Snapshot) -> TestSet:
@@ -401,12 +404,34 @@ def load_test_set(snapshot: Snapshot) -> TestSet:
                              "--corpus-file corpus.jsonl)", json_path("corpus"))
         spans_in_corpus(qrels.spans or {}, corpus, qrels.source)
     access = snapshot.read_access()
+    documents = None
     if access is not None:
         from retrieval_gate.scoring.visibility import access_warnings
 
-        warnings.extend(access_warnings(access, queries, qrels))
+        documents = _judged_documents(snapshot, qrels, access, chunks)
+        warnings.extend(access_warnings(access, queries, qrels, documents))
     return TestSet(queries, qrels, tuple(answerable), tuple(unanswerable), tuple(warnings),
-                   corpus, chunks, access)
+                   corpus, chunks, access, documents)
+
+
+def _judged_documents(snapshot: Snapshot, qrels: Qrels, access: AccessTable,
+                      chunks: ChunkTable | None) -> dict[str, str] | None:
+    """With chunk judgments, each judged chunk's document from the pinned chunk table (None
+    for other units: their ids, or their spans, name documents). Access data name documents,
+    so chunk judgments beside access data need the table: InputError (exit 2) without one —
+    every chunk would otherwise count as public and in force, its asker's leaks unseen."""
+    if snapshot.unit != "chunk" or not len(access.ids):
+        return None
+    if chunks is None:
+        raise InputError(snapshot.source, "the snapshot holds access or time data, which "
+                         "name documents, and its chunk judgments pin no chunk table to say "
+                         "which document each chunk is of", "freeze it with the chunking's "
+                         "chunk table (gate snapshot freeze --chunks FILE: id, doc_id, start, "
+                         "end per chunk)", json_path("chunking"))
+    ids = judged_ids(qrels)
+    found = IdIndex(chunks.ids).find(ids)  # every judged id is in the table (checked above)
+    return {chunk.decode(): document.decode()
+            for chunk, document in zip(ids.tolist(), chunks.doc[found].tolist())}
 
 
 def _judged_in_corpus(snapshot: Snapshot, qrels: Qrels, corpus: Corpus | None,

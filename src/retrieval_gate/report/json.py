@@ -12,7 +12,7 @@ import dataclasses
 from typing import Any
 
 from retrieval_gate.decide.policy import CostGate
-from retrieval_gate.gating.outcome import FunnelReport, Report, RunSummary
+from retrieval_gate.gating.outcome import FunnelReport, Report, RunSummary, Unjudged
 from retrieval_gate.report.score_table import to_json
 from retrieval_gate.report.verdict import error_lines, error_verdict
 
@@ -71,7 +71,20 @@ def report_document(report: Report) -> dict[str, Any]:
         "unchanged": report.unchanged,
         "instead": [dataclasses.asdict(row) for row in report.instead],
         "answer_scores": None if report.answer_scores is None else _answer_scores(report),
+        **({"unjudged": [_unjudged(u) for u in report.unjudged]} if report.unjudged else {}),
     }
+
+
+def _unjudged(found: Unjudged) -> dict[str, Any]:
+    """What the unjudged items did to one regression (present only when they put it in
+    question)."""
+    return {"measure": found.measure, "slice": found.slice, "slots": found.slots,
+            "baseline": found.baseline, "candidate": found.candidate,
+            "condensed": None if found.condensed is None else dataclasses.asdict(found.condensed),
+            "lookalike": None if found.lookalike is None else {
+                "baseline": found.lookalike[0], "candidate": found.lookalike[1],
+                "example": found.example},
+            "other_unit": found.other_unit, "depends": found.depends}
 
 
 def _answer_scores(report: Report) -> dict[str, Any]:

@@ -138,7 +138,8 @@ def queries_needed(c: Comparison) -> int | None:
 
 def next_step(report: Report) -> str:
     """What to do next, in one line fitted to the verdict: the leaks first; then runs whose
-    ids the judgments never count, and span judgments cut by one run's chunking; for a
+    ids the judgments never count, span judgments cut by one run's chunking, and regressions
+    that rest on unjudged items (another unit's ids, or items to judge); for a
     regression, the stage that lost the evidence, else the diagnosis below; with a pool-bias
     warning, judging the candidate's unjudged items; then a cost gate's regression; for an
     inconclusive verdict, how many queries would decide it; for a pass, nothing."""
@@ -200,6 +201,18 @@ def _pool_bias(report: Report) -> str | None:
     return "judge the candidate's unjudged items first: " + _pool_export(report)
 
 
+def _rests_on_unjudged(report: Report) -> str | None:
+    found = [u for u in report.unjudged if u.depends]
+    if not found:
+        return None
+    if any(u.other_unit for u in found):
+        return ("check the evidence unit: the candidate's unjudged items look like pieces of "
+                "judged units under other names (another chunking?) — judge spans (gate qrels "
+                "to-spans), or freeze with --unit chunk and the chunk table")
+    return ("judge the candidate's unjudged items: a regression rests on them — "
+            + _pool_export(report))
+
+
 def _regressed_queries(report: Report) -> str | None:
     regressed = _regressed(report)
     if not regressed:
@@ -226,7 +239,8 @@ def _undecided(report: Report) -> str | None:
 
 
 _STEPS: tuple[Callable[[Report], str | None], ...] = (
-    _leaking, _scored_nothing, _credited_nothing, _spans_cut, _lost_stage, _pool_bias,
+    _leaking, _scored_nothing, _credited_nothing, _spans_cut, _rests_on_unjudged, _lost_stage,
+    _pool_bias,
     _regressed_queries, _costly, _undecided)
 
 

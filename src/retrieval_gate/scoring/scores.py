@@ -13,7 +13,7 @@ from __future__ import annotations
 
 import json
 import math
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field, replace
 from typing import TYPE_CHECKING
 
@@ -203,7 +203,8 @@ def score_run(qrels: Qrels, run: RunRows, measures: Sequence[Measure],
               doc_map: dict[str, str] | None = None, corpus: Corpus | None = None,
               min_coverage: float = 1.0, limit: StageContract | None = None,
               whole_list: bool = False, access: AccessTable | None = None,
-              by_item: bool = False) -> Scores:
+              by_item: bool = False, documents: Mapping[str, str] | None = None,
+              condensed: bool = False) -> Scores:
     """Score ``run`` against ``qrels`` on every measure, per query; see the module docstring.
 
     With a ``corpus``, every document the scored items name must be in it (and every item's
@@ -219,7 +220,9 @@ def score_run(qrels: Qrels, run: RunRows, measures: Sequence[Measure],
     With ``access`` data (:mod:`retrieval_gate.scoring.visibility`), an item the query may not see or
     that is not in force on its day gains nothing, judgments of such documents are not
     counted, and the leaks among the items the measures read are listed. ``by_item`` keeps
-    items as they are even when they carry documents (chunk judgments name the chunks).
+    items as they are even when they carry documents (chunk judgments name the chunks);
+    ``documents`` then gives each judged chunk's document, which access data name.
+    ``condensed`` scores condensed rankings (:func:`condense`: the unjudged items removed).
 
     The steps, each a function below: the queries to score (:func:`query_set`), the run's
     places for span judgments (:func:`_placed`), the ranking (:func:`_rank`, then
@@ -231,7 +234,7 @@ def score_run(qrels: Qrels, run: RunRows, measures: Sequence[Measure],
         raise InputError("--measure", "no measure to compute", "name at least one measure")
     answerable, unanswerable, warnings = query_set(qrels, queries, policy)
     run = _placed(run, qrels, corpus)
-    ranked = _rank(run, measures, policy, doc_map, limit, whole_list,
+    ranked = _rank(run, measures, policy, doc_map, limit, whole_list or condensed,
                    collapse=qrels.spans is None and not by_item)
     if corpus is not None:
         _check_in_corpus(run.source, corpus, ranked)
@@ -244,7 +247,9 @@ def score_run(qrels: Qrels, run: RunRows, measures: Sequence[Measure],
         by_id = {q.id: q for q in queries or ()}
         flags, leaks = _access(access, ranked, by_id, index, skipped, measures)
     rows = _judge(ranked, qrels, answerable, index, policy, queries, min_coverage, flags,
-                  access)
+                  access, documents)
+    if condensed:
+        rows = condense(rows)
     values = _evaluate(rows, measures, policy.threshold)
     warnings += _measure_warnings(rows, ranked, measures, policy.threshold, answerable, index)
     return Scores(tuple(measures), tuple(answerable), values, tuple(unanswerable),
@@ -357,6 +362,33 @@ def _measure_warnings(rows: JudgedRows, ranked: RankedRun, measures: Sequence[Me
             *_fact_warnings(rows, measures, answerable), *_tie_warnings(ranked, measures, index)]
 
 
+def condense(rows: JudgedRows) -> JudgedRows:
+    """The condensed rankings of ``rows`` (Sakai, "Alternatives to Bpref", SIGIR 2007;
+    trec_eval's ``-J``): every unjudged item removed and the judged ones moved up, each query's
+    ranks counted again from 1; the judgments, R and the ideal ranking unchanged. A unit is
+    covered at the new rank of the item that covered it: only judged items cover a unit (an
+    item of a unit's document is judged), so removing the others changes no coverage, only its
+    rank. Items a query's asker may not see or that are not in force count as judged (they
+    stay, gaining nothing). Measures on these rows are the condensed measures (AP′, nDCG′,
+    ...); a cutoff k then reads the first k judged items of the whole ranking."""
+    keep = rows.judged
+    starts = np.searchsorted(rows.qidx, np.arange(rows.n_queries))  # rows grouped by query
+    kept_before = np.concatenate(([0], np.cumsum(keep)))
+    new_rank = kept_before[1:] - kept_before[starts[rows.qidx]]  # 1, 2, ... among the kept
+    covered = rows.judgment_rank != NEVER
+    at = starts[rows.judgment_qidx[covered]] + rows.judgment_rank[covered] - 1
+    judgment_rank = rows.judgment_rank.copy()
+    judgment_rank[covered] = np.where(keep[at], new_rank[at], NEVER)
+    return replace(
+        rows, qidx=rows.qidx[keep], rank=new_rank[keep], grade=rows.grade[keep],
+        judged=rows.judged[keep], retrieved=np.bincount(rows.qidx[keep],
+                                                        minlength=rows.n_queries),
+        judgment_rank=judgment_rank,
+        stale=None if rows.stale is None else rows.stale[keep],
+        family=None if rows.family is None else rows.family[keep],
+        version=None if rows.version is None else rows.version[keep])
+
+
 def _coverage(rows: JudgedRows, threshold: int) -> UnitCoverage:
     """The judged units' coverage by the scored items (see :class:`UnitCoverage`)."""
     return UnitCoverage(rows.judgment_qidx, rows.relevant_units(threshold),
@@ -422,12 +454,13 @@ def _returned(ranked: RankedRun, unanswerable: list[str], leaks: Leaks | None,
 
 def _judge(ranked: RankedRun, qrels: Qrels, answerable: list[str], index: dict[str, int],
            policy: ScoringPolicy, queries: Sequence[Query] | None, min_coverage: float,
-           flags: ItemAccess | None = None, access: AccessTable | None = None) -> JudgedRows:
+           flags: ItemAccess | None = None, access: AccessTable | None = None,
+           documents: Mapping[str, str] | None = None) -> JudgedRows:
     """Join the ranked items of the answerable queries with their judged units (ids or spans):
     each row's grade, and each unit's grade, fact and the rank that covers it. With access
     data (``flags`` per ranked row), rows the query may not see or not in force gain nothing,
-    and units of such documents are dropped. Under ``unjudged: error`` an unjudged item is an
-    InputError."""
+    and units of such documents are dropped (a judged chunk's document: from ``documents``).
+    Under ``unjudged: error`` an unjudged item is an InputError."""
     n = len(answerable)
     selected, qidx, rank = _answerable_rows(ranked, index)
     units = _units_of(qrels, answerable, queries)
@@ -437,7 +470,8 @@ def _judge(ranked: RankedRun, qrels: Qrels, answerable: list[str], index: dict[s
         stale, family = ~flags.in_force[selected], flags.family[selected]
         version = flags.row[selected]
         known = {q.id: q for q in queries or ()}
-        units = _acceptable_units(units, access, [known.get(q) or Query(q) for q in answerable])
+        units = _acceptable_units(units, access, [known.get(q) or Query(q) for q in answerable],
+                                  documents)
     if qrels.spans is not None:
         grade, judged, unit_rank = _grade_spans(ranked, selected, qidx, rank, units, ok,
                                                 min_coverage)
@@ -530,13 +564,20 @@ class _UnitNames:
         return [units.ids[i].decode(errors="replace") for i in at.tolist()]
 
 
-def _acceptable_units(units: _Units, access: AccessTable, asked: list[Query]) -> _Units:
+def _acceptable_units(units: _Units, access: AccessTable, asked: list[Query],
+                      documents: Mapping[str, str] | None = None) -> _Units:
     """``units`` without the judgments of documents their query may not see or that are not
-    in force on its day: not acceptable evidence, never counted in R or the ideal ranking."""
+    in force on its day: not acceptable evidence, never counted in R or the ideal ranking. A
+    judged chunk's document is in ``documents`` (chunk judgments); other units name theirs."""
     from retrieval_gate.scoring.visibility import askers, item_access
 
-    docs = (units.ids if not units.spans else
-            np.array([s.doc.encode() for s in units.spans], dtype="S"))
+    if units.spans:
+        docs = np.array([s.doc.encode() for s in units.spans], dtype="S")
+    elif documents and len(units.ids):
+        docs = np.array([documents.get(i, i).encode()
+                         for i in (b.decode() for b in units.ids.tolist())], dtype="S")
+    else:
+        docs = units.ids
     if not len(docs):
         return units
     flags = item_access(access, askers(access, asked), units.qidx, docs)

@@ -12,7 +12,8 @@ judgments by id (documents or chunks) without ``--unit``:
   Other judged ids outside it → refused: they name no document of the corpus (see
   :func:`judged_outside`).
 - No corpus: ids holding ``#`` (the usual chunk-id separator) in at least half of the judged
-  ids → refused; else ``document``, with the reason that nothing could be checked.
+  ids → refused; else ``document``, with the reason that nothing could be checked. Such ids
+  under ``--unit document`` are taken as given, and the reason says what that means.
 
 Span judgments (``start``, ``end``) are always ``span``. Every choice comes with its reason,
 in words, for ``gate snapshot freeze`` and ``gate init`` to print.
@@ -72,6 +73,12 @@ def choose_unit(qrels: Qrels, source: Source, *, given: str | None,
             raise InputError("--unit", f"is {given}, and the judgments {qrels.source} judge "
                              f"{'spans' if spans else 'ids'}", "give --unit span for judgments "
                              "with start and end, --unit document or chunk for judgments by id")
+        hashed = _hashed(judged_ids(qrels))
+        if given == "document" and corpus is None and hashed is not None:
+            return UnitChoice(given, f"given with --unit, although {hashed} — under document "
+                              "judgments a re-chunked run's new chunk ids are unjudged, and a "
+                              "regression resting on them is inconclusive; to compare "
+                              "chunkings, turn the judgments into spans (gate qrels to-spans)")
         return UnitChoice(given, "given with --unit")
     if qrels.spans is not None:
         return UnitChoice("span", "the judgments give start and end: spans of the corpus text")
@@ -98,13 +105,21 @@ def choose_unit(qrels: Qrels, source: Source, *, given: str | None,
             _refuse(qrels, f"{_of(len(outside), len(ids), *_NOT_DOCUMENTS)} of the corpus "
                     f"{corpus.source}, and {who} like chunk ids: {example}")
         raise judged_outside(qrels, source, outside, len(ids), corpus.source)
-    hashed = np.char.find(ids, b"#") >= 0 if len(ids) else np.zeros(0, dtype=bool)
-    if len(ids) and 2 * int(hashed.sum()) >= len(ids):
-        _refuse(qrels, f"{_of(int(hashed.sum()), len(ids), 'holds', 'hold')} '#', as chunk ids do "
-                f"(e.g. {_named(ids[hashed])}), and no corpus file says what the documents "
-                "are")
+    hashed = _hashed(ids)
+    if hashed is not None:
+        _refuse(qrels, f"{hashed}, and no corpus file says what the documents are")
     return UnitChoice("document", "no corpus file to check the judged ids against: they are "
                       "taken for document ids (give --corpus-file to have them checked)")
+
+
+def _hashed(ids: np.ndarray) -> str | None:
+    """When at least half the judged ``ids`` hold ``#``, as chunk ids do, how many (``132 of
+    the 132 judged ids hold '#', as chunk ids do (e.g. …)``); else None."""
+    hashed = np.char.find(ids, b"#") >= 0 if len(ids) else np.zeros(0, dtype=bool)
+    if not len(ids) or 2 * int(hashed.sum()) < len(ids):
+        return None
+    return (f"{_of(int(hashed.sum()), len(ids), 'holds', 'hold')} '#', as chunk ids do (e.g. "
+            f"{_named(ids[hashed])})")
 
 
 def judged_outside(qrels: Qrels, source: Source, outside: np.ndarray, judged: int,

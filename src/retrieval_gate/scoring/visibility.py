@@ -17,7 +17,7 @@ is not counted in R or in the ideal ranking.
 from __future__ import annotations
 
 import weakref
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 
 import numpy as np
@@ -115,11 +115,13 @@ def allowed(table: AccessTable, rows: np.ndarray) -> list[tuple[str, ...]]:
             for r in rows.tolist()]
 
 
-def access_warnings(table: AccessTable, queries: Sequence[Query], qrels: Qrels) -> list[str]:
+def access_warnings(table: AccessTable, queries: Sequence[Query], qrels: Qrels,
+                    documents: Mapping[str, str] | None = None) -> list[str]:
     """What ``freeze`` and ``validate`` say about the access data: principals of a scope that
     no ACL mentions (a typo grants nothing), and judgments at or above grade 1 of documents
     the query may not see or that are not in force on its day (usually a labelling slip; they
-    are never counted)."""
+    are never counted). ``documents`` gives the document of each judged chunk (chunk
+    judgments); other judgments name their document."""
     out = []
     who = askers(table, queries)
     if who.unknown:
@@ -131,8 +133,9 @@ def access_warnings(table: AccessTable, queries: Sequence[Query], qrels: Qrels) 
     pairs = [(position[q], unit.doc if isinstance(unit, Span) else unit)
              for q, labels in _positive(qrels) for unit in labels if q in position]
     if pairs:
+        of = documents or {}
         access = item_access(table, who, np.array([p for p, _ in pairs], dtype=np.int64),
-                             np.array([d.encode() for _, d in pairs], dtype="S"))
+                             np.array([of.get(d, d).encode() for _, d in pairs], dtype="S"))
         bad = ~(access.visible & access.in_force)
         if bad.any():
             shown = [f"{queries[pairs[i][0]].id}: {pairs[i][1]} "
