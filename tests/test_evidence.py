@@ -275,7 +275,11 @@ def chunked_runs(draw):
                                                                  HealthCheck.function_scoped_fixture])
 @given(data=chunked_runs())
 def test_span_scoring_of_one_span_items_is_chunk_scoring(tmp_path, data):
-    chunks, queries = data
+    _span_scoring_is_chunk_scoring(tmp_path, *data)
+
+
+def _span_scoring_is_chunk_scoring(tmp_path: Path, chunks: list, queries: dict,
+                                   condensed: bool = False) -> None:
     docs = sorted({c[1] for c in chunks})
     jsonl(tmp_path / "corpus.jsonl", [{"id": d, "text": "t" * 60} for d in docs])
     jsonl(tmp_path / "chunks.jsonl", [{"id": c, "doc_id": d, "start": s, "end": e}
@@ -292,14 +296,32 @@ def test_span_scoring_of_one_span_items_is_chunk_scoring(tmp_path, data):
     measures = parse_measures(ALL)
     policy = ScoringPolicy(missing="zero", extra="ignore")
     run = read_run(tmp_path / "run.trec")
-    by_chunk = score_run(read_qrels(tmp_path / "ids.jsonl"), run, measures, policy)
+    by_chunk = score_run(read_qrels(tmp_path / "ids.jsonl"), run, measures, policy,
+                         condensed=condensed)
     by_span = score_run(read_qrels(tmp_path / "spans.jsonl"),
                         attach_chunks(run, read_chunk_table(tmp_path / "chunks.jsonl")),
-                        measures, policy, corpus=read_corpus(tmp_path / "corpus.jsonl"))
+                        measures, policy, corpus=read_corpus(tmp_path / "corpus.jsonl"),
+                        condensed=condensed)
     spans, ids = by_span.per_query(), by_chunk.per_query()
     assert spans.keys() == ids.keys()
     for qid in ids:
         assert spans[qid] == pytest.approx(ids[qid], abs=1e-12), qid
+
+
+@settings(max_examples=40, deadline=None, suppress_health_check=[HealthCheck.too_slow,
+                                                                 HealthCheck.function_scoped_fixture])
+@given(data=chunked_runs())
+def test_condensed_span_scoring_of_one_span_items_is_condensed_chunk_scoring(tmp_path, data):
+    """On condensed rankings too, when every chunk of a judged document is judged (as span
+    judgments judge the rest of a judged document's text: grade 0): both units then remove
+    the same items."""
+    chunks, queries = data
+    whole = {}
+    for q, (judged, ranked) in queries.items():
+        docs = {c[1] for c, _ in judged}
+        graded = dict(judged)
+        whole[q] = ([(c, graded.get(c, 0)) for c in chunks if c[1] in docs], ranked)
+    _span_scoring_is_chunk_scoring(tmp_path, chunks, whole, condensed=True)
 
 
 # -- snapshots, run manifests, gate check ------------------------------------------------------

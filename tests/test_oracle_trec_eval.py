@@ -331,6 +331,58 @@ def test_cranfield_runs_vs_pytrec_eval(run_name):
     assert assert_agree(scores.per_query(), oracle, ORACLE_TOL) == 225 * len(MEASURES)
 
 
+# ---------------------------------------------------------------------------------------------
+# Condensed rankings: trec_eval -J (pytrec_eval's judged_docs_only_flag)
+
+
+def oracle_condensed(qrels, run, threshold: int = 1) -> dict[str, dict[str, float]]:
+    """Per query, our measure name -> value of trec_eval over the judged documents only (RR@k
+    is left out: trec_eval computes it on a run truncated before the unjudged are removed)."""
+    requested = {"map", "ndcg", "set_P", _cut("P", CUTOFFS), _cut("recall", CUTOFFS),
+                 _cut("map_cut", CUTOFFS), _cut("ndcg_cut", CUTOFFS), _cut("success", CUTOFFS)}
+    evaluator = pytrec_eval.RelevanceEvaluator(qrels, requested, relevance_level=threshold,
+                                               judged_docs_only_flag=True)
+    return {qid: {ours: values[theirs] for ours, theirs in measure_map().items()
+                  if theirs not in (None, "recip_rank")}
+            for qid, values in evaluator.evaluate(run).items()}
+
+
+@pytest.mark.parametrize(("qrels_name", "run_path", "threshold"), [
+    ("qrels.test", TE / "results.test", 1), ("qrels.rel_level", TE / "results.test", 2),
+    *((str(CRANFIELD / "qrels.tsv"), path, 1) for path in CRANFIELD_RUNS.values())])
+def test_condensed_rankings_vs_trec_eval_judged_only(qrels_name, run_path, threshold):
+    """Sakai's condensed rankings (the unjudged items removed before the cutoff) are what
+    trec_eval -J computes: every query, every measure, on trec_eval's test files (graded pools
+    with judged non-relevant documents) and on Cranfield (relevant documents judged only, so
+    a condensed ranking holds the relevant documents alone)."""
+    qrels_path = Path(qrels_name) if "/" in qrels_name else TE / qrels_name
+    mine = score_run(read_qrels(qrels_path), read_run(run_path), MEASURES,
+                     ScoringPolicy(threshold=threshold, missing="zero", unlabeled="zero"),
+                     condensed=True).per_query()
+    oracle = oracle_condensed(oracle_read_qrels(qrels_path), oracle_read_run(run_path),
+                              threshold)
+    assert assert_agree(mine, oracle, ORACLE_TOL) == len(oracle) * (len(MEASURES) - 7)
+    assert mine != ours(qrels_path, run_path, threshold, missing="zero",
+                        unlabeled="zero").per_query()
+
+
+def test_condensed_rankings_by_hand(tmp_path):
+    """u1 and u2 are unjudged: the condensed ranking is r1 n1 r2 (r relevant, n not); R = 3
+    (r3 never retrieved)."""
+    (tmp_path / "qrels").write_text("q 0 r1 1\nq 0 r2 1\nq 0 r3 1\nq 0 n1 0\n")
+    (tmp_path / "run").write_text("".join(f"q Q0 {d} {i} {10 - i} t\n" for i, d in
+                                          enumerate(["u1", "r1", "u2", "n1", "r2"], 1)))
+    measures = parse_measures(["P@2", "Recall@2", "RR@2", "AP@3", "Judged@3", "Hit@1"])
+    got = score_run(read_qrels(tmp_path / "qrels"), read_run(tmp_path / "run"), measures,
+                    condensed=True).per_query()["q"]
+    assert got == pytest.approx({"P@2": 0.5, "Recall@2": 1 / 3, "RR@2": 1.0,
+                                 "AP@3": (1 + 2 / 3) / 3, "Judged@3": 1.0, "Hit@1": 1.0})
+    standard = score_run(read_qrels(tmp_path / "qrels"), read_run(tmp_path / "run"),
+                         measures).per_query()["q"]
+    assert standard == pytest.approx({"P@2": 0.5, "Recall@2": 1 / 3, "RR@2": 0.5,
+                                      "AP@3": 0.5 / 3, "Judged@3": 1 / 3, "Hit@1": 0.0})
+
+
 def test_cranfield_hybrid_has_ties_at_cutoffs():
     # the hybrid run's ties are real: the tie warning fires and the comparison above covers them
     run = oracle_read_run(CRANFIELD / "runs" / "hybrid.trec")

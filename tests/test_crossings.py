@@ -1,0 +1,464 @@
+"""Where two features meet: each rule of docs/concepts (§ "Where features meet") reproduced from
+the command line as a user would meet it, with its expected refusal or verdict.
+
+- chunk judgments × access and time data: a chunk's document comes from the chunk table;
+  without one, the snapshot is refused;
+- pipeline stages × costs: latencies are compared over the stages both runs time, or not at
+  all (a gated one: exit 3); each run manifest records the costs its files carry;
+- slices × measures: a measure undefined on a slice cannot be gated there;
+- "nothing changed" covers the costs;
+- unjudged items × regressions: a regression must not rest on items nobody judged;
+- cut spans × decisions: a decision in favour of the chunking that cut the spans is not
+  trusted;
+- scores-only runs × chunk judgments: a run without a ranking declares no chunking;
+- the slice precedence of gates.
+"""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import pytest
+from conftest import ROOT, gate
+
+PYDOC = ROOT / "examples" / "pydoc"
+
+
+def _lines(path: Path, rows: list[dict]) -> Path:
+    path.write_text("".join(json.dumps(r) + "\n" for r in rows), encoding="utf-8")
+    return path
+
+
+def _run(folder: Path, name: str, rankings: dict[str, list], **per_query: dict) -> Path:
+    """A JSON Lines run: per query its items (an id, or a dict of item fields), scores
+    descending; ``per_query`` adds a field per query (``latency_ms={"q1": 3.0}``)."""
+    rows = []
+    for qid, items in rankings.items():
+        row = {"query_id": qid, "items": [{**({"id": i} if isinstance(i, str) else i),
+                                           "score": 100 - r} for r, i in enumerate(items)]}
+        row.update({key: values[qid] for key, values in per_query.items() if qid in values})
+        rows.append(row)
+    return _lines(folder / f"{name}.jsonl", rows)
+
+
+def _check(folder: Path, baseline: Path, candidate: Path, *args: str | Path
+           ) -> tuple[int, dict | None, str, str]:
+    """``gate check`` (text on stdout, the JSON report written beside): exit code, report,
+    standard output, standard error."""
+    report = folder / "report.json"
+    report.unlink(missing_ok=True)
+    code, out, err = gate("check", "--snapshot", folder / "snapshot.json", "--baseline",
+                          baseline, "--candidate", candidate, "--json", report, *args)
+    return code, json.loads(report.read_text()) if report.exists() else None, out, err
+
+
+def _config(folder: Path, text: str) -> Path:
+    path = folder / "gate.toml"
+    path.write_text('resamples = 1000\nmin-queries = 1\n' + text)
+    return path
+
+
+# -- chunk judgments × access and time ------------------------------------------------------------
+
+def _chunk_world(folder: Path) -> None:
+    """``secret`` only alice may see, ``old`` out of force on the queries' day, ``pub``
+    public; both queries asked by bob; q1's judgments include a chunk of ``secret``."""
+    _lines(folder / "permissions.jsonl", [{"id": "secret", "acl": ["alice"]},
+                                          {"id": "old", "valid_to": "2020-01-01"}])
+    _lines(folder / "chunks.jsonl", [
+        {"id": c, "doc_id": c.split("#")[0], "start": 5 * int(c[-1]), "end": 5 * int(c[-1]) + 5}
+        for c in ("pub#0", "pub#1", "secret#0", "old#0")])
+    _lines(folder / "queries.jsonl", [{"id": q, "scope": ["bob"], "as_of": "2024-01-01"}
+                                      for q in ("q1", "q2")])
+    _lines(folder / "qrels.jsonl", [{"query_id": "q1", "doc_id": "pub#0", "grade": 1},
+                                    {"query_id": "q1", "doc_id": "secret#0", "grade": 1},
+                                    {"query_id": "q2", "doc_id": "pub#0", "grade": 1}])
+
+
+def _freeze_chunks(folder: Path, *extra: str | Path) -> tuple[int, str, str]:
+    return gate("snapshot", "freeze", "--queries", folder / "queries.jsonl", "--qrels",
+                folder / "qrels.jsonl", "--corpus-version", "c", "--permissions-version", "p",
+                "--permissions-file", folder / "permissions.jsonl", "--unit", "chunk",
+                "--chunking-version", "v1", "-m", "Recall@2", "-m", "Stale@2", *extra,
+                "-o", folder / "snapshot.json")
+
+
+def test_chunk_judgments_beside_access_data_need_the_chunk_table(tmp_path: Path) -> None:
+    _chunk_world(tmp_path)
+    code, _, err = _freeze_chunks(tmp_path)
+    assert code == 2 and not (tmp_path / "snapshot.json").exists()
+    assert err.startswith("error: ") and "pin no chunk table" in err and "--chunks" in err
+
+
+def test_a_snapshot_of_chunk_judgments_and_access_data_without_a_table_is_refused_everywhere(
+        tmp_path: Path) -> None:
+    """A snapshot written before the rule (or by hand) is refused by every command that reads
+    its test set, with the fix: no chunk counts as public and in force by default."""
+    _chunk_world(tmp_path)
+    assert _freeze_chunks(tmp_path, "--chunks", tmp_path / "chunks.jsonl")[0] == 0
+    snapshot = json.loads((tmp_path / "snapshot.json").read_text())
+    del snapshot["chunking"]["path"], snapshot["chunking"]["sha256"]
+    (tmp_path / "snapshot.json").write_text(json.dumps(snapshot))
+    run = _run(tmp_path, "run", {"q1": ["pub#0"], "q2": ["pub#0"]})
+    for args in (("validate", tmp_path / "snapshot.json"),
+                 ("run-manifest", "--snapshot", tmp_path / "snapshot.json", "--run", run,
+                  "--chunking-version", "v1")):
+        code, _, err = gate(*args)
+        assert code == 2 and "pin no chunk table" in err, err
+    assert not (tmp_path / "run.jsonl.manifest.json").exists()
+
+
+def test_chunk_items_reach_access_and_time_data_through_the_chunk_table(tmp_path: Path) -> None:
+    """The candidate returns a chunk of ``secret`` to bob (a leak) and a chunk of ``old`` (stale);
+    q1's judgment of the secret chunk is not evidence for bob: its R is 1, not 2."""
+    _chunk_world(tmp_path)
+    code, out, err = _freeze_chunks(tmp_path, "--chunks", tmp_path / "chunks.jsonl")
+    assert code == 0, err
+    assert "q1: secret#0 (not visible)" in out + err  # the labelling slip, named at freeze
+    base = _run(tmp_path, "base", {"q1": ["pub#0", "pub#1"], "q2": ["pub#0", "pub#1"]})
+    cand = _run(tmp_path, "cand", {"q1": ["pub#0", "secret#0"], "q2": ["pub#0", "old#0"]})
+    for run in (base, cand):
+        assert gate("run-manifest", "--snapshot", tmp_path / "snapshot.json", "--run", run,
+                    "--chunking-version", "v1")[0] == 0
+    config = _config(tmp_path, '[[gate]]\nmeasure = "Recall@2"\nmargin = 0.1\n')
+    code, report, out, _ = _check(tmp_path, base, cand, "--config", config)
+    assert code == 1 and report is not None and report["reasons"] == ["leak"]
+    assert report["leaks"]["candidate"]["per_query"] == {"q1": 1}
+    assert report["leaks"]["candidate"]["rows"][0]["document"] == "secret"
+    values = {row["query"]: row for row in report["queries"]}
+    assert values["q1"]["baseline"]["Recall@2"] == 1.0  # R = 1: secret#0 is not evidence
+    assert values["q2"]["candidate"]["Stale@2"] == 0.5
+    assert out.startswith("REGRESSION: leak: the candidate returns 1 item")
+
+
+# -- pipeline stages × costs --------------------------------------------------------------------
+
+def _pipeline(folder: Path) -> None:
+    _lines(folder / "queries.jsonl", [{"id": f"q{i}"} for i in range(30)])
+    _lines(folder / "qrels.jsonl", [{"query_id": f"q{i}", "doc_id": "d1", "grade": 1}
+                                    for i in range(30)])
+    code, _, err = gate("snapshot", "freeze", "--queries", folder / "queries.jsonl", "--qrels",
+                        folder / "qrels.jsonl", "--corpus-version", "c", "--permissions-version",
+                        "p", "--unit", "document", "--stage", "candidates:5",
+                        "--stage", "context:3", "-m", "Recall@3 [context]",
+                        "-o", folder / "snapshot.json")
+    assert code == 0, err
+
+
+def _pipeline_run(folder: Path, name: str, timed: tuple[str, ...], latency: float) -> Path:
+    """A pipeline run ranking d1 first in both stages; ``timed`` stages record ``latency``."""
+    (folder / name).mkdir()
+    queries = {f"q{i}": ["d1", "d2", "d3"] for i in range(30)}
+    args: list[str | Path] = []
+    for stage in ("candidates", "context"):
+        times = {q: latency + int(q[1:]) for q in queries} if stage in timed else {}
+        args += ["--stage", f"{stage}={_run(folder / name, stage, queries, latency_ms=times)}"]
+    code, _, err = gate("run-manifest", "--snapshot", folder / "snapshot.json", *args)
+    assert code == 0, err
+    return folder / name / "context.jsonl"
+
+
+def test_the_run_manifest_records_the_costs_each_stage_file_carries(tmp_path: Path) -> None:
+    _pipeline(tmp_path)
+    run = _pipeline_run(tmp_path, "cand", ("context",), 5.0)
+    manifest = json.loads((tmp_path / "cand" / "context.jsonl.manifest.json").read_text())
+    assert [(s["name"], s["costs"]) for s in manifest["stages"]] == [
+        ("candidates", []), ("context", ["latency_ms"])]
+    assert manifest["run"]["costs"] == ["latency_ms"] and run.exists()
+
+
+@pytest.mark.parametrize("swapped", [False, True])
+def test_latencies_of_different_stages_are_not_compared(tmp_path: Path, swapped: bool) -> None:
+    """The candidate stops timing its first stage: its latency halves on paper. Gated, the runs
+    are not comparable (exit 3, naming the stages); shown only, the cost is left out with a
+    warning — never a pass for the run that times less, nor a regression for the other."""
+    _pipeline(tmp_path)
+    both = _pipeline_run(tmp_path, "both", ("candidates", "context"), 10.0)
+    last = _pipeline_run(tmp_path, "last", ("context",), 10.0)
+    base, cand = (last, both) if swapped else (both, last)
+    gated = _config(tmp_path, '[[cost]]\nmetric = "latency_ms"\nstat = "mean"\n'
+                              'max-increase = 0.2\n[[gate]]\nmeasure = "Recall@3 [context]"\n'
+                              'margin = 0.1\n')
+    code, report, _, err = _check(tmp_path, base, cand, "--config", gated)
+    assert code == 3 and err.startswith("error: not comparable: latency_ms is gated")
+    on = ("candidates, context", "context")
+    assert (f"the baseline on {on[swapped]}; the candidate on {on[not swapped]}") in err
+    shown = _config(tmp_path, '[[gate]]\nmeasure = "Recall@3 [context]"\nmargin = 0.1\n')
+    code, report, out, _ = _check(tmp_path, base, cand, "--config", shown)
+    assert code == 0 and report is not None
+    assert [row["metric"] for row in report["costs"]] == []
+    assert any(w.startswith("latency_ms: the runs measure it on different stages")
+               for w in report["warnings"])
+    assert not report["unchanged"] and "nothing changed" not in out
+
+
+def test_a_cost_recorded_by_one_run_only_is_said_not_compared(tmp_path: Path) -> None:
+    _pipeline(tmp_path)
+    timed = _pipeline_run(tmp_path, "timed", ("candidates", "context"), 10.0)
+    untimed = _pipeline_run(tmp_path, "untimed", (), 0.0)
+    shown = _config(tmp_path, '[[gate]]\nmeasure = "Recall@3 [context]"\nmargin = 0.1\n')
+    _, report, _, _ = _check(tmp_path, timed, untimed, "--config", shown)
+    assert report is not None and "latency_ms: only the baseline records it, so it is not " \
+        "compared — record it in both runs" in report["warnings"]
+
+
+def test_nothing_changed_means_the_costs_too(tmp_path: Path) -> None:
+    """The same rankings, the candidate half as fast: the headline must not say nothing
+    changed; with the same latencies too, it does."""
+    _pipeline(tmp_path)
+    slow = _pipeline_run(tmp_path, "slow", ("candidates", "context"), 20.0)
+    fast = _pipeline_run(tmp_path, "fast", ("candidates", "context"), 10.0)
+    same = _pipeline_run(tmp_path, "same", ("candidates", "context"), 20.0)
+    shown = _config(tmp_path, '[[gate]]\nmeasure = "Recall@3 [context]"\nmargin = 0.1\n')
+    code, report, out, _ = _check(tmp_path, slow, fast, "--config", shown)
+    assert code == 0 and report is not None and not report["unchanged"]
+    assert out.splitlines()[:2] == ["PASS: no material regression (exit 0)",
+                                    "Next: nothing to do"]
+    assert {row["stat"]: row["ratio"] for row in report["costs"]}["p50"] < 0.75
+    code, report, out, _ = _check(tmp_path, slow, same, "--config", shown)
+    assert report is not None and report["unchanged"]
+    assert out.startswith("PASS: nothing changed")
+
+
+# -- slices × measures --------------------------------------------------------------------------
+
+@pytest.mark.parametrize(("gated", "words"), [
+    ("Recall@10:unanswerable=0.02",
+     "Recall@10 is gated on slice 'unanswerable', where it is not defined"),
+    ("nDCG@10:unanswerable=0.02", "nDCG@10 is gated on slice 'unanswerable'"),
+    ("FalseAbstain:unanswerable=0.02", "FalseAbstain is gated on slice 'unanswerable'"),
+    ("Abstain:all=0.02", "Abstain is gated on slice 'all', where it is not defined"),
+])
+def test_a_measure_cannot_be_gated_on_a_slice_where_it_is_undefined(gated: str,
+                                                                    words: str) -> None:
+    """On the unanswerable queries no item is relevant: both runs score 0 there, and such a
+    comparison would pass and double the real one's Holm-adjusted p-value."""
+    code, _, err = gate("check", "--config", ROOT / "examples" / "policies" / "gate.toml",
+                        "--gate", "Recall@10=0.05", "--gate", gated)
+    assert code == 2 and words in err and err.count("\n") == 1, err
+
+
+@pytest.mark.parametrize(("config", "gated"), [
+    (ROOT / "examples" / "policies" / "gate.toml", "Abstain:unanswerable=0.1"),
+    (PYDOC / "answers.toml", "score:token_f1:unanswerable=0.1"),
+])
+def test_abstain_and_scores_are_gated_on_the_unanswerable_slice(tmp_path: Path, config: Path,
+                                                                gated: str) -> None:
+    code, _, err = gate("check", "--config", config, "--gate", "Recall@10=0.05", "--gate",
+                        gated, "--json", tmp_path / "report.json")
+    assert code in (0, 1), err
+    report = json.loads((tmp_path / "report.json").read_text())
+    assert (gated.rpartition(":")[0], "unanswerable") in {
+        (c["measure"], c["slice"]) for c in report["comparisons"]}
+
+
+def test_a_gate_on_one_slice_wins_over_the_same_measures_gate_on_every_slice(
+        tmp_path: Path) -> None:
+    """Whatever their order in the configuration: the slice's own margin decides there, the
+    general one everywhere else."""
+    for first, second in ((("all", 0.5), ("paraphrase", 0.01)),
+                          (("paraphrase", 0.01), ("all", 0.5))):
+        gates = "".join(f'[[gate]]\nmeasure = "Recall@10"\nmargin = {margin}\n'
+                        + ("" if where == "all" else f'slice = "{where}"\n')
+                        for where, margin in (first, second))
+        config = _config(tmp_path, 'slices = ["all", "paraphrase"]\n' + gates)
+        _lines(tmp_path / "queries.jsonl", [{"id": f"q{i}", "tags": ["paraphrase"] if i % 2
+                                             else []} for i in range(30)])
+        _lines(tmp_path / "qrels.jsonl", [{"query_id": f"q{i}", "doc_id": "d1", "grade": 1}
+                                          for i in range(30)])
+        assert gate("snapshot", "freeze", "--queries", tmp_path / "queries.jsonl", "--qrels",
+                    tmp_path / "qrels.jsonl", "--corpus-version", "c", "--permissions-version",
+                    "p", "--unit", "document", "-o", tmp_path / "snapshot.json")[0] == 0
+        runs = [_run(tmp_path, name, {f"q{i}": ["d1"] for i in range(30)})
+                for name in ("a", "b")]
+        for run in runs:
+            assert gate("run-manifest", "--snapshot", tmp_path / "snapshot.json", "--run",
+                        run)[0] == 0
+        _, report, _, _ = _check(tmp_path, *runs, "--config", config)
+        assert report is not None
+        assert {c["slice"]: c["margin"] for c in report["comparisons"]} == {
+            "all": 0.5, "paraphrase": 0.01}
+
+
+# -- scores-only runs × chunk judgments -------------------------------------------------------
+
+def test_runs_of_scores_only_need_no_chunking_on_a_chunk_snapshot(tmp_path: Path) -> None:
+    for name in ("queries.jsonl", "qrels-chunks-300.jsonl"):
+        (tmp_path / name).write_bytes((PYDOC / "chunk-judgments" / name).read_bytes())
+    (tmp_path / "chunks.jsonl").write_bytes((PYDOC / "chunks-300.jsonl").read_bytes())
+    assert gate("snapshot", "freeze", "--queries", tmp_path / "queries.jsonl", "--qrels",
+                tmp_path / "qrels-chunks-300.jsonl", "--corpus-version", "c",
+                "--permissions-version", "p", "--unit", "chunk", "--chunking-version", "c300",
+                "--chunks", tmp_path / "chunks.jsonl", "-o", tmp_path / "snapshot.json")[0] == 0
+    runs = []
+    for name in ("bm25-300", "bm25-200"):
+        scores = tmp_path / f"{name}.scores.jsonl"
+        scores.write_bytes((PYDOC / "answers" / f"{name}.scores.jsonl").read_bytes())
+        code, _, err = gate("run-manifest", "--snapshot", tmp_path / "snapshot.json",
+                            "--scores", scores)
+        assert code == 0, err
+        runs.append(scores)
+    code, report, _, err = _check(tmp_path, *runs, "--no-config", "--gate",
+                                  "score:token_f1=0.05")
+    assert code == 0 and report is not None, err
+    assert [c["measure"] for c in report["comparisons"]] == ["score:token_f1"]
+
+
+# -- unjudged items × regressions ---------------------------------------------------------------
+
+def test_a_regression_on_chunk_ids_of_another_chunking_rests_on_unjudged_items(
+        tmp_path: Path) -> None:
+    """Chunk judgments frozen as documents without a corpus, then a re-chunked candidate: its
+    new chunk ids are unjudged, and look like pieces of the judged ones (``compound#12``
+    beside judged ``compound#7``). Its drop of 0.41 rests on them: inconclusive, naming the
+    unit — not a regression with the advice to judge every item."""
+    for name in ("queries.jsonl", "qrels-chunks-300.jsonl"):
+        (tmp_path / name).write_bytes((PYDOC / "chunk-judgments" / name).read_bytes())
+    base, cand = tmp_path / "base.trec", tmp_path / "cand.trec"
+    base.write_bytes((ROOT / "baselines" / "pydoc" / "bm25-300.trec").read_bytes())
+    cand.write_bytes((PYDOC / "runs" / "bm25-200.trec").read_bytes())
+    code, out, err = gate("snapshot", "freeze", "--queries", tmp_path / "queries.jsonl",
+                          "--qrels", tmp_path / "qrels-chunks-300.jsonl", "--corpus-version",
+                          "c", "--permissions-version", "p", "--unit", "document",
+                          "-o", tmp_path / "snapshot.json")
+    assert code == 0, err
+    assert "unit: document — given with --unit, although 132 of the 132 judged ids hold '#'" \
+        in out
+    for run in (base, cand):
+        assert gate("run-manifest", "--snapshot", tmp_path / "snapshot.json", "--run",
+                    run)[0] == 0
+    code, report, out, _ = _check(tmp_path, base, cand, "--no-config", "--gate",
+                                  "Recall@10=0.05")
+    assert code == 0 and report is not None
+    (row,) = report["comparisons"]
+    assert row["mean_diff"] < -0.4 and row["decision"] == "inconclusive"
+    assert row["decision_note"].startswith("depends on 348 unjudged items that look like "
+                                           "pieces of judged ones ('compound#12' beside judged "
+                                           "'compound#7'; the baseline ranks 226)")
+    (found,) = report["unjudged"]
+    assert found["other_unit"] and found["depends"] and found["lookalike"]["candidate"] == 348
+    assert out.splitlines()[1].startswith("Next: check the evidence unit")
+    assert _check(tmp_path, base, cand, "--no-config", "--gate", "Recall@10=0.05",
+                  "--fail-on", "inconclusive")[0] == 4
+
+
+POOL = [f"r{i}" for i in range(2)] + [f"n{i}" for i in range(6)]  # judged: relevant, not
+
+
+def _pooled(folder: Path, candidate: dict[str, list[str]]) -> tuple[Path, Path]:
+    """30 queries whose judgments name two relevant documents and six non-relevant ones (a
+    judged pool); the baseline ranks them relevant first. Returns the baseline and the
+    candidate (its rankings given), each with its manifest."""
+    _lines(folder / "queries.jsonl", [{"id": f"q{i:02d}"} for i in range(30)])
+    _lines(folder / "qrels.jsonl", [{"query_id": f"q{i:02d}", "doc_id": d,
+                                     "grade": int(d[0] == "r")} for i in range(30) for d in POOL])
+    assert gate("snapshot", "freeze", "--queries", folder / "queries.jsonl", "--qrels",
+                folder / "qrels.jsonl", "--corpus-version", "c", "--permissions-version", "p",
+                "--unit", "document", "-m", "Recall@5", "-o", folder / "snapshot.json")[0] == 0
+    runs = (_run(folder, "base", {f"q{i:02d}": POOL for i in range(30)}),
+            _run(folder, "cand", candidate))
+    for run in runs:
+        assert gate("run-manifest", "--snapshot", folder / "snapshot.json", "--run", run)[0] == 0
+    return runs
+
+
+def test_a_regression_that_vanishes_on_the_judged_items_alone_is_inconclusive(
+        tmp_path: Path) -> None:
+    """The candidate puts five unjudged documents first: Recall@5 0 → the drop of 1.0 holds
+    only while they count as non-relevant. On condensed rankings (the unjudged removed) it
+    finds both relevant documents: no drop — so it depends on the 150 unjudged items."""
+    runs = _pooled(tmp_path, {f"q{i:02d}": [f"u{j}" for j in range(5)] + POOL
+                              for i in range(30)})
+    code, report, out, _ = _check(tmp_path, *runs, "--no-config", "--gate", "Recall@5=0.05")
+    assert code == 0 and report is not None
+    (row,) = report["comparisons"]
+    assert row["mean_diff"] == -1.0 and row["decision"] == "inconclusive"
+    assert row["decision_note"].startswith("depends on 150 unjudged items: the candidate's top "
+                                           "k holds 150 unjudged items on this slice, the "
+                                           "baseline's 0, and on the judged items alone "
+                                           "(condensed rankings) Δ = +0.0000, pass")
+    (found,) = report["unjudged"]
+    assert (found["slots"], found["baseline"], found["candidate"]) == (150, 0, 150)
+    assert found["condensed"]["decision"] == "pass" and found["depends"]
+    assert not found["other_unit"] and found["lookalike"] is None
+    assert out.splitlines()[1].startswith("Next: judge the candidate's unjudged items: a "
+                                          "regression rests on them — gate pool export")
+
+
+def test_a_candidate_that_ranks_judged_non_relevant_items_stays_a_regression(
+        tmp_path: Path) -> None:
+    runs = _pooled(tmp_path, {f"q{i:02d}": POOL[2:] + POOL[:2] for i in range(30)})
+    code, report, _, _ = _check(tmp_path, *runs, "--no-config", "--gate", "Recall@5=0.05")
+    assert code == 1 and report is not None and "unjudged" not in report
+    assert report["comparisons"][0]["decision"] == "regression"
+
+
+def test_a_usual_pool_bias_keeps_its_regression_and_its_warning(tmp_path: Path) -> None:
+    """Half the queries get one unjudged document first, pushing a relevant one out of the
+    top 5 (Recall@5 1 → 0.5); on the judged items alone nothing changed. The candidate's extra
+    unjudged share is 10 % of its slots, below the material 20 %: the regression stands, and
+    the pool-bias warning says to judge the 15 items."""
+    runs = _pooled(tmp_path, {f"q{i:02d}": (["u0", "n0", "n1", "n2", "r0", "r1"] + POOL[5:]
+                                            if i % 2 else POOL) for i in range(30)})
+    code, report, _, _ = _check(tmp_path, *runs, "--no-config", "--gate", "Recall@5=0.05")
+    assert code == 1 and report is not None and "unjudged" not in report
+    assert report["comparisons"][0]["decision"] == "regression"
+    assert any("the candidate surfaces 15 more unjudged items" in w for w in report["warnings"])
+
+
+# -- cut spans × decisions -------------------------------------------------------------------
+
+@pytest.fixture(scope="module")
+def cut_spans(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    """The pydoc chunk judgments turned into spans without their evidence (each span a judged
+    300-token chunk's range), frozen, with both chunkings' runs and manifests."""
+    folder = tmp_path_factory.mktemp("cut")
+    judged = PYDOC / "chunk-judgments"
+    for source in (PYDOC / "corpus.jsonl", judged / "queries.jsonl", PYDOC / "chunks-300.jsonl",
+                   PYDOC / "chunks-200.jsonl", ROOT / "baselines" / "pydoc" / "bm25-300.trec",
+                   PYDOC / "runs" / "bm25-200.trec"):
+        (folder / source.name).write_bytes(source.read_bytes())
+    assert gate("qrels", "to-spans", "--qrels", judged / "qrels-chunks-300.jsonl", "--chunks",
+                folder / "chunks-300.jsonl", "--corpus", folder / "corpus.jsonl",
+                "-o", folder / "spans.jsonl")[0] == 0
+    assert gate("snapshot", "freeze", "--queries", folder / "queries.jsonl", "--qrels",
+                folder / "spans.jsonl", "--corpus-file", folder / "corpus.jsonl",
+                "--corpus-version", "c", "--permissions-version", "p", "-m", "Recall@10",
+                "-o", folder / "snapshot.json")[0] == 0
+    for size in ("300", "200"):
+        assert gate("run-manifest", "--snapshot", folder / "snapshot.json", "--run",
+                    folder / f"bm25-{size}.trec", "--chunks", folder / f"chunks-{size}.jsonl",
+                    "--chunking-version", f"tokens-{size}")[0] == 0
+    return folder
+
+
+@pytest.mark.parametrize(("baseline", "candidate", "decision"), [
+    ("300", "200", "inconclusive"),  # the baseline's chunking cut the spans: its drop
+    ("200", "300", "inconclusive"),  # the candidate's: its pass and improvement
+    ("300", "300", "pass"),  # one chunking on both sides: nothing favoured
+])
+def test_a_decision_in_favour_of_the_chunking_that_cut_the_spans_is_not_trusted(
+        cut_spans: Path, baseline: str, candidate: str, decision: str) -> None:
+    code, report, _, _ = _check(cut_spans, cut_spans / f"bm25-{baseline}.trec",
+                                cut_spans / f"bm25-{candidate}.trec", "--no-config", "--gate",
+                                "Recall@10=0.08")
+    assert code == 0 and report is not None
+    (row,) = report["comparisons"]
+    assert row["decision"] == decision and not row["improvement"]
+    if decision == "inconclusive":
+        favoured = "baseline" if baseline == "300" else "candidate"
+        assert row["decision_note"].startswith(f"the span judgments were cut by the "
+                                               f"{favoured}'s chunking, which favours it")
+
+
+def test_accept_cut_spans_decides_anyway(cut_spans: Path) -> None:
+    config = cut_spans / "gate.toml"
+    config.write_text('accept-cut-spans = true\n[[gate]]\nmeasure = "Recall@10"\n'
+                      'margin = 0.08\n')
+    code, report, _, _ = _check(cut_spans, cut_spans / "bm25-300.trec",
+                                cut_spans / "bm25-200.trec", "--config", config)
+    assert code == 1 and report is not None
+    assert report["comparisons"][0]["decision"] == "regression"
+    assert report["settings"]["accept_cut_spans"] is True
+    assert any("begin and end on chunk boundaries" in w for w in report["warnings"])
