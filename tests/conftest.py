@@ -102,20 +102,22 @@ UNLINKS = "?unlink,?unlinkat"
 
 
 def interrupted_runs(args: list[str | Path], reset: Callable[[], object], calls: str = RENAMES,
-                     cwd: Path | None = None) -> Iterator[subprocess.CompletedProcess[str]]:
-    """For n = 1, 2, ...: ``reset()``, then ``gate ARGS`` with SIGINT delivered as each of its
-    system ``calls`` returns, from the n-th on (strace's fault injection: a rename is done, and
-    the signal arrives before Python sees it return — the window between the rename and its
-    record; the renames of an undo are interrupted too). Yields each run; the first one not
-    interrupted (an exit code other than 130: it made fewer than n such calls) is the last."""
+                     cwd: Path | None = None, env: dict[str, str] | None = None
+                     ) -> Iterator[subprocess.CompletedProcess[str]]:
+    """For n = 1, 2, ...: ``reset()``, then ``gate ARGS`` (in ``cwd``, with ``env`` added to the
+    environment) with SIGINT delivered as each of its system ``calls`` returns, from the n-th
+    on (strace's fault injection: a rename is done, and the signal arrives before Python sees
+    it return — the window between the rename and its record; the renames of an undo are
+    interrupted too). Yields each run; the first one not interrupted (an exit code other than
+    130: it made fewer than n such calls) is the last."""
     tracer = strace()
     for n in range(1, 100):
         reset()
         done = subprocess.run([tracer, "-qq", "-o", os.devnull, "-e", f"trace={calls}",
                                "-e", f"inject={calls}:signal=SIGINT:when={n}+",
                                *INTERRUPTIBLE, *map(str, args)],
-                              cwd=cwd, capture_output=True, text=True, check=False,
-                              timeout=120)
+                              cwd=cwd, env={**os.environ, **(env or {})}, capture_output=True,
+                              text=True, check=False, timeout=120)
         yield done
         if done.returncode != 130:
             return
