@@ -8,6 +8,7 @@ import os
 import shutil
 import subprocess
 import sys
+from collections.abc import Callable, Iterator
 from pathlib import Path
 
 import pytest
@@ -69,3 +70,55 @@ def source_commit(monkeypatch) -> str:
     sha = "c0ffee" + "0" * 34
     monkeypatch.setenv("GITHUB_SHA", sha)
     return sha
+
+
+# what the gate says on Ctrl-C (exit 130)
+INTERRUPTED = "error: interrupted — nothing was left half-written; run the command again\n"
+
+# `gate`, with Python's own Ctrl-C handler: a test run started in the background of a script
+# inherits SIGINT ignored, and so would the gate; in a terminal or a CI job it has this one
+INTERRUPTIBLE = [sys.executable, "-c", ("import signal; signal.signal(signal.SIGINT, "
+                 "signal.default_int_handler); from retrieval_gate.cli import main; main()")]
+
+
+def strace() -> str:
+    """The strace executable; the test is skipped where there is none, or where it cannot
+    trace (no ptrace permitted)."""
+    found = shutil.which("strace")
+    if found is None:
+        pytest.skip("strace is not installed, and this test delivers its signals with it: "
+                    "install it with `sudo apt-get install -y strace` (.ci/run and the CI "
+                    "workflow do this when it is missing)")
+    probe = subprocess.run([found, "-o", os.devnull, "true"], capture_output=True, text=True,
+                           check=False, timeout=60)
+    if probe.returncode != 0:
+        pytest.skip(f"strace cannot trace here: {probe.stderr.strip()}")
+    return found
+
+
+# the system calls of os.rename and os.replace, of os.unlink ("?": none where a system has none)
+RENAMES = "?rename,?renameat,?renameat2"
+UNLINKS = "?unlink,?unlinkat"
+
+
+def interrupted_runs(args: list[str | Path], reset: Callable[[], object], calls: str = RENAMES,
+                     cwd: Path | None = None, env: dict[str, str] | None = None
+                     ) -> Iterator[subprocess.CompletedProcess[str]]:
+    """For n = 1, 2, ...: ``reset()``, then ``gate ARGS`` (in ``cwd``, with ``env`` added to the
+    environment) with SIGINT delivered as each of its system ``calls`` returns, from the n-th
+    on (strace's fault injection: a rename is done, and the signal arrives before Python sees
+    it return — the window between the rename and its record; the renames of an undo are
+    interrupted too). Yields each run; the first one not interrupted (an exit code other than
+    130: it made fewer than n such calls) is the last."""
+    tracer = strace()
+    for n in range(1, 100):
+        reset()
+        done = subprocess.run([tracer, "-qq", "-o", os.devnull, "-e", f"trace={calls}",
+                               "-e", f"inject={calls}:signal=SIGINT:when={n}+",
+                               *INTERRUPTIBLE, *map(str, args)],
+                              cwd=cwd, env={**os.environ, **(env or {})}, capture_output=True,
+                              text=True, check=False, timeout=120)
+        yield done
+        if done.returncode != 130:
+            return
+    raise AssertionError(f"still interrupted after 99 calls of {calls}")

@@ -11,7 +11,7 @@ import subprocess
 from pathlib import Path
 
 import pytest
-from conftest import CRANFIELD, ROOT, RUNS, gate
+from conftest import CRANFIELD, INTERRUPTED, ROOT, RUNS, gate, interrupted_runs
 
 
 def git(repo: Path, *args: str) -> str:
@@ -65,6 +65,36 @@ def test_init_that_cannot_write_its_last_file_leaves_nothing(tmp_path, monkeypat
     assert code == 0, err
     assert (tmp_path / ".github/workflows/retrieval-gate.yml").is_file()
     assert (tmp_path / "gate.toml").is_file() and (tmp_path / "eval/snapshot.json").is_file()
+
+
+def test_init_interrupted_at_any_rename_writes_all_three_files_or_none(tmp_path):
+    """SIGINT as any one of the three files' renames returns, and at every rename after it:
+    exit 130, and none of the three files nor the folders made for them is left — or, at the
+    last rename, which ends the write, all three are — never one or two; no temporary file."""
+    inputs = {name: (CRANFIELD / name).read_bytes() for name in ("queries.jsonl", "qrels.tsv")}
+    repo = tmp_path / "repo"
+    none = ["eval", "eval/qrels.tsv", "eval/queries.jsonl"]
+    every = sorted([*none, ".github", ".github/workflows", ".github/workflows/retrieval-gate.yml",
+                    "eval/snapshot.json", "gate.toml"])
+
+    def reset() -> None:
+        shutil.rmtree(repo, ignore_errors=True)
+        (repo / "eval").mkdir(parents=True)
+        for name, data in inputs.items():
+            (repo / "eval" / name).write_bytes(data)
+
+    def entries() -> list[str]:
+        return sorted(p.relative_to(repo).as_posix() for p in repo.rglob("*"))
+
+    seen = []
+    for run in interrupted_runs(["init", "--queries", "eval/queries.jsonl", "--qrels",
+                                 "eval/qrels.tsv"], reset, cwd=repo):
+        assert run.returncode in (0, 130), run.stderr
+        if run.returncode == 130:
+            assert run.stderr == INTERRUPTED
+        seen.append({tuple(none): "none", tuple(every): "all"}[tuple(entries())])
+    assert run.returncode == 0
+    assert seen == ["none", "none", "all", "all"]
 
 
 def test_a_pull_request_that_changes_the_test_set(tmp_path, monkeypatch):

@@ -13,7 +13,7 @@ import sys
 from pathlib import Path
 
 import pytest
-from conftest import RUNS, gate
+from conftest import INTERRUPTED, RUNS, gate, interrupted_runs
 
 CANDIDATE_ENV = {"GITHUB_ACTOR": "octocat", "GITHUB_SHA": "f" * 40}
 
@@ -540,6 +540,44 @@ def test_an_approval_terminated_by_sigterm_leaves_a_consistent_folder(small, tmp
     assert check(small, folder)[0] == 0
     assert approve(small, "new.trec", folder)[0] == 0
     approved_layout(tree(folder), "new.trec")
+
+
+def test_an_approval_interrupted_at_any_rename_keeps_its_history_line_with_it(small, tmp_path):
+    """SIGINT as any one of an approval's renames returns (the new version's folder, CURRENT,
+    the history), and at every rename after it: exit 130, and the folder holds the old baseline
+    with the old history (the version's folder, a leftover, aside), or the new baseline with
+    the history line naming it — Ctrl-C is held from the switch to the end of that line —
+    never the new baseline without its line; `gate check` reads it either way."""
+    old = tmp_path / "old"
+    assert approve(small, "old.trec", old)[0] == 0
+    before = tree(old)
+    folder = tmp_path / "base"
+
+    def reset() -> None:
+        shutil.rmtree(folder, ignore_errors=True)
+        shutil.copytree(old, folder)
+
+    seen = []
+    for run in interrupted_runs(["baseline", "approve", "--candidate", small / "new.trec",
+                                 "--to", folder, "--snapshot", small / "snapshot.json"], reset,
+                                env=CANDIDATE_ENV):
+        assert run.returncode in (0, 130), run.stderr
+        if run.returncode == 130:
+            assert run.stderr == INTERRUPTED
+        files = tree(folder)
+        if without_leftovers(files) == without_leftovers(before):
+            assert files["history.jsonl"] == before["history.jsonl"]
+            seen.append("old")
+        else:
+            version = approved_layout(without_leftovers(files), "new.trec")
+            lines = files["history.jsonl"].decode().splitlines()
+            assert lines[:-1] == before["history.jsonl"].decode().splitlines()
+            assert json.loads(lines[-1])["version"] == version
+            seen.append("new")
+        code, _, err = check(small, folder)
+        assert code == 0, err
+    assert run.returncode == 0, run.stderr
+    assert seen == ["old", "new", "new", "new"]
 
 
 def test_history_refuses_a_line_no_approval_wrote(tmp_path):

@@ -1,17 +1,19 @@
-"""Output files: `gate check` writes all its reports or none, and every output (`-o`, `--json`,
-`--markdown`, `--junit`) writes through to a device or FIFO and through a symbolic link to the
-file it points to, never replacing either with a regular file."""
+"""Output files: `gate check` writes all its reports or none — when it fails, and when Ctrl-C
+arrives at any of its renames — and every output (`-o`, `--json`, `--markdown`, `--junit`)
+writes through to a device or FIFO and through a symbolic link to the file it points to, never
+replacing either with a regular file."""
 
 from __future__ import annotations
 
 import json
 import os
+import shutil
 import stat
 import threading
 from pathlib import Path
 
 import pytest
-from conftest import gate
+from conftest import INTERRUPTED, RENAMES, UNLINKS, gate, interrupted_runs
 from test_approve import make_small_set
 
 ROOT_USER = os.geteuid() == 0
@@ -117,6 +119,44 @@ def test_a_report_to_a_full_device_lands_no_file(small, tmp_path):
                    "the permissions, then run the command again\n")
     assert not (tmp_path / "r.md").exists()
     assert stat.S_ISCHR(full.stat().st_mode)
+
+
+@pytest.mark.parametrize("calls", [RENAMES, UNLINKS], ids=["renames", "unlinks"])
+def test_ctrl_c_while_the_reports_land_leaves_every_one_old_or_every_one_new(small, tmp_path,
+                                                                           calls):
+    """SIGINT as any one of the reports' renames returns, and at every rename after it (the
+    undo's too): exit 130 with its one line, and every report as it was before, byte for byte —
+    three replaced, one created and deleted again — never some new and others old, none lost,
+    no temporary file. SIGINT as the hard links to the former reports are deleted, at the end:
+    every report new, no temporary file. With no such call left to interrupt, the check ends
+    normally."""
+    out = tmp_path / "out"
+    old = {"r.json": b"old json\n", "r.md": b"old markdown\n", "r.xml": b"old junit\n"}
+
+    def reset() -> None:
+        shutil.rmtree(out, ignore_errors=True)
+        out.mkdir()
+        for name, data in old.items():
+            (out / name).write_bytes(data)
+
+    def all_new() -> bool:
+        now = listing(out)
+        return sorted(now) == ["r.html", "r.json", "r.md", "r.xml"] and not any(
+            now[name] == data for name, data in old.items())
+
+    args = ["check", "--snapshot", small / "snapshot.json", "--baseline", small / "old.trec",
+            "--candidate", small / "new.trec", "--json", out / "r.json", "--markdown",
+            out / "r.md", "--html", out / "r.html", "--junit", out / "r.xml"]
+    interrupted = 0
+    for run in interrupted_runs(args, reset, calls):
+        if run.returncode == 130:
+            interrupted += 1
+            assert (run.stdout, run.stderr) == ("", INTERRUPTED)
+            assert listing(out) == old if calls == RENAMES else all_new()
+    # a rename per report; a hard link deleted per report replaced
+    assert interrupted == (4 if calls == RENAMES else 3)
+    assert run.returncode == 0, run.stderr
+    assert all_new()
 
 
 # -- devices, FIFOs, symbolic links ------------------------------------------------------------

@@ -127,13 +127,13 @@ def running(pid: int) -> bool:
 
 
 def test_an_interrupt_is_deferred_while_a_child_is_forked():
-    from retrieval_gate.core.parallel import _interrupts_held
+    from retrieval_gate.core.interrupts import interrupts_held
 
     # a test run started in the background of a script inherits SIGINT ignored: Python's own
     # handler for the test, so that the deferred interrupt has somewhere to go
     previous = signal.signal(signal.SIGINT, signal.default_int_handler)
     try:
-        with pytest.raises(KeyboardInterrupt), _interrupts_held():
+        with pytest.raises(KeyboardInterrupt), interrupts_held():
             signal.pthread_kill(threading.main_thread().ident, signal.SIGINT)
             time.sleep(0.05)  # the interrupt has arrived, and waits
             reached = True

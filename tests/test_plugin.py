@@ -173,6 +173,26 @@ def test_report_dir_writes_both_reports_on_every_outcome(pytester, project):
                                                               "gate_report_html"]
 
 
+def test_report_dir_written_from_another_thread(pytester, project):
+    """Reports written outside the main thread, where Ctrl-C cannot be held (nor arrive):
+    written as from the main thread."""
+    pytester.makepyfile(test_threaded="""
+        import threading
+
+        def test_gate(retrieval_gate):
+            verdicts = []
+            thread = threading.Thread(target=lambda: verdicts.append(retrieval_gate().verdict))
+            thread.start()
+            thread.join()
+            assert verdicts == ["pass"]
+    """)
+    result = pytester.runpytest_inprocess("--gate-report-dir", "reports")
+    result.assert_outcomes(passed=1)
+    reports = project / "reports"
+    assert sorted(path.name for path in reports.iterdir()) == [
+        "test_threaded.py_test_gate.html", "test_threaded.py_test_gate.json"]
+
+
 def test_report_dir_paths_are_relative_to_the_ini_file_or_the_invocation(pytester, project,
                                                                           monkeypatch):
     pytester.makefile(".toml", pyproject=PROJECT.replace(

@@ -14,7 +14,7 @@ from collections import defaultdict
 from pathlib import Path
 
 import pytest
-from conftest import BASELINE, CRANFIELD, ROOT, gate
+from conftest import BASELINE, CRANFIELD, INTERRUPTED, ROOT, gate, interrupted_runs
 
 from retrieval_gate.commands.pool import TEXT_LIMIT, collect_pool, json_line
 from retrieval_gate.core.errors import InputError
@@ -322,6 +322,38 @@ def test_a_kill_between_the_renames_is_caught_and_says_how_to_recover(cranfield,
     assert code == 0, err
     version = load_snapshot(cranfield / "snapshot.json").document["qrels"]["version"]
     assert version == ("cranfield-grades-v1+pool" if way == "finish" else "cranfield-grades-v1")
+
+
+def test_ctrl_c_at_either_rename_leaves_both_files_old_or_both_new(cranfield):
+    """``-o qrels.tsv --freeze snapshot.json``, SIGINT as either rename returns, and at every
+    rename after it: exit 130, and the judgments and the snapshot both as they were, byte for
+    byte — or, at the second rename, which ends the write, both new — never the new judgments
+    beside the old snapshot, never either lost; no temporary file, and the snapshot valid."""
+    assert export(cranfield, "-k", "1")[0] == 0
+    grade_all(cranfield / "pool.jsonl", cranfield / "judged.jsonl")
+    before = {p.name: p.read_bytes() for p in cranfield.iterdir() if p.is_file()}
+    both = ("qrels.tsv", "snapshot.json")
+
+    def reset() -> None:
+        for name in both:
+            (cranfield / name).write_bytes(before[name])
+
+    seen = []
+    for run in interrupted_runs(["pool", "merge", "--snapshot", cranfield / "snapshot.json",
+                                 "--judged", cranfield / "judged.jsonl", "-o",
+                                 cranfield / "qrels.tsv", "--freeze",
+                                 cranfield / "snapshot.json"], reset):
+        assert run.returncode in (0, 130), run.stderr
+        if run.returncode == 130:
+            assert run.stderr == INTERRUPTED
+        after = {p.name: p.read_bytes() for p in cranfield.iterdir() if p.is_file()}
+        assert sorted(after) == sorted(before)
+        changed = [after[name] != before[name] for name in both]
+        seen.append({(False, False): "old", (True, True): "new"}[tuple(changed)])
+        code, _, err = gate("validate", cranfield / "snapshot.json")
+        assert code == 0, err
+    assert run.returncode == 0
+    assert seen == ["old", "new", "new"]
 
 
 def test_freeze_needs_every_file_in_its_folder(cranfield, tmp_path):

@@ -9,10 +9,13 @@ baseline made on another snapshot without ``force``.
 It writes the baseline folder as :mod:`retrieval_gate.inputs.baseline_folder` describes: the run and
 its manifest go whole into a hidden staging folder (each file and the folder flushed to the
 disk), which is renamed to the next version ``v<N>``; one atomic rename of ``CURRENT`` then
-switches the baseline; the previous version and any leftovers of interrupted approvals are
-deleted last. Whenever the process stops — an error, Ctrl-C, SIGKILL, a power cut after the
-flushes — the folder's baseline is the old one or the new one, whole. Approvals of one folder
-take turns (an exclusive ``flock`` on the folder, where the system has one).
+switches the baseline, and a line is added to the folder's history; the previous version and
+any leftovers of interrupted approvals are deleted last. Whenever the process stops — an error,
+Ctrl-C, SIGKILL, a power cut after the flushes — the folder's baseline is the old one or the
+new one, whole. Ctrl-C is held while ``CURRENT`` and the history line are written, so an
+interrupted approval leaves the old baseline with the old history, or the new one with its line
+(only a kill or an error between the two leaves the new baseline without it). Approvals of one
+folder take turns (an exclusive ``flock`` on the folder, where the system has one).
 """
 
 from __future__ import annotations
@@ -35,6 +38,7 @@ import numpy as np
 
 from retrieval_gate.commands.validate import check_run
 from retrieval_gate.core.errors import EnvironmentFault, InputError, NotComparableError
+from retrieval_gate.core.interrupts import interrupts_held
 from retrieval_gate.decide.policy import SCORE_PREFIX, GatedMeasure
 from retrieval_gate.formats import schema
 from retrieval_gate.formats.atomic import sync_folder, write_text_atomic
@@ -147,8 +151,9 @@ def approve_baseline(candidate: str | os.PathLike[str], to: str | os.PathLike[st
             document["approved"]["snapshot_change"] = change
         version = _stage(before, copies, manifest_path(source).name,
                          json.dumps(document, indent=2, ensure_ascii=False) + "\n")
-        write_text_atomic(folder / POINTER, f"{version}\n", durable=True)
-        append_history(folder, history_line(version, document, snap))
+        with interrupts_held():  # Ctrl-C never parts the switch from its history line
+            write_text_atomic(folder / POINTER, f"{version}\n", durable=True)
+            append_history(folder, history_line(version, document, snap))
         kept = _delete(read_folder(folder).leftovers())
     run = folder / version / source.name
     return Approval(run, manifest_path(run), (before.run,) if before.run else (), means, kept,

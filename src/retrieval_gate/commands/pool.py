@@ -53,10 +53,10 @@ snapshot's other files and settings. Nothing is written unless every line is val
 **Both files or neither.** The new snapshot is frozen (checked) from the merged judgments'
 bytes before either file is written; then both are renamed into place, the judgments first
 and the snapshot, which pins their hash, last (:func:`~retrieval_gate.formats.atomic.
-write_texts`): a failed second rename puts the judgments' former file back. A process killed
-between the two renames leaves the old snapshot with the new judgments; where it pins the
-file replaced, its hash check refuses it (exit 3) and names the staged new snapshot and the
-kept former judgments, to finish or undo the write by hand.
+write_texts`): a failed second rename, or Ctrl-C before it, puts the judgments' former file
+back. A process killed between the two renames leaves the old snapshot with the new
+judgments; where it pins the file replaced, its hash check refuses it (exit 3) and names the
+staged new snapshot and the kept former judgments, to finish or undo the write by hand.
 """
 
 from __future__ import annotations

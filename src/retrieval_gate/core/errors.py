@@ -38,7 +38,8 @@ EXIT_CODES: tuple[tuple[int, str], ...] = (
     (EXIT_ENVIRONMENT, ("the machine refused, not the input: a full disk or standard output "
                        "(`> /dev/full`), a folder that cannot be created, a write the operating "
                        "system refused, not enough memory; fix that and run again")),
-    (EXIT_INTERRUPTED, "interrupted (Ctrl-C); nothing was left half-written"),
+    (EXIT_INTERRUPTED, ("interrupted (Ctrl-C); nothing was left half-written: files written "
+                       "together are all as they were, or all new")),
 )
 
 

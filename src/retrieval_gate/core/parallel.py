@@ -30,11 +30,11 @@ import struct
 import sys
 import threading
 import warnings
-from collections.abc import Callable, Iterator
-from contextlib import contextmanager
+from collections.abc import Callable
 from pathlib import Path
-from types import FrameType
-from typing import Any, TypeVar
+from typing import TypeVar
+
+from retrieval_gate.core.interrupts import SigintHandler, interrupts_held
 
 __all__ = ["both"]
 
@@ -43,7 +43,6 @@ B = TypeVar("B")
 _NOTHING = object()  # the child delivered no result
 _LENGTH = struct.Struct("<Q")  # the pickled result's length, before it
 _PR_SET_PDEATHSIG = 1  # linux/prctl.h
-_SigintHandler = Callable[[int, FrameType | None], Any] | int | signal.Handlers | None
 
 
 def both(first: Callable[[], A], second: Callable[[], B], fork: bool = True) -> tuple[A, B]:
@@ -54,7 +53,7 @@ def both(first: Callable[[], A], second: Callable[[], B], fork: bool = True) -> 
         return first(), second()
     child: _Child | None = None
     try:
-        with _interrupts_held() as interrupt:
+        with interrupts_held() as interrupt:
             child = _Child.start(first, interrupt)
         if child is None:  # the system refused a child
             return first(), second()
@@ -91,21 +90,6 @@ def _usable_cpus() -> float:
     return cpus if quota == "max" else min(cpus, int(quota) / int(period))
 
 
-@contextmanager
-def _interrupts_held() -> Iterator[_SigintHandler]:
-    """Ctrl-C deferred for the body (and delivered after it, to the handler it would have
-    reached): an interrupt never falls between a fork and the parent's record of its child.
-    Yields that handler."""
-    caught: list[int] = []
-    previous = signal.signal(signal.SIGINT, lambda signum, _: caught.append(signum))
-    try:
-        yield previous
-    finally:
-        signal.signal(signal.SIGINT, previous)
-        if caught:
-            signal.raise_signal(signal.SIGINT)
-
-
 class _Child:
     """A forked child computing one call; :meth:`result` waits for it."""
 
@@ -114,7 +98,7 @@ class _Child:
         self.done: object | None = None
 
     @classmethod
-    def start(cls, call: Callable[[], object], interrupt: _SigintHandler) -> _Child | None:
+    def start(cls, call: Callable[[], object], interrupt: SigintHandler) -> _Child | None:
         """Fork a child computing ``call``, whose Ctrl-C goes to ``interrupt`` (Python's own
         handler becomes the default action: the child just ends); None when the system
         refuses one."""
@@ -173,7 +157,7 @@ class _Child:
 
 
 def _run_child(call: Callable[[], object], parent: int, read: int, write: int,
-               interrupt: _SigintHandler) -> None:
+               interrupt: SigintHandler) -> None:
     """In the child: die with the parent, compute, send the length and the pickled result,
     and leave without running any of the parent's cleanup."""
     code = 1

@@ -15,10 +15,17 @@ Where a file lands depends on what the path names:
 anything lands; devices are written next; then the renames, keeping a hard link to each file
 replaced (``.NAME.PID.N.tmp`` too) until the end, so that a failure — or a failure in the
 caller's block, see :func:`staged_texts` — puts every replaced file back and deletes every new
-one. Only a process killed during the renames can leave some files new and others old (each
-whole) and temporary files behind. The renames follow the order of the files given. With
-``folders=True`` it first creates the files' missing folders, and removes them again (when
-still empty) on a failure.
+one. The renames follow the order of the files given. With ``folders=True`` it first creates
+the files' missing folders, and removes them again (when still empty) on a failure.
+
+Ctrl-C (SIGINT: KeyboardInterrupt) is such a failure too, wherever it arrives. It is held
+over each rename together with the record that it happened, over the end of the write (the
+hard links deleted) and over an undo, so that it leaves every file as it was or — arriving at
+the end of the write — every file new, and no temporary file. When neither a flush nor a block
+follows the renames, the last rename is the end of the write (its file needs no hard link).
+Only a process killed during the renames (SIGKILL; SIGTERM, which ends a process without
+Python's cleanup) can leave some files new and others old (each whole) and temporary files
+behind.
 
 ``durable=True`` also flushes each file and then its folder to the disk (``fsync``) before
 returning, for files that must survive a power cut, not just a crash of this process.
@@ -38,6 +45,7 @@ from contextlib import contextmanager
 from dataclasses import dataclass
 
 from retrieval_gate.core.errors import EnvironmentFault, GateError, InputError
+from retrieval_gate.core.interrupts import interrupts_held
 
 __all__ = ["leftovers", "staged_texts", "sync_folder", "write_text_atomic", "write_texts"]
 
@@ -94,10 +102,13 @@ def staged_texts(files: Iterable[tuple[str | os.PathLike[str], str]], durable: b
 @contextmanager
 def _writing(files: Iterable[tuple[str | os.PathLike[str], str]], durable: bool,
              undoable: bool, folders: bool = False) -> Iterator[None]:
-    """Make the missing folders (with ``folders``), stage, write through, rename; undo all on
-    failure, in the block too when ``undoable``. A replaced file is kept (as a hard link) until
-    the end when its renaming might have to be undone: when the block is undoable, or when
-    another file follows it."""
+    """Make the missing folders (with ``folders``), stage, write through, rename, flush (when
+    ``durable``), run the block; until the write is done, undo all on any exception, Ctrl-C
+    included (in the block too when ``undoable``); once it is done, nothing is undone. A
+    replaced file is kept (as a hard link) until the write is done when its renaming might
+    have to be undone: when another file follows it, or the flush or the block follows the
+    renames; otherwise the last rename is the end of the write, done in one step with it.
+    Ctrl-C is held over each rename and its record, over the write's end and over an undo."""
     given = [(os.fspath(path), text) for path, text in files]
     made: list[str] = []
     outputs: list[_Output] = []
@@ -112,19 +123,25 @@ def _writing(files: Iterable[tuple[str | os.PathLike[str], str]], durable: bool,
         for output in outputs:
             if output.through:
                 _write_through(output)
+        more = undoable or durable  # something can fail after the last rename
         for output in files_placed:
-            _place(output, undoable or output is not files_placed[-1])
+            last = output is files_placed[-1]
+            with interrupts_held():
+                _place(output, more or not last)
+                if last and not more:
+                    _done(outputs, made)
         if durable:
             for folder in dict.fromkeys([*(os.path.dirname(f) for f in made),
                                          *(os.path.dirname(o.place) for o in files_placed)]):
                 sync_folder(folder or ".")
         yield
+        with interrupts_held():
+            _done(outputs, made)
     except BaseException:
-        _undo(outputs)
-        _remove_folders(made)
+        with interrupts_held():
+            _undo(outputs)
+            _remove_folders(made)
         raise
-    for output in outputs:
-        _remove(output.backup)
 
 
 def leftovers(path: str | os.PathLike[str]) -> list[str]:
@@ -275,6 +292,17 @@ def _backup(path: str) -> str:
             shutil.copy2(path, backup)
             return backup
     raise FileExistsError(errno.EEXIST, os.strerror(errno.EEXIST), path)
+
+
+def _done(outputs: list[_Output], made: list[str]) -> None:
+    """Declare the write done: ``outputs`` and ``made`` emptied first, so that there is nothing
+    left to undo even if what follows fails, then the hard links to the files replaced
+    deleted. Nothing for a write already done."""
+    kept = [o.backup for o in outputs]
+    outputs.clear()
+    made.clear()
+    for backup in kept:
+        _remove(backup)
 
 
 def _undo(outputs: list[_Output]) -> None:

@@ -6,8 +6,8 @@ gate could not decide (exit 2, 3), the same files holding the error.
 The files land all or nothing: every report is rendered first, then the files are written
 together by :func:`~retrieval_gate.formats.atomic.staged_texts` (staged beside their targets,
 then renamed), in the registry's order. If one cannot be written, or appending to GitHub's
-summary and outputs fails afterwards, none of them is left: files replaced are put back, files
-created are deleted.
+summary and outputs fails afterwards, or Ctrl-C arrives before the end, none of them is left:
+files replaced are put back, files created are deleted.
 """
 
 from __future__ import annotations
