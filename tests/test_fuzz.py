@@ -18,6 +18,7 @@ import itertools
 import json
 import os
 import shutil
+import zipfile
 from datetime import timedelta
 from pathlib import Path
 
@@ -25,6 +26,7 @@ import pytest
 from conftest import SEEDS, TREC, gate
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
+from scorecheck import padded, zip_archive
 
 EXAMPLES = int(os.environ.get("GATE_FUZZ_EXAMPLES", "25"))
 FUZZ = settings(max_examples=EXAMPLES, deadline=timedelta(seconds=60),
@@ -526,28 +528,41 @@ def test_json_lines_read_in_batches_as_the_whole_file(data, size):
 
 # -- per-query score files: the native formats and every tool's output -----------------------
 
-SCORE_SEEDS = {
-    "jsonl": b"".join(json.dumps({"query_id": f"q{i}", "scores": {"f": i / 10, "ok": i % 2},
-                                  "sample": s}).encode() + b"\n"
-                      for i in range(1, 8) for s in range(2)),
-    "csv": b"query_id,f,ok\n" + b"".join(f"q{i},{i / 10},{i % 2}\n".encode()
-                                         for i in range(1, 8)),
-    "ragas": (SEEDS.parent / "scores" / "ragas" / "result-ids.csv").read_bytes(),
-    "deepeval": (SEEDS.parent / "scores" / "deepeval" / "test_run-ids.json").read_bytes(),
-    "promptfoo": (SEEDS.parent / "scores" / "promptfoo" / "text.json").read_bytes(),
-    "inspect": (SEEDS.parent / "scores" / "inspect_ai" / "ids.json").read_bytes(),
+INSPECT_AI = SEEDS.parent / "scores" / "inspect_ai"
+with zipfile.ZipFile(INSPECT_AI / "deflate.eval") as _log:
+    BOMB = zip_archive([padded(info.filename, _log.read(info),
+                               80 if info.filename.startswith("samples/p01") else 0)
+                        for info in _log.infolist()])
+    """deflate.eval whose sample p01 is followed by 80 MiB of spaces (80 KB of DEFLATE)."""
+
+SCORE_SEEDS = {  # name: (format, seed)
+    "jsonl": ("jsonl", b"".join(json.dumps({"query_id": f"q{i}", "scores": {"f": i / 10,
+                                                                             "ok": i % 2},
+                                            "sample": s}).encode() + b"\n"
+                                for i in range(1, 8) for s in range(2))),
+    "csv": ("csv", b"query_id,f,ok\n" + b"".join(f"q{i},{i / 10},{i % 2}\n".encode()
+                                                 for i in range(1, 8))),
+    "ragas": ("ragas", (SEEDS.parent / "scores" / "ragas" / "result-ids.csv").read_bytes()),
+    "deepeval": ("deepeval",
+                 (SEEDS.parent / "scores" / "deepeval" / "test_run-ids.json").read_bytes()),
+    "promptfoo": ("promptfoo", (SEEDS.parent / "scores" / "promptfoo" / "text.json").read_bytes()),
+    "inspect": ("inspect", (INSPECT_AI / "ids.json").read_bytes()),
+    "inspect-eval": ("inspect", (INSPECT_AI / "deflate.eval").read_bytes()),
+    "inspect-bomb": ("inspect", BOMB),
 }
 
 
 @FUZZ
-@given(data=st.data(), fmt=st.sampled_from(sorted(SCORE_SEEDS)))
-def test_run_manifest_and_check_survive_mutated_score_files(testset, data, fmt, tmp_path):
+@given(data=st.data(), seed=st.sampled_from(sorted(SCORE_SEEDS)))
+def test_run_manifest_and_check_survive_mutated_score_files(testset, data, seed, tmp_path):
     """A score file of every format, mutated, pinned with gate run-manifest --scores (scores
-    only) and, when accepted, gated as score:f."""
+    only) and, when accepted, gated as score:f. Among them inspect_ai's .eval archives, one of
+    them a zip bomb."""
+    fmt, content = SCORE_SEEDS[seed]
     folder = tmp_path / f"scores-{next(_names)}"
     folder.mkdir()
     scores = folder / "cand.scores"
-    scores.write_bytes(_mutate(data, SCORE_SEEDS[fmt]))
+    scores.write_bytes(_mutate(data, content))
     before = {p.name for p in folder.iterdir()}
     code, _, err = gate("run-manifest", "--snapshot", testset / "snapshot.json", "--scores",
                         scores, "--scores-format", fmt, "--judge", "model=m")

@@ -1,5 +1,6 @@
 """The inspect_ai reader on inspect_ai's own logs (tests/data/scores/inspect_ai, written by
-inspect_ai 0.3.285 and 0.3.200; see its README) and on damaged or foreign files.
+inspect_ai 0.3.285 and 0.3.200; see its README) and on damaged, foreign or hostile files (zip
+archives that unpack to far more than they hold).
 
 The expected values were read back from each log with inspect_ai's own ``read_eval_log`` and
 ``value_to_float()`` when the logs were written; the tests do not import inspect_ai."""
@@ -10,18 +11,24 @@ import importlib.util
 import io
 import json
 import math
+import os
+import random
+import subprocess
 import sys
 import zipfile
+import zlib
 from collections.abc import Callable
+from pathlib import Path
 from typing import Any
 
 import numpy as np
 import pytest
 import scorecheck
-from conftest import DATA
-from scorecheck import QUESTIONS
+from conftest import DATA, ROOT
+from scorecheck import QUESTIONS, ZIP_ZSTANDARD, Member, padded, zip_archive
 
 from retrieval_gate.core.errors import InputError
+from retrieval_gate.core.limits import MIN_UNPACK_BYTES
 from retrieval_gate.formats.scores import inspect_ai
 
 FIXTURES = DATA / "scores" / "inspect_ai"
@@ -30,6 +37,8 @@ ZSTANDARD = sys.version_info >= (3, 14) or importlib.util.find_spec("zstandard")
 zstd = pytest.mark.skipif(not ZSTANDARD, reason="the .eval logs of inspect_ai 0.3.285 are "
                           "compressed with Zstandard: Python < 3.14 reads them with the "
                           "package zstandard, which is not installed")
+zstandard = pytest.mark.skipif(importlib.util.find_spec("zstandard") is None,
+                               reason="the test compresses with the package zstandard")
 ID_NAMES = ("exact", "includes", "keywords", "length_ratio", "match", "model_graded_qa",
             "reference_overlap")
 # per sample: exact, includes, keywords, length_ratio, match, model_graded_qa,
@@ -56,13 +65,13 @@ def json_log(change: Callable[[dict[str, Any]], object]) -> bytes:
     return json.dumps(document).encode()
 
 
-def eval_log(change: Callable[[str, Any], Any] | None = None, drop: tuple[str, ...] = ()
-             ) -> bytes:
-    """deflate.eval rebuilt member by member (DEFLATE), each document passed through
-    ``change(member, document)``, the members in ``drop`` left out."""
+def eval_log(change: Callable[[str, Any], Any] | None = None, drop: tuple[str, ...] = (),
+             method: int = zipfile.ZIP_DEFLATED) -> bytes:
+    """deflate.eval rebuilt member by member (compressed with ``method``), each document passed
+    through ``change(member, document)``, the members in ``drop`` left out."""
     out = io.BytesIO()
     with zipfile.ZipFile(FIXTURES / "deflate.eval") as source, \
-            zipfile.ZipFile(out, "w", zipfile.ZIP_DEFLATED) as target:
+            zipfile.ZipFile(out, "w", method) as target:
         for info in source.infolist():
             if info.filename not in drop:
                 document = json.loads(source.read(info))
@@ -301,10 +310,127 @@ def test_a_field_of_the_wrong_kind_is_refused(field, value, message):
     refused(eval_log(change), message, where="samples/p02_epoch_1.json")
 
 
-def test_a_member_larger_than_the_limit_is_refused(monkeypatch):
-    monkeypatch.setattr(inspect_ai, "MAX_MEMBER_BYTES", 2000)
-    refused(fixture("deflate.eval"), "log.eval:samples/p01_epoch_1.json: unpacks to",
-            "more than 2,000")
+# -- zip archives that unpack to far more than they hold -----------------------------------
+
+with zipfile.ZipFile(FIXTURES / "deflate.eval") as _log:
+    HEADER = _log.read("header.json")
+    SAMPLE = json.loads(_log.read("samples/p01_epoch_1.json"))
+
+
+def sample(query: str) -> bytes:
+    """deflate.eval's sample p01 as the sample of ``query``."""
+    return json.dumps({**SAMPLE, "metadata": {"query_id": query}}).encode()
+
+
+NOISE = random.Random(0).randbytes(1 << 20)
+NOISY = Member("_journal/noise.bin", zipfile.ZIP_STORED, NOISE, len(NOISE), zlib.crc32(NOISE))
+"""A member not read that makes the archive 1 MiB larger: then the members read together may
+unpack to 100 MiB, and a member's own bound (64 MiB) is the one it meets first."""
+
+
+def hostile_log(*members: Member, aliases: tuple[tuple[str, int], ...] = ()) -> bytes:
+    """A log of deflate.eval's header.json (the first member) and ``members``."""
+    return zip_archive([padded("header.json", HEADER, 0), *members], aliases)
+
+
+def gate_measured(*args: str | Path) -> tuple[int, str, int]:
+    """``gate ARGS`` in a child process: its exit code, its standard error and its peak
+    resident memory in bytes (as Linux counts it)."""
+    with open(os.devnull, "wb") as null:
+        child = subprocess.Popen([sys.executable, "-m", "retrieval_gate", *map(str, args)],
+                                 stdout=null, stderr=subprocess.PIPE)
+        assert child.stderr is not None
+        err = child.stderr.read().decode()
+        _, status, usage = os.wait4(child.pid, 0)
+        child.returncode = os.waitstatus_to_exitcode(status)
+    return child.returncode, err, usage.ru_maxrss * 1024
+
+
+def pin(scores: Path) -> tuple[int, str, int]:
+    """gate run-manifest --scores-format inspect on ``scores`` (pydoc's snapshot), measured."""
+    return gate_measured("run-manifest", "--snapshot", ROOT / "examples/pydoc/snapshot.json",
+                         "--scores", scores, "--scores-format", "inspect", "--judge", "model=m")
+
+
+@pytest.fixture(scope="module")
+def memory_of_a_log() -> int:
+    """The peak memory of :func:`pin` on deflate.eval (refused: it scores 3 of pydoc's queries)."""
+    code, err, peak = pin(FIXTURES / "deflate.eval")
+    assert code == 2 and "query p04 of the snapshot has no score" in err, err
+    return peak
+
+
+@pytest.mark.skipif(not sys.platform.startswith("linux"), reason="ru_maxrss in KiB: Linux")
+@pytest.mark.parametrize("method", [zipfile.ZIP_DEFLATED,
+                                    pytest.param(ZIP_ZSTANDARD, marks=zstandard)])
+def test_a_member_that_unpacks_beyond_its_bound_is_refused_in_little_memory(
+        tmp_path, memory_of_a_log, method):
+    """A sample that unpacks to 200 MiB from 200 KB (DEFLATE) or 12 KB (Zstandard), a valid
+    JSON document all along, is refused once 64 MiB came out: the process's peak memory is less
+    than 96 MiB above its peak on a real log (about 55 MiB here; read whole, the member added
+    about 440 MiB)."""
+    bomb = padded("samples/p01_epoch_1.json", sample("p01"), 200, method)
+    log = tmp_path / "bomb.eval"
+    log.write_bytes(hostile_log(bomb, NOISY))
+    code, err, peak = pin(log)
+    assert code == 2 and err.count("\n") == 1 and "Traceback" not in err
+    assert err.startswith(f"error: {log}:samples/p01_epoch_1.json: unpacks to more than "
+                          f"67,108,864 bytes (100 times its {len(bomb.packed):,} compressed "
+                          "bytes, at least 67,108,864)")
+    assert "inspect log convert --to json" in err
+    assert peak - memory_of_a_log < MIN_UNPACK_BYTES + (32 << 20), (peak, memory_of_a_log)
+    assert not list(tmp_path.glob("*.manifest.json"))
+
+
+@pytest.mark.parametrize("method", [zipfile.ZIP_DEFLATED,
+                                    pytest.param(ZIP_ZSTANDARD, marks=zstandard)])
+def test_a_member_that_declares_less_than_it_unpacks_to_is_refused(method):
+    """The declared size is not trusted: Python's zipfile stops a DEFLATE member there (and its
+    CRC-32 then differs); a Zstandard member is unpacked to its bound and refused there."""
+    honest = padded("samples/p01_epoch_1.json", sample("p01"), 100, method)
+    lying = Member(honest.name, method, honest.packed, 1000, honest.crc)
+    problem = "cannot be unpacked (Bad CRC-32" if method == zipfile.ZIP_DEFLATED else \
+        "unpacks to more than 67,108,864 bytes"
+    refused(hostile_log(lying, NOISY), f"log.eval:samples/p01_epoch_1.json: {problem}")
+
+
+def test_the_members_together_unpack_to_at_most_their_bound():
+    """80 samples of 1 MiB each, from 1 KB each: each within its own bound, together beyond the
+    archive's (64 MiB), refused at the sample that passes it."""
+    members = [padded(f"samples/q{i}_epoch_1.json", sample(f"q{i}"), 1) for i in range(80)]
+    data = hostile_log(*members)
+    assert len(data) * 100 < MIN_UNPACK_BYTES
+    unpacked = len(HEADER)
+    first_beyond = next(m for m in members if (unpacked := unpacked + m.size) > MIN_UNPACK_BYTES)
+    refused(data, f"log.eval:{first_beyond.name}: with the members read before it, unpacks to "
+            f"more than 67,108,864 bytes (100 times the archive's {len(data):,} bytes")
+    assert inspect_ai.read(hostile_log(*members[:60]), "log.eval").keys[-1] == "q59"
+
+
+@pytest.mark.parametrize("method", [zipfile.ZIP_DEFLATED,
+                                    pytest.param(ZIP_ZSTANDARD, marks=zstandard)])
+def test_members_that_share_bytes_are_refused_before_any_is_unpacked(method):
+    """Entries of the central directory that point at one member (500 names for the bytes of a
+    1 MiB sample) would unpack it once each: refused, whichever member comes first."""
+    member = padded("samples/p01_epoch_1.json", sample("p01"), 1, method)
+    aliases = tuple((f"samples/p{i}_epoch_1.json", 1) for i in range(2, 502))
+    refused(hostile_log(member, aliases=aliases), "log.eval:samples/p2_epoch_1.json: shares "
+            'bytes of the archive with the member "samples/p01_epoch_1.json"')
+
+
+@pytest.mark.parametrize("method, problem", [
+    (zipfile.ZIP_STORED, None),
+    (zipfile.ZIP_BZIP2, "is compressed with the zip method 12, not DEFLATE or Zstandard"),
+    (zipfile.ZIP_LZMA, "is compressed with the zip method 14, not DEFLATE or Zstandard"),
+])
+def test_members_stored_are_read_and_compressed_otherwise_than_inspect_ai_does_refused(
+        method, problem):
+    """bzip2 and LZMA, which inspect_ai never writes and Python's zipfile unpacks a block at a
+    time without a bound (100 MB of one letter is 113 bytes of bzip2), are refused."""
+    if problem is None:
+        assert inspect_ai.read(eval_log(method=method), "log.eval").keys == ("p01", "p02", "p03")
+    else:
+        refused(eval_log(method=method), f"log.eval:header.json: {problem}")
 
 
 @pytest.mark.parametrize("name", ["deflate.eval", pytest.param("ids.eval", marks=zstd)])

@@ -28,3 +28,15 @@ them can overflow float64 to infinity."""
 MAX_SCORE = 1e12
 """A per-query score's largest magnitude: far above any judge's scale (probabilities, Likert
 points, token counts) and low enough that squares and sums of squares stay finite."""
+
+MAX_UNPACK_RATIO = 100
+MIN_UNPACK_BYTES = 64 << 20
+"""What the members of a compressed archive (an inspect_ai ``.eval`` log) may unpack to: each
+member at most ``MAX_UNPACK_RATIO`` times its compressed size, the members read together at
+most that many times the archive's size, and either never less than ``MIN_UNPACK_BYTES``
+(64 MiB). inspect_ai's logs unpack to 3 to 5 times their size (the most compressible member of
+the logs it wrote for the tests, 6 times); a sample whose model output loops on one phrase
+reaches a few tens, below the floor unless the log is large. DEFLATE's own maximum is 1,032
+times, Zstandard's and bzip2's far beyond: without a bound, a 2 MB log unpacked to 2 GiB.
+Members are read in chunks and refused as soon as the bound is passed, whatever size their
+headers declare, so memory and time stay linear in the archive's size."""

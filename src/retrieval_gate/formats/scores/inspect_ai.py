@@ -28,6 +28,21 @@ them), and every score of a sample that was invalidated.
 Query key: the metadata field ``query_id`` when every sample has one; when none has, the
 sample's ``input`` as a string. Each epoch of a sample is one row, with ``samples[i]`` its
 epoch (1, 2, ...).
+
+Bounds. A zip archive can unpack to far more than it holds (DEFLATE to 1,032 times, Zstandard
+and bzip2 far beyond), and the sizes its headers declare are the writer's word. The members
+read (``header.json`` and the samples) are unpacked in chunks of 1 MiB and refused as soon as
+they pass a bound, whatever size they declare: each member at most 100 times its compressed
+size, all of them together at most 100 times the archive's size, each bound at least 64 MiB
+(:data:`~retrieval_gate.core.limits.MAX_UNPACK_RATIO`,
+:data:`~retrieval_gate.core.limits.MIN_UNPACK_BYTES`). inspect_ai's logs unpack to 3 to 5
+times their size; the bounds keep the memory one member takes and the time all take linear in
+the file's size. The members read must lie apart (no two share bytes, as in every archive a zip
+program writes): that keeps their compressed sizes within the archive's, and their number
+below one per 98 bytes of it (a member's local header and central directory entry, with its
+name twice). A member is stored, or compressed with DEFLATE or Zstandard; other methods
+(bzip2, LZMA: inspect_ai writes neither, and Python's zipfile unpacks what it reads of them
+without a bound) are refused.
 """
 
 from __future__ import annotations
@@ -36,13 +51,13 @@ import importlib
 import io
 import math
 import struct
-import sys
 import zipfile
 import zlib
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from typing import Any
 
 from retrieval_gate.core.errors import InputError
+from retrieval_gate.core.limits import MAX_UNPACK_RATIO, MIN_UNPACK_BYTES
 from retrieval_gate.formats.jsonfmt import loads, path
 from retrieval_gate.formats.scores.cases import Case, query_id, require, score_rows
 from retrieval_gate.formats.scores.rows import (
@@ -54,8 +69,6 @@ from retrieval_gate.formats.scores.rows import (
 )
 
 LOG_VERSION = 2
-MAX_MEMBER_BYTES = 1 << 31
-"""The largest member of an ``.eval`` archive unpacked (a sample is kilobytes to megabytes)."""
 _READ = ("an inspect_ai log of version 2 (.eval, or --log-format json; tested with inspect_ai "
          "0.3.200 and 0.3.285)")
 _AS_WRITTEN = "give the log as inspect_ai wrote it"
@@ -63,6 +76,11 @@ _ID = "metadata field query_id"
 _ZIP = b"PK\x03\x04"
 _ZSTANDARD = 93  # the zip compression method of Zstandard
 _LOCAL_HEADER = struct.Struct("<4s22xHH")  # signature ... name length, extra length
+_CHUNK = 1 << 20  # bytes unpacked at a time
+_DAMAGED = (zipfile.BadZipFile, zlib.error, struct.error, EOFError, NotImplementedError,
+            RuntimeError, ValueError)  # what unpacking a damaged member raises
+_TOO_LARGE = ("give the log as inspect_ai wrote it, or convert a genuine one to JSON: inspect "
+              "log convert --to json")
 _LETTERS = {"C": 1.0, "P": 0.5, "I": 0.0, "N": 0.0}
 _WORDS = {"yes": 1.0, "true": 1.0, "no": 0.0, "false": 0.0}
 
@@ -71,11 +89,10 @@ def read(data: bytes, name: str) -> ScoreRows:
     """The scores of the inspect_ai log ``data`` (the file ``name``); InputError for anything
     else."""
     if data[:4] == _ZIP:
-        archive, members = _archive(data, name)
-        header = _header(_member(archive, members["header.json"], data, name), name)
+        archive = _Archive(data, name)
+        header = _header(archive.document(archive.header), name)
         samples: Iterator[tuple[str, Any]] = (
-            (member, _member(archive, info, data, name)) for member, info in members.items()
-            if member.startswith("samples/") and member.endswith(".json"))
+            (info.filename, archive.document(info)) for info in archive.samples)
     else:
         header = _header(_json(data, name), name)
         listed = require(header.get("samples", []), list, name, path("samples"), "samples",
@@ -120,7 +137,42 @@ def _header(header: Any, source: str) -> dict[str, Any]:
     return header
 
 
-def _archive(data: bytes, source: str) -> tuple[zipfile.ZipFile, dict[str, zipfile.ZipInfo]]:
+class _Archive:
+    """An ``.eval`` archive, its members read within the module docstring's bounds."""
+
+    def __init__(self, data: bytes, source: str):
+        self.data, self.source = data, source
+        self.zip, members = _members(data, source)
+        self.header = members["header.json"]
+        self.samples = [info for member, info in members.items()
+                        if member.startswith("samples/") and member.endswith(".json")]
+        _apart([self.header, *self.samples], data, source)
+        self.budget = max(MIN_UNPACK_BYTES, MAX_UNPACK_RATIO * len(data))
+        self.left = self.budget  # of the budget, what the members not yet read may unpack to
+
+    def document(self, info: zipfile.ZipInfo) -> Any:
+        """The JSON document of the member ``info``; InputError if it passes a bound."""
+        where = f"{self.source}:{info.filename}"
+        own = max(MIN_UNPACK_BYTES, MAX_UNPACK_RATIO * info.compress_size)
+        try:
+            raw = _unpacked(self.zip, info, self.data, min(own, self.left), where)
+        except _DAMAGED as exc:
+            raise InputError(where, f"cannot be unpacked ({exc})", _AS_WRITTEN) from None
+        if raw is None and own <= self.left:
+            raise InputError(where, f"unpacks to more than {own:,} bytes ({MAX_UNPACK_RATIO} "
+                             f"times its {info.compress_size:,} compressed bytes, at least "
+                             f"{MIN_UNPACK_BYTES:,}), where inspect_ai's members unpack to a "
+                             "few times their size", _TOO_LARGE)
+        if raw is None:
+            raise InputError(where, f"with the members read before it, unpacks to more than "
+                             f"{self.budget:,} bytes ({MAX_UNPACK_RATIO} times the archive's "
+                             f"{len(self.data):,} bytes, at least {MIN_UNPACK_BYTES:,}), where "
+                             "inspect_ai's logs unpack to a few times their size", _TOO_LARGE)
+        self.left -= len(raw)
+        return _json(raw, where)
+
+
+def _members(data: bytes, source: str) -> tuple[zipfile.ZipFile, dict[str, zipfile.ZipInfo]]:
     """The ``.eval`` archive and its members by name (a name written twice: the last)."""
     try:
         archive = zipfile.ZipFile(io.BytesIO(data))
@@ -134,50 +186,89 @@ def _archive(data: bytes, source: str) -> tuple[zipfile.ZipFile, dict[str, zipfi
     return archive, members
 
 
-def _member(archive: zipfile.ZipFile, info: zipfile.ZipInfo, data: bytes, source: str) -> Any:
-    """The JSON document of one member of the archive ``data``."""
-    where = f"{source}:{info.filename}"
-    if info.file_size > MAX_MEMBER_BYTES:
-        raise InputError(where, f"unpacks to {info.file_size:,} bytes, more than "
-                         f"{MAX_MEMBER_BYTES:,}", "give a smaller log")
+def _apart(members: list[zipfile.ZipInfo], data: bytes, source: str) -> None:
+    """InputError unless the ``members`` of the archive ``data`` lie apart: each one's local
+    header and compressed bytes end before the next one's header begins. Entries that share
+    bytes (a zip bomb's way to unpack the same bytes many times over) are refused."""
+    end, before = 0, None
+    for info in sorted(members, key=lambda info: info.header_offset):
+        where = f"{source}:{info.filename}"
+        try:
+            start = _data_start(info, data)
+        except _DAMAGED as exc:
+            raise InputError(where, f"cannot be unpacked ({exc})", _AS_WRITTEN) from None
+        if before is not None and info.header_offset < end:
+            raise InputError(where, f"shares bytes of the archive with the member "
+                             f"{quoted(before.filename)}, as no zip program writes",
+                             _AS_WRITTEN)
+        end, before = start + info.compress_size, info
+
+
+def _data_start(info: zipfile.ZipInfo, data: bytes) -> int:
+    """Where the compressed bytes of the member ``info`` begin in the archive ``data``: after
+    its local header, whose name and extra field are as long as the header says."""
+    if info.header_offset < 0:
+        raise zipfile.BadZipFile("bad local file header offset")
+    signature, name_length, extra_length = _LOCAL_HEADER.unpack_from(data, info.header_offset)
+    if signature != _ZIP:
+        raise zipfile.BadZipFile("bad local file header")
+    return info.header_offset + _LOCAL_HEADER.size + name_length + extra_length
+
+
+def _unpacked(archive: zipfile.ZipFile, info: zipfile.ZipInfo, data: bytes, limit: int,
+              where: str) -> bytes | None:
+    """The bytes of the member ``info``, or None as soon as more than ``limit`` came out."""
+    if info.compress_type == _ZSTANDARD:
+        return _unzstd(info, data, limit, where)
+    if info.compress_type not in (zipfile.ZIP_STORED, zipfile.ZIP_DEFLATED):
+        raise InputError(where, f"is compressed with the zip method {info.compress_type}, not "
+                         "DEFLATE or Zstandard as inspect_ai writes", _AS_WRITTEN)
+    with archive.open(info) as member:
+        return _at_most(member.read, limit)
+
+
+def _at_most(read: Callable[[int], bytes], limit: int) -> bytes | None:
+    """What ``read(n)`` (at most ``n`` bytes a call, empty at the end) gives until its end, or
+    None once it has given more than ``limit`` bytes: never more than ``limit + 1`` are held."""
+    parts, size = [], 0
+    while size <= limit and (part := read(min(_CHUNK, limit + 1 - size))):
+        parts.append(part)
+        size += len(part)
+    return b"".join(parts) if size <= limit else None
+
+
+def _unzstd(info: zipfile.ZipInfo, data: bytes, limit: int, where: str) -> bytes | None:
+    """A member compressed with Zstandard, as :func:`_unpacked` gives it, its size and CRC-32
+    checked as zipfile checks them (zipfile reads Zstandard from Python 3.14 on, but unpacks
+    each block of compressed bytes it reads whole, without a bound)."""
+    start = _data_start(info, data)
+    reader, damaged = _zstd_reader(data[start:start + info.compress_size], where)
     try:
-        if info.compress_type == _ZSTANDARD and sys.version_info < (3, 14):
-            raw = _unzstd(info, data, where)
-        else:
-            raw = archive.read(info)
-    except (zipfile.BadZipFile, zlib.error, struct.error, EOFError, NotImplementedError,
-            RuntimeError, ValueError) as exc:
-        raise InputError(where, f"cannot be unpacked ({exc})", _AS_WRITTEN) from None
-    return _json(raw, where)
+        raw = _at_most(reader.read, limit)
+    except damaged as exc:
+        raise zipfile.BadZipFile(str(exc)) from None
+    if raw is not None and (len(raw) != info.file_size or zlib.crc32(raw) != info.CRC):
+        raise zipfile.BadZipFile("its size or CRC-32 is not the one recorded")
+    return raw
 
 
-def _unzstd(info: zipfile.ZipInfo, data: bytes, where: str) -> bytes:
-    """A member compressed with Zstandard, unpacked with the package zstandard (Python's
-    zipfile reads it from 3.14 on); its size and CRC-32 checked as zipfile checks them."""
+def _zstd_reader(packed: bytes, where: str) -> tuple[Any, tuple[type[Exception], ...]]:
+    """A reader of the Zstandard frames ``packed`` whose ``read(n)`` gives at most ``n`` bytes,
+    and the errors it raises on damaged frames: Python's own (from 3.14 on, when built with
+    Zstandard), else the package zstandard's."""
+    try:
+        zstd: Any = importlib.import_module("compression.zstd")
+        return zstd.ZstdFile(io.BytesIO(packed)), (zstd.ZstdError, EOFError)
+    except ImportError:
+        pass
     try:
         zstandard: Any = importlib.import_module("zstandard")
     except ImportError:
         raise InputError(where, "is compressed with Zstandard, which Python reads from 3.14 "
                          "on, or with the package zstandard", "pip install zstandard, or "
                          "convert the log: inspect log convert --to json") from None
-    start = info.header_offset
-    signature, name_length, extra_length = _LOCAL_HEADER.unpack_from(data, start)
-    if signature != _ZIP:
-        raise zipfile.BadZipFile("bad local file header")
-    start += _LOCAL_HEADER.size + name_length + extra_length
-    packed = data[start:start + info.compress_size]
-    parts, left = [], info.file_size + 1  # one byte more than recorded shows a lie
-    try:
-        reader = zstandard.ZstdDecompressor().stream_reader(packed, read_across_frames=True)
-        while left > 0 and (part := reader.read(min(left, 1 << 24))):
-            parts.append(part)
-            left -= len(part)
-    except zstandard.ZstdError as exc:
-        raise zipfile.BadZipFile(str(exc)) from None
-    raw = b"".join(parts)
-    if len(raw) != info.file_size or zlib.crc32(raw) != info.CRC:
-        raise zipfile.BadZipFile("its size or CRC-32 is not the one recorded")
-    return raw
+    reader = zstandard.ZstdDecompressor().stream_reader(packed, read_across_frames=True)
+    return reader, (zstandard.ZstdError,)
 
 
 def _case(sample: Any, source: str, where: str) -> Case:
