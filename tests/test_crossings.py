@@ -22,6 +22,8 @@ from pathlib import Path
 import pytest
 from conftest import ROOT, gate
 
+from retrieval_gate.formats import schema
+
 PYDOC = ROOT / "examples" / "pydoc"
 
 
@@ -50,7 +52,11 @@ def _check(folder: Path, baseline: Path, candidate: Path, *args: str | Path
     report.unlink(missing_ok=True)
     code, out, err = gate("check", "--snapshot", folder / "snapshot.json", "--baseline",
                           baseline, "--candidate", candidate, "--json", report, *args)
-    return code, json.loads(report.read_text()) if report.exists() else None, out, err
+    if not report.exists():
+        return code, None, out, err
+    document = json.loads(report.read_text())
+    assert schema.problems(document, "report", str(report)) == []
+    return code, document, out, err
 
 
 def _config(folder: Path, text: str) -> Path:
@@ -374,12 +380,13 @@ def test_a_regression_that_vanishes_on_the_judged_items_alone_is_inconclusive(
     assert code == 0 and report is not None
     (row,) = report["comparisons"]
     assert row["mean_diff"] == -1.0 and row["decision"] == "inconclusive"
-    assert row["decision_note"].startswith("depends on 150 unjudged items: the candidate's top "
-                                           "k holds 150 unjudged items on this slice, the "
-                                           "baseline's 0, and on the judged items alone "
-                                           "(condensed rankings) Δ = +0.0000, pass")
+    assert row["decision_note"] == ("depends on 150 unjudged items: the candidate's top 5 "
+                                    "holds them on this slice, the baseline's 0; on the judged "
+                                    "items alone (condensed rankings) Δ = +0.0000, pass — judge "
+                                    "them (gate pool export) to decide")
     (found,) = report["unjudged"]
-    assert (found["slots"], found["baseline"], found["candidate"]) == (150, 0, 150)
+    assert (found["k"], found["slots"], found["baseline"], found["candidate"]) == (5, 150, 0,
+                                                                                   150)
     assert found["condensed"]["decision"] == "pass" and found["depends"]
     assert not found["other_unit"] and found["lookalike"] is None
     assert out.splitlines()[1].startswith("Next: judge the candidate's unjudged items: a "
@@ -394,17 +401,24 @@ def test_a_candidate_that_ranks_judged_non_relevant_items_stays_a_regression(
     assert report["comparisons"][0]["decision"] == "regression"
 
 
-def test_a_usual_pool_bias_keeps_its_regression_and_its_warning(tmp_path: Path) -> None:
-    """Half the queries get one unjudged document first, pushing a relevant one out of the
-    top 5 (Recall@5 1 → 0.5); on the judged items alone nothing changed. The candidate's extra
-    unjudged share is 10 % of its slots, below the material 20 %: the regression stands, and
-    the pool-bias warning says to judge the 15 items."""
-    runs = _pooled(tmp_path, {f"q{i:02d}": (["u0", "n0", "n1", "n2", "r0", "r1"] + POOL[5:]
-                                            if i % 2 else POOL) for i in range(30)})
+@pytest.mark.parametrize(("every", "unjudged", "extra"), [(2, 1, 15), (1, 2, 38)])
+def test_a_usual_pool_bias_keeps_its_regression_and_its_warning(tmp_path: Path, every: int,
+                                                                unjudged: int,
+                                                                extra: int) -> None:
+    """Some queries get unjudged documents first, pushing a relevant one out of the top 5
+    (Recall@5 1 → 0.5); on the judged items alone nothing changed. The candidate's extra
+    unjudged share — 10 % (15 of 150 slots), 25 % (38) — is below the material 30 %: the
+    regression stands, and the pool-bias warning says to judge them."""
+    judged_non_relevant = POOL[2:]
+    pushed = ([f"u{j}" for j in range(unjudged)] + judged_non_relevant[:4 - unjudged]
+              + POOL[:2] + judged_non_relevant[4 - unjudged:])
+    runs = _pooled(tmp_path, {f"q{i:02d}": pushed if (i % 2 if every == 2 else i < 19) else POOL
+                              for i in range(30)})
     code, report, _, _ = _check(tmp_path, *runs, "--no-config", "--gate", "Recall@5=0.05")
     assert code == 1 and report is not None and "unjudged" not in report
     assert report["comparisons"][0]["decision"] == "regression"
-    assert any("the candidate surfaces 15 more unjudged items" in w for w in report["warnings"])
+    assert any(f"the candidate surfaces {extra} more unjudged items" in w
+               for w in report["warnings"])
 
 
 # -- cut spans × decisions -------------------------------------------------------------------

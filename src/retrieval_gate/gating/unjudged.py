@@ -49,7 +49,7 @@ from retrieval_gate.scoring.measures import Measure
 from retrieval_gate.scoring.scores import Scores
 from retrieval_gate.scoring.units import judged_ids
 
-UNJUDGED_SHARE = 0.2  # the candidate's extra unjudged share of its top-k slots that is material
+UNJUDGED_SHARE = 0.3  # the candidate's extra unjudged share of its top-k slots that is material
 LOOKALIKE_SHARE = 0.05  # ... of items that look like pieces of judged units
 MIN_ITEMS = 10  # and never fewer items than this
 _SEPARATOR = "#"
@@ -64,14 +64,15 @@ answerable queries) replaced: every comparison."""
 @dataclass(frozen=True)
 class Unjudged:
     """What the unjudged items did to one comparison decided ``regression``: the unjudged items
-    in each run's top k on its slice (``slots``: k per query, or the items returned without a
-    cutoff); with a judged pool and a material gap, the measure decided on condensed rankings
+    in each run's top ``k`` on its slice (``slots``: k per query, or the items returned without
+    a cutoff: ``k`` None); with a judged pool and a material gap, the measure decided on condensed rankings
     (``condensed``); with chunk-like ids the snapshot cannot check, the items of each run that
     look like pieces of judged units (``lookalike``: baseline, candidate) and an example; and
     whether the regression rests on the unjudged items (``depends``: it is inconclusive)."""
 
     measure: str
     slice: str
+    k: int | None
     slots: int
     baseline: int
     candidate: int
@@ -93,8 +94,6 @@ class Unjudged:
 
     def note(self) -> str:
         """Why the comparison is inconclusive, in words."""
-        items = (f"the candidate's top k holds {self.candidate} unjudged items on this slice, "
-                 f"the baseline's {self.baseline}")
         if self.other_unit:
             assert self.lookalike is not None
             return (f"depends on {self.lookalike[1]} unjudged items that look like pieces of "
@@ -104,8 +103,10 @@ class Unjudged:
                     "--unit chunk and the chunk table, or judge the items (gate pool export)")
         assert self.condensed is not None
         c = self.condensed
-        return (f"depends on {self.candidate} unjudged items: {items}, and on the judged items "
-                f"alone (condensed rankings) Δ = {c.mean_diff:+.4f}, {c.decision} — judge them "
+        top = "ranking" if self.k is None else f"top {self.k}"
+        return (f"depends on {self.candidate} unjudged items: the candidate's {top} holds them "
+                f"on this slice, the baseline's {self.baseline}; on the judged items alone "
+                f"(condensed rankings) Δ = {c.mean_diff:+.4f}, {c.decision} — judge them "
                 "(gate pool export) to decide")
 
 
@@ -203,7 +204,7 @@ class _Counted:
         """The counts on one comparison's slice (``rows``: its answerable positions)."""
         looks = None if self.lookalike is None else (int(self.lookalike[0][rows].sum()),
                                                      int(self.lookalike[1][rows].sum()))
-        return Unjudged(c.measure, c.slice, int(self.slots[rows].sum()),
+        return Unjudged(c.measure, c.slice, self.measure.k, int(self.slots[rows].sum()),
                         int(self.unjudged[0][rows].sum()), int(self.unjudged[1][rows].sum()),
                         lookalike=looks, example=self.example)
 

@@ -78,7 +78,7 @@ def report_document(report: Report) -> dict[str, Any]:
 def _unjudged(found: Unjudged) -> dict[str, Any]:
     """What the unjudged items did to one regression (present only when they put it in
     question)."""
-    return {"measure": found.measure, "slice": found.slice, "slots": found.slots,
+    return {"measure": found.measure, "slice": found.slice, "k": found.k, "slots": found.slots,
             "baseline": found.baseline, "candidate": found.candidate,
             "condensed": None if found.condensed is None else dataclasses.asdict(found.condensed),
             "lookalike": None if found.lookalike is None else {
