@@ -294,8 +294,8 @@ RECORDED = ("latency_ms", "tokens")  # the costs a run file may record
 
 
 def recorded_costs(rows: RunRows) -> tuple[str, ...]:
-    """The costs a run file records (of :data:`RECORDED`): ``latency_ms`` per query,
-    ``tokens`` for every item."""
+    """The costs a ranking records (of :data:`RECORDED`): ``latency_ms`` per query, ``tokens``
+    for every item (from the file, or from the chunk table that placed its items)."""
     return tuple(name for name, values in (("latency_ms", rows.latency_ms),
                                            ("tokens", rows.tokens))
                  if values is not None and (name != "tokens" or not (values < 0).any()))

@@ -125,11 +125,11 @@ def unchecked_chunk_ids(snapshot: Snapshot, test_set: TestSet) -> bool:
     """Whether the runs' ids go unchecked while the judged ids look like chunk ids: document
     judgments without a corpus, or chunk judgments without their chunk table, and at least
     half the judged ids holding ``#``."""
-    unchecked = ((snapshot.unit == "document" and test_set.corpus is None)
-                 or (snapshot.unit == "chunk" and test_set.chunks is None))
+    if not ((snapshot.unit == "document" and test_set.corpus is None)
+            or (snapshot.unit == "chunk" and test_set.chunks is None)):
+        return False
     ids = judged_ids(test_set.qrels)
-    return unchecked and len(ids) > 0 and 2 * int(
-        (np.char.find(ids, _SEPARATOR.encode()) >= 0).sum()) >= len(ids)
+    return len(ids) > 0 and 2 * int((np.char.find(ids, _SEPARATOR.encode()) >= 0).sum()) >= len(ids)
 
 
 def check_regressions(comparisons: Sequence[Comparison], measures: Sequence[Measure],
@@ -142,9 +142,11 @@ def check_regressions(comparisons: Sequence[Comparison], measures: Sequence[Meas
     ``redecide`` decides the family again with a measure's values replaced."""
     by_name = {str(m): m for m in measures if not m.lower_is_better}
     regressed = [c for c in comparisons if c.decision == "regression" and c.measure in by_name]
+    if not regressed:
+        return tuple(comparisons), ()
     pooled = judged_pool(test_set.qrels, snapshot.policy.threshold)
     chunk_like = unchecked_chunk_ids(snapshot, test_set)
-    if not regressed or not (pooled or chunk_like):
+    if not (pooled or chunk_like):
         return tuple(comparisons), ()
     counted = {name: _Counted.of(by_name[name], test_set, rescore, chunk_like)
                for name in dict.fromkeys(c.measure for c in regressed)}
