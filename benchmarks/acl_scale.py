@@ -25,7 +25,7 @@ with the gate's cache in the folder's ``cache/`` (emptied first):
 * ``gate snapshot freeze`` with the cache off: it parses the permissions file (and checks the
   judgments against it);
 * the first ``gate check --fail-on never``: it parses the file and writes the cache entry;
-* ``gate check`` again, --repeat times (median): it maps the cache entry, as every later check
+* ``gate check`` again, --repeat times (median): it reads the cache entry, as every later check
   on a machine does.
 
 Target (spec): per-user ACLs on 10⁶ documents × 10⁵ principals in ≤ 1.5 GiB peak resident

@@ -1,8 +1,10 @@
 """The cache of parsed inputs never changes a result or an exit code: an entry damaged in any
-way — any file of it emptied, cut short, replaced by an array of another shape or dtype, by
-random bytes, a folder or a pipe, deleted, or its manifest damaged — is ignored, and ``gate check``
-gives the JSON report and the exit code of a run without the cache, byte for byte; the entry
-is then written anew, identical to the one first written. Through the real command line."""
+way — any file of it emptied, cut short, replaced by an array of another shape or dtype or of
+objects, by random bytes, a folder or a pipe, deleted, or its manifest damaged — is ignored, and
+``gate check`` gives the JSON report and the exit code of a run without the cache, byte for
+byte; the entry is then written anew, identical to the one first written. A file of an entry
+rewritten in place while a check reads or uses it changes nothing either: the check uses the
+entry it checked, or finds it damaged. Through the real command line."""
 
 from __future__ import annotations
 
@@ -21,13 +23,17 @@ import pytest
 from conftest import gate
 from test_access import DOCS as CORPUS
 
+from retrieval_gate.formats.cache import load, store
+from retrieval_gate.formats.source import Blob
+
 # the entries a check of CORPUS leaves (its ids, and its own access data), and their arrays
 ENTRIES = {"corpus-lines": ("ids", "keys", "lengths", "places"),
            "access-csr": ("ids", "keys", "public", "valid_from", "valid_to", "family",
                           "supersedes", "lines", "acl_start", "acl_codes", "principals")}
 ARRAY_DAMAGE = ["empty", "cut short", "random bytes", "random data", "a bit flipped",
                 "one more dimension", "another dtype", "a folder", "a pipe", "deleted",
-                "one more dimension, listed", "another dtype, listed", "a row short, listed"]
+                "one more dimension, listed", "another dtype, listed", "a row short, listed",
+                "objects, listed"]
 # data: the array's bytes, after its header; listed: the manifest rewritten to agree
 MANIFEST_DAMAGE = ["empty", "cut short", "random bytes", "a folder", "deleted",
                    "another checksum", "another array"]
@@ -148,7 +154,8 @@ def _damage(entry: Path, file: str | None, how: str) -> None:
         array = np.load(path)
         changed = {"one more dimension": lambda: np.stack([array, array], axis=-1),
                    "another dtype": lambda: np.zeros(array.shape, np.float32),
-                   "a row short": lambda: array[:-1]}[how.removesuffix(", listed")]()
+                   "a row short": lambda: array[:-1],
+                   "objects": lambda: np.full(array.shape, None)}[how.removesuffix(", listed")]()
         np.save(path, changed)
         if how.endswith(", listed"):
             _listed(entry, path.stem, changed)
@@ -208,3 +215,128 @@ def test_processes_repairing_one_entry_at_once_all_give_the_result(testset, unca
     outcomes = [p.communicate(timeout=120) for p in running]
     assert [(p.returncode, *outcome) for p, outcome in zip(running, outcomes)] == [uncached] * 2
     assert _contents(cache) == _contents(pristine)
+
+
+def test_an_array_of_objects_is_no_entry_though_nothing_is_expected_of_it(tmp_path,
+                                                                         monkeypatch):
+    """A file of pickled objects that the manifest agrees with is no entry even for a caller
+    that expects no dtype: its bytes are never taken for pointers."""
+    monkeypatch.setenv("RETRIEVAL_GATE_CACHE", str(tmp_path / "cache"))
+    blob = Blob("input.jsonl", b"{}\n")
+    store("test", blob, {"a": np.arange(3)})
+    _damage(_entry(tmp_path / "cache", "test"), "a.npy", "objects, listed")
+    assert load("test", blob, ("a",)) is None
+    assert list((tmp_path / "cache").iterdir()) == []
+
+
+# Runs `gate check --config CONFIG --output-format json` in forked children of one process
+# (imports paid once, by a first check on the cache folder work/first). Child N, given K and
+# files of the cache folder work/N/cache with bytes and an offset for each, writes the bytes in
+# place at the K-th audit event `open` or `mmap.__new__` after the file's first `open` (K = 0:
+# as that open happens, before a byte is read), through a descriptor opened before the check:
+# another process rewriting the file while the check reads or uses it. Prints one JSON line per
+# child: its exit code, standard output and error.
+REWRITER = r"""
+import json, os, sys
+
+from retrieval_gate import cli
+
+config, work = sys.argv[1:3]
+children = json.loads(sys.argv[3])
+
+
+def check(folder):  # with the cache folder FOLDER/cache, output to FOLDER/out and err
+    for stream, name in ((1, "out"), (2, "err")):
+        os.dup2(os.open(os.path.join(folder, name), os.O_WRONLY | os.O_CREAT), stream)
+    os.environ["RETRIEVAL_GATE_CACHE"] = os.path.join(folder, "cache")
+    sys.argv = ["gate", "check", "--config", config, "--output-format", "json"]
+    try:
+        cli.main()
+        code = 0
+    except SystemExit as done:
+        code = done.code if isinstance(done.code, int) else 1
+    sys.stdout.flush()
+    sys.stderr.flush()
+    return code
+
+
+def child(n, k, rewrites):
+    cache = os.path.join(work, str(n), "cache")
+    files = [(os.path.join(cache, name), os.open(os.path.join(cache, name), os.O_WRONLY),
+              offset, bytes.fromhex(data)) for name, offset, data in rewrites]
+    seen = {path: -1 for path, *_ in files}  # events since its first open; -1: not opened
+
+    def hook(event, args):
+        if event not in ("open", "mmap.__new__"):
+            return
+        for path, fd, offset, data in files:
+            if seen[path] >= 0 or (event == "open" and str(args[0]) == path):
+                seen[path] += 1
+                if seen[path] == k:
+                    os.pwrite(fd, data, offset)
+
+    sys.addaudithook(hook)
+    os._exit(check(os.path.join(work, str(n))))
+
+
+saved = os.dup(1), os.dup(2)
+check(os.path.join(work, "first"))
+for stream, fd in zip((1, 2), saved):
+    os.dup2(fd, stream)
+for n, (k, rewrites) in enumerate(children):
+    pid = os.fork()
+    if pid == 0:
+        child(n, k, rewrites)
+    _, status = os.waitpid(pid, 0)
+    folder = os.path.join(work, str(n))
+    print(json.dumps([os.waitstatus_to_exitcode(status),
+                      *(open(os.path.join(folder, f)).read() for f in ("out", "err"))]),
+          flush=True)
+"""
+
+
+def _complemented(path: Path) -> tuple[int, bytes]:
+    """Where the array's bytes start in a ``.npy`` file (after its header), and those bytes
+    each complemented: another array of the same dtype and shape (what a check that used it
+    would show), a change the file's CRC-32 sees."""
+    data = path.read_bytes()
+    start = len(data) - np.load(path, allow_pickle=False).nbytes
+    assert start < len(data)
+    return start, bytes(b ^ 0xFF for b in data[start:])
+
+
+def test_a_file_rewritten_in_place_while_the_entry_is_read_or_used_changes_nothing(
+        testset, uncached, pristine, tmp_path):
+    """Each array file in turn (one of each entry a check) is rewritten in place at the K-th
+    audit event after the check first opens it, for K from 0 to 7: as it is opened (K = 0),
+    between its check and its use, while it is used. Each check gives the JSON report, the
+    error output and the exit code of a check without the cache, byte for byte; afterwards
+    each entry is either as written (rejected, then written anew) or as the rewrite left it
+    (read and checked before the rewrite, and used: the next check finds it damaged). A
+    rewrite before any byte is read is always found."""
+    files = {kind: [(f"{_entry(pristine, kind).name}/{name}.npy",
+                     *_complemented(_entry(pristine, kind) / f"{name}.npy")) for name in names]
+             for kind, names in ENTRIES.items()}
+    children = [(k, [rewrites[i % len(rewrites)] for rewrites in files.values()])
+                for k in range(8) for i in range(max(map(len, files.values())))]
+    for n in [*range(len(children)), "first"]:
+        shutil.copytree(pristine, tmp_path / str(n) / "cache")
+    env = {**os.environ, "OPENBLAS_NUM_THREADS": "1", "OMP_NUM_THREADS": "1"}
+    done = subprocess.run(
+        [sys.executable, "-c", REWRITER, str(testset / "gate.toml"), str(tmp_path),
+         json.dumps([(k, [(name, start, data.hex()) for name, start, data in rewrites])
+                     for k, rewrites in children])],
+        check=False, capture_output=True, text=True, env=env, timeout=300)
+    assert done.returncode == 0, done.stderr
+    outcomes = [tuple(json.loads(line)) for line in done.stdout.splitlines()]
+    assert len(outcomes) == len(children)
+    written = _contents(pristine)
+    for n, ((k, rewrites), outcome) in enumerate(zip(children, outcomes)):
+        assert outcome == uncached, (k, [name for name, *_ in rewrites])
+        left = _contents(tmp_path / str(n) / "cache")
+        assert left.keys() == written.keys()
+        for name, start, data in rewrites:
+            entry, file = name.split("/")
+            rewritten = {**written[entry], file: written[entry][file][:start] + data}
+            assert left[entry] in ([written[entry]] if k == 0
+                                   else [written[entry], rewritten]), (k, name)

@@ -1,5 +1,5 @@
 """A cache of arrays derived from a large input file, keyed by the SHA-256 of the file's bytes,
-so that reading the same file again costs a memory map instead of a parse.
+so that reading the same file again costs a read of its arrays instead of a parse.
 
 An entry is a folder ``KIND-v1-SHA256`` of ``.npy`` files in the cache folder:
 ``$RETRIEVAL_GATE_CACHE``, else ``$XDG_CACHE_HOME/retrieval-gate``, else
@@ -26,16 +26,34 @@ hash of the bytes it was derived from; the checks catch damage, not forgery: the
 the cache as it trusts its own code, and a user who can write the cache folder can change what
 the gate runs.
 
-The checksum is zlib's CRC-32 over a memory map of each file, about 5.5 GB/s here from the
-page cache: checking the 133 MB entry of an 8.8M-id corpus costs 24 ms (a ``gate check``
-with it takes 3-4 s), a 752 MB entry 130 ms. SHA-256 would cost 85 ms for the first,
-BLAKE2b 125 ms.
+The entry checked is the entry used, whatever another process writes to its files meanwhile:
+each array file is opened once and read whole into the process's own memory, its CRC-32
+computed over those bytes as they arrive, and the array is a read-only view of them. A file
+rewritten in place before or while it is read fails the check (the bytes read are not the ones
+its manifest describes, as far as a CRC-32 tells); one rewritten after it changes nothing the
+check uses. Neither a memory map nor a guard would do: a map shows the file's bytes as they
+are whenever they are read — a private (copy-on-write) map too, for every page the process
+has not written itself (measured on Linux) — so a file checked through a map and used through
+it later can give other arrays than the ones checked; and a file's size, times and inode,
+compared before and after use, stay the same when it is rewritten in place within the times'
+granularity, or when its times are set back.
+
+The cost is the copy and its memory: the whole entry is held in the process's memory (the
+arrays a parse would have returned, without the parse), where a map held only the pages used.
+The checksum is zlib's CRC-32, each 1 MiB part computed while it is in the CPU's cache:
+reading and checking the 133 MB entry of an 8.8M-id corpus takes 68 ms here (36 ms through a
+map, which leaves its pages to be read when used; a ``gate check`` with it takes 3-4 s), and
+the process peaks at 158 MiB after it (99 MiB through a map); reading a 1 GB corpus from its
+359 MB entry takes a whole process 1.30 s and 374 MiB (1.13 s and 125 MiB through a map; see
+docs/performance.md).
+SHA-256 would cost 85 ms for the first, BLAKE2b 125 ms, where the CRC-32 itself is about
+5.5 GB/s.
 """
 
 from __future__ import annotations
 
+import io
 import json
-import mmap
 import os
 import shutil
 import stat
@@ -53,6 +71,11 @@ from retrieval_gate.formats.source import Blob
 MIN_BYTES = 1 << 24
 MANIFEST = "manifest.json"
 _VERSION = "v1"
+_PART = 1 << 20  # bytes of an array file read and checksummed at a time
+# the magic string, version and header length of a .npy file, and numpy's longest header
+_HEADER_BYTES = 12 + 10_000
+_HEADERS = {(1, 0): np.lib.format.read_array_header_1_0,
+            (2, 0): np.lib.format.read_array_header_2_0}
 
 Expect = Mapping[str, tuple[str, int]]
 """Per array name, its dtype — a numpy dtype string (``"u8"``), or a kind alone, one letter
@@ -79,7 +102,8 @@ def _entry(kind: str, blob: Blob) -> Path | None:
 def load(kind: str, blob: Blob, names: tuple[str, ...], *, expect: Expect | None = None,
          valid: Callable[[Mapping[str, np.ndarray]], bool] | None = None
          ) -> dict[str, np.ndarray] | None:
-    """The arrays ``names`` of ``blob``'s entry, memory-mapped, or None when there is none.
+    """The arrays ``names`` of ``blob``'s entry, read into memory (read-only, the bytes that
+    were checked), or None when there is none.
 
     The entry's manifest must list exactly ``names``; each file must match its line there
     (size and CRC-32, then the array's dtype and shape) and ``expect`` (when given); and
@@ -110,10 +134,11 @@ def _checked(entry: Path, names: tuple[str, ...], expect: Expect
         return None
     arrays = {}
     for name in names:
-        path, line = os.path.join(entry, f"{name}.npy"), listed[name]
-        if _size_and_crc(path) != (line["bytes"], line["crc32"]):
+        line = listed[name]
+        data, crc = _read(os.path.join(entry, f"{name}.npy"), line["bytes"])
+        if crc != line["crc32"]:
             return None  # checked first: numpy reads no header but the one written
-        array = np.load(path, mmap_mode="r", allow_pickle=False)
+        array = _array(data)
         if (array.dtype.str, list(array.shape)) != (line["dtype"], line["shape"]) or (
                 name in expect and not _fits(array, *expect[name])):
             return None
@@ -127,17 +152,47 @@ def _fits(array: np.ndarray, dtype: str, ndim: int) -> bool:
     return kind and array.ndim == ndim
 
 
-def _size_and_crc(path: str) -> tuple[int, int]:
-    """The size of the file at ``path`` and the CRC-32 of all its bytes (read through a memory
-    map; ValueError for an empty file, which cannot be mapped, or for anything but a regular
-    file — opened without waiting, so that a pipe in its place cannot block)."""
-    with open(os.open(path, os.O_RDONLY | os.O_NONBLOCK), "rb") as handle:
-        status = os.fstat(handle.fileno())
-        if not stat.S_ISREG(status.st_mode):
-            raise ValueError(f"{path} is not a regular file")
-        size = status.st_size
-        with mmap.mmap(handle.fileno(), 0, access=mmap.ACCESS_READ) as data:
-            return size, zlib.crc32(data)
+def _read(path: str, size: int) -> tuple[np.ndarray, int]:
+    """The bytes of the file at ``path`` (``uint8``), read once into the process's own memory,
+    and their CRC-32, computed over those bytes as each part arrives (while it is in the CPU's
+    cache): whatever is written to the file afterwards, these are the bytes checked. ValueError
+    when it is not a regular file of ``size`` bytes (opened without waiting, so that a pipe in
+    its place cannot block), or when it ends sooner while read."""
+    fd = os.open(path, os.O_RDONLY | os.O_NONBLOCK)
+    try:
+        status = os.fstat(fd)
+        if not stat.S_ISREG(status.st_mode) or status.st_size != size:
+            raise ValueError(f"{path} is not a regular file of {size} bytes")
+        data = np.empty(size, np.uint8)
+        view, done, crc = data.data, 0, 0
+        while done < size:
+            part = view[done:done + _PART]
+            got = os.readv(fd, [part])
+            if got == 0:
+                raise ValueError(f"{path} ended at byte {done} of {size}")
+            crc = zlib.crc32(part[:got], crc)
+            done += got
+        return data, crc
+    finally:
+        os.close(fd)
+
+
+def _array(data: np.ndarray) -> np.ndarray:
+    """The array the bytes ``data`` of a ``.npy`` file hold: a read-only view of them, never a
+    copy. ValueError for a header that numpy would not load without pickles (of another
+    version than 1.0 or 2.0 — ``np.save`` writes 3.0 only for field names beyond Latin-1 —,
+    longer than numpy's limit, or of objects); TypeError for too few bytes after it."""
+    head = io.BytesIO(data[:_HEADER_BYTES].tobytes())
+    version = np.lib.format.read_magic(head)
+    if version not in _HEADERS:
+        raise ValueError(f"a .npy file of version {version}")
+    shape, fortran, dtype = _HEADERS[version](head)
+    if dtype.hasobject:
+        raise ValueError("a .npy file of objects")
+    array: np.ndarray = np.ndarray(shape, dtype, buffer=data, offset=head.tell(),
+                                   order="F" if fortran else "C")
+    array.flags.writeable = False
+    return array
 
 
 def _discard(entry: Path) -> None:
@@ -190,8 +245,9 @@ def _save(path: str, array: np.ndarray) -> dict[str, object]:
     with open(path, "xb") as handle:
         np.save(handle, array, allow_pickle=False)
         _flush(handle)
-    size, crc = _size_and_crc(path)
-    written = np.load(path, mmap_mode="r", allow_pickle=False)
+        size = handle.tell()
+    data, crc = _read(path, size)
+    written = _array(data)
     return {"dtype": written.dtype.str, "shape": list(written.shape), "bytes": size,
             "crc32": crc}
 
