@@ -34,6 +34,7 @@ VALID = {
     "rel": [("(rel=-100)", -100), ("(rel=0)", 0), ("(REL = 2)", 2), ("(rel=100)", 100)],
     "gain": [("(gain=linear)", "linear"), ("(Gain=LIN)", "linear"),
              ("(gain=exponential)", "exponential"), ("(gain=exp)", "exponential")],
+    "weight": [("(weight=count)", "count"), ("(WEIGHT=Rank)", "rank")],
     "stage": [(" [candidates]", "candidates"), ("[c]", "c"), (" [ a.b_c-1 ]", "a.b_c-1"),
               (f" [{'s' * 64}]", "s" * 64)],
 }
@@ -107,7 +108,7 @@ def test_out_of_range_values_are_refused_with_the_documented_message(family: Fam
         assert refusal(f"{name}@5 [{stage}]") == (
             f"measure '{name}@5 [{stage}]': stage '{stage[:24]}' is not a stage name — "
             f"{STAGE_FIX}")
-    takes = {"nDCG": "gain=exponential|linear"}.get(
+    takes = {"nDCG": "gain=exponential|linear", "Judged": "weight=count|rank"}.get(
         name, REL_TAKES if name in THRESHOLDED else "no parameters")
     for param in ("rel=101", "rel=-101", "rel=x", "rel=", "rel", "gain=log", "k=5", "stage=a"):
         assert refusal(f"{name}({param})@5") == (
@@ -125,7 +126,8 @@ def test_unknown_names_list_the_table():
     expected = (
         "use one of Recall@k (R@k), P@k (Precision@k), Hit@k (Success@k), RR@k (MRR@k), "
         "AP@k (MAP@k), nDCG@k (NDCG@k), CP@k, Judged@k, FactCoverage@k, AllFacts@k, Stale@k, "
-        "MixedVersions@k, optionally with (rel=N) or, for nDCG, (gain=linear); leave out @k "
+        "MixedVersions@k, optionally with (rel=N) or, for nDCG, (gain=linear) or, for Judged, "
+        "(weight=rank); leave out @k "
         "to cover the whole list")
     unknown = "measure 'Bogus@3': unknown measure name 'Bogus'"
     assert refusal("Bogus@3") == f"{unknown} — {expected}"
@@ -190,7 +192,8 @@ def test_trec_eval_names():
 
 @pytest.mark.parametrize("name, expected", [
     ("nDCG(rel=2)@3", "parameter 'rel=2' is not valid for nDCG — nDCG takes gain=exponential|linear"),
-    ("Judged(rel=2)@3", "parameter 'rel=2' is not valid for Judged — Judged takes no parameters"),
+    ("Judged(rel=2)@3",
+     "parameter 'rel=2' is not valid for Judged — Judged takes weight=count|rank"),
     ("RR(rel=101)@3", f"parameter 'rel=101' is not valid for RR — RR takes {REL_TAKES}"),
     ("Recall@0", f"cutoff k = '0' is not a positive integer up to 1,000,000 — {CUTOFF_FIX}"),
 ])

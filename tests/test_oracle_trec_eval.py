@@ -383,6 +383,30 @@ def test_condensed_rankings_by_hand(tmp_path):
                                       "AP@3": 0.5 / 3, "Judged@3": 1 / 3, "Hit@1": 0.0})
 
 
+def test_rank_weighted_judged_share_by_hand(tmp_path):
+    """Judged(weight=rank): rank r weighs 1/r, over H_k (or over the items returned). u1 and u2
+    are unjudged in u1 r1 u2 n1 r2."""
+    (tmp_path / "qrels").write_text("q 0 r1 1\nq 0 r2 1\nq 0 n1 0\n")
+    (tmp_path / "run").write_text("".join(f"q Q0 {d} {i} {10 - i} t\n" for i, d in
+                                          enumerate(["u1", "r1", "u2", "n1", "r2"], 1)))
+    measures = parse_measures(["Judged(weight=rank)@3", "Judged(weight=rank)@10",
+                               "Judged(weight=rank)", "Judged@3"])
+    got = score_run(read_qrels(tmp_path / "qrels"), read_run(tmp_path / "run"),
+                    measures).per_query()["q"]
+    h = [sum(1 / r for r in range(1, n + 1)) for n in range(11)]
+    assert got == pytest.approx({"Judged(weight=rank)@3": (1 / 2) / h[3],
+                                 "Judged(weight=rank)@10": (1 / 2 + 1 / 4 + 1 / 5) / h[10],
+                                 "Judged(weight=rank)": (1 / 2 + 1 / 4 + 1 / 5) / h[5],
+                                 "Judged@3": 1 / 3}, abs=1e-15)
+
+
+def test_harmonic_numbers_are_exact_to_the_last_digits():
+    from retrieval_gate.scoring.measures import harmonic
+    exact = np.cumsum([0.0] + [1 / r for r in range(1, 5001)])
+    n = np.arange(5001)
+    assert np.allclose(harmonic(n), exact, rtol=1e-14, atol=0)
+
+
 def test_cranfield_hybrid_has_ties_at_cutoffs():
     # the hybrid run's ties are real: the tie warning fires and the comparison above covers them
     run = oracle_read_run(CRANFIELD / "runs" / "hybrid.trec")

@@ -32,6 +32,8 @@ from retrieval_gate.core.stages import STAGE_NAME
 
 EXPONENTIAL = "exponential"
 LINEAR = "linear"
+COUNT = "count"
+RANK = "rank"
 
 
 def _cut(rows: JudgedRows, k: int | None) -> np.ndarray:
@@ -167,16 +169,33 @@ def ndcg(rows: JudgedRows, k: int | None, gain: str) -> np.ndarray:
     return _ratio(dcg, idcg)
 
 
-def judged(rows: JudgedRows, k: int | None) -> np.ndarray:
+def judged(rows: JudgedRows, k: int | None, weight: str = COUNT) -> np.ndarray:
     """Judged@k = judged items in the top k / k (ir_measures' ``Judged@k``): an empty slot of
     a list shorter than k is not a judged item, so returning fewer items never raises it.
     Without k, judged items / items returned, 0 for an empty list. An item is judged when the
     query's judgments give it a grade ≥ 0 — or, with access data, when its asker may not see
     it or it is not in force on the query's day: its value for the query is known (it gains 0
     by rule) and no judgment could change it, so it is not unjudged (nor asked to be
-    judged)."""
-    count = _per_query(rows, _cut(rows, k) & rows.judged)
-    return count / k if k is not None else _ratio(count, rows.retrieved)
+    judged). ``weight=rank`` weighs the item at rank r by 1/r, in the sum and in the slots
+    (H_k = 1 + 1/2 + … + 1/k; without k, over the items returned): the judged share where a
+    reader — and every rank-discounted measure — looks first."""
+    if weight == COUNT:
+        count = _per_query(rows, _cut(rows, k) & rows.judged)
+        return count / k if k is not None else _ratio(count, rows.retrieved)
+    weighted = _per_query(rows, _cut(rows, k) & rows.judged, 1.0 / rows.rank)
+    slots = harmonic(np.full(rows.n_queries, k) if k is not None else rows.retrieved)
+    return _ratio(weighted, slots)
+
+
+def harmonic(n: np.ndarray) -> np.ndarray:
+    """H_n = 1 + 1/2 + … + 1/n per element (0 for n = 0), summed exactly for small n and
+    by the asymptotic series (its next term below 1e-16 of it) above 64."""
+    n = np.asarray(n, dtype=np.int64)
+    table = np.concatenate(([0.0], np.cumsum(1.0 / np.arange(1, 65))))
+    big = np.maximum(n, 1).astype(np.float64)
+    series = (np.log(big) + np.euler_gamma + 1 / (2 * big) - 1 / (12 * big ** 2)
+              + 1 / (120 * big ** 4) - 1 / (252 * big ** 6))
+    return np.where(n <= 64, table[np.minimum(n, 64)], series)
 
 
 def stale(rows: JudgedRows, k: int | None) -> np.ndarray:
@@ -313,6 +332,12 @@ STAGE = Param(
     problem="stage '{given:.24}' is not a stage name",
     fix="name a stage of the snapshot's pipeline in brackets, e.g. Recall@50 [candidates] "
         "({values})")
+WEIGHT = Param(
+    key="weight", slot="keyword", syntax="weight=count|rank", example="weight=rank",
+    form="weight={}", values="count or rank", choices={COUNT: COUNT, RANK: RANK},
+    description="how an item weighs: each the same (count), or 1/r at rank r (rank)",
+    default=COUNT, default_text="count",
+    meanings={COUNT: "", RANK: "rank r weighs 1/r, over H_k"})
 _THRESHOLDED = (CUTOFF, REL, STAGE)
 _UNTHRESHOLDED = (CUTOFF, STAGE)
 
@@ -418,7 +443,8 @@ FAMILIES = (
            "items with a judgment (grade ≥ 0) in top k / k (an empty slot is not judged; "
            "ir_measures' `Judged@k`); an item its asker may not see, or not in force on the "
            "query's day, counts as judged: it gains 0 by rule, and no judgment could change "
-           "that", params=_UNTHRESHOLDED),
+           "that; `Judged(weight=rank)@k` weighs rank r by 1/r, over H_k",
+           params=(CUTOFF, WEIGHT, STAGE)),
     Family("FactCoverage", (), fact_coverage,
            "required facts stated by a relevant unit in top k / required facts",
            "required facts stated by a relevant unit covered in top k / required facts (0 for "
@@ -478,8 +504,9 @@ _FIX_NAME = (f"use one of {KNOWN_MEASURES}, optionally with {_options()}; leave 
 @dataclass(frozen=True)
 class Measure:
     """A measure value: family, cutoff ``k`` (None = whole list), optional relevance threshold
-    ``rel`` (None = the policy's), for nDCG the ``gain``, and for a pipeline run the ``stage``
-    whose ranking it reads (None: the run has one stage). Its fields are the keys of the
+    ``rel`` (None = the policy's), for nDCG the ``gain``, for Judged the ``weight``, and for a
+    pipeline run the ``stage`` whose ranking it reads (None: the run has one stage). Its fields
+    are the keys of the
     parameters of :data:`FAMILIES`; one its family takes and leaves out gets the parameter's
     default. Immutable and hashable; ``str()`` is the canonical name: ``Recall@50
     [candidates]``."""
@@ -488,6 +515,7 @@ class Measure:
     k: int | None = None
     rel: int | None = None
     gain: str | None = None
+    weight: str | None = None
     stage: str | None = None
 
     def __post_init__(self) -> None:
@@ -536,7 +564,7 @@ class Measure:
     def describe(self, default_threshold: int) -> str:
         """One line stating the definition, gain and threshold, for reports."""
         clauses = [p.states.format(p.shown(v)) for p, v in self._settings(default_threshold)]
-        return f"{self}: " + "; ".join([self._family.summary, *clauses])
+        return f"{self}: " + "; ".join([self._family.summary, *filter(None, clauses)])
 
     def compute(self, rows: JudgedRows, default_threshold: int) -> np.ndarray:
         """Per-query values (float64 array, one per query of ``rows``)."""
