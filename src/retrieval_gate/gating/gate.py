@@ -126,7 +126,8 @@ def run_gate(snapshot: str | os.PathLike[str], baseline: str | os.PathLike[str],
         comparisons, nothing = _decided(signals, rows, pairs, policy, family, base, cand, gated)
         spans_cut = _spans_cut(manifests, (base, cand))
         if not policy.accept_cut_spans:
-            comparisons = distrust_cut_spans(comparisons, [str(m) for m in gated.measures],
+            comparisons = distrust_cut_spans(comparisons, [str(m) for m in gated.measures
+                                                           if not m.lower_is_better],
                                              favoured(spans_cut, (manifests[0].chunking,
                                                                   manifests[1].chunking)))
         comparisons, unjudged = check_regressions(

@@ -2,7 +2,7 @@
 
 A regression is a ``<failure>``; an inconclusive comparison is a ``<failure>`` too when the gate
 fails on inconclusive, else a passing case whose ``<system-out>`` says so; the statistics are in
-each case's ``<system-out>``. Deterministic (no timestamps). A gate that could not decide
+each case's ``<system-out>``, and why a comparison decided nothing (its note). Deterministic (no timestamps). A gate that could not decide
 writes one test case, ``retrieval-gate``, with an ``<error>``.
 
 Every attribute and text is made :func:`~retrieval_gate.core.untrusted.visible`: the control
@@ -61,7 +61,8 @@ def report_junit(report: Report) -> str:
         p, adjusted = ((c.p_regression, c.p_regression_holm) if holm
                        else (c.sign_p, c.sign_p_holm))
         detail = (f"{c.decision}: {comparison_detail(c, ci)}, W/L/T {wins_losses_ties(c)}, "
-                  f"{'regression' if holm else 'sign'} p {p_value(p)} (Holm {p_value(adjusted)})")
+                  f"{'regression' if holm else 'sign'} p {p_value(p)} (Holm {p_value(adjusted)})"
+                  + (f" — {c.decision_note}" if c.decision_note else ""))
         _case(suite, f"retrieval-gate.{name}.{c.slice}", f"{c.measure} ({c.slice})", detail,
               c.decision if c in failing else None)
     for row in costs:

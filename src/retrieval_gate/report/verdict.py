@@ -11,6 +11,7 @@ import shlex
 from collections.abc import Callable
 
 from retrieval_gate.core.errors import EXIT_INVALID, EXIT_NOT_COMPARABLE, InputError
+from retrieval_gate.gating.cut_spans import distrusted_pass, favoured
 from retrieval_gate.gating.outcome import Comparison, Report
 from retrieval_gate.report.cells import cost_name, counted, named, nothing_gated
 from retrieval_gate.report.sections import cost_detail, leak_summary
@@ -78,7 +79,8 @@ def undecided(c: Comparison) -> str:
     """What an inconclusive comparison means, in words: ``can't rule out a drop larger than
     0.03 on Recall@5 (all) — this test set would need about 310 queries to decide``."""
     change = "a rise" if c.lower_is_better else "a drop"
-    what = f"can't rule out {change} larger than {c.margin:g} on {named(c)}"
+    what = (f"can't trust the pass on {named(c)}" if distrusted_pass(c) else
+            f"can't rule out {change} larger than {c.margin:g} on {named(c)}")
     if c.decision_note:
         return f"{what} — {c.decision_note}"
     needed = queries_needed(c)
@@ -176,11 +178,13 @@ def _credited_nothing(report: Report) -> str | None:
 
 
 def _spans_cut(report: Report) -> str | None:
-    if len(report.spans_cut) != 1:  # cut by both runs' chunking, it favours neither
+    runs = favoured(report.spans_cut, (report.baseline.chunking, report.candidate.chunking))
+    if not runs:  # one chunking cut them for both runs: it favours neither
         return None
-    return (f"narrow the span judgments to their evidence before trusting this comparison "
-            f"(gate qrels to-spans --evidence): the {report.spans_cut[0]}'s chunking cut "
-            "them, so the comparison favours it")
+    whose = ("both runs' chunkings cut them, each where it is favoured" if len(runs) == 2
+             else f"the {runs[0]}'s chunking cut them, so the comparison favours it")
+    return ("narrow the span judgments to their evidence before trusting this comparison "
+            f"(gate qrels to-spans --evidence): {whose}")
 
 
 def _regressed(report: Report) -> list[Comparison]:
