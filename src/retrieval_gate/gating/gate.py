@@ -14,6 +14,7 @@ Slices: ``all`` is every answerable query of the snapshot; any other slice name 
 from __future__ import annotations
 
 import os
+from collections.abc import Sequence
 from concurrent.futures import Future, ThreadPoolExecutor
 from dataclasses import dataclass, replace
 from pathlib import Path
@@ -616,19 +617,19 @@ def _score_verified(snap: Snapshot, test_set: TestSet, runs: tuple[Path, Path],
 
 def _rescorer(snap: Snapshot, test_set: TestSet, runs: tuple[Path, Path],
               manifests: tuple[RunManifest, RunManifest]) -> Rescore:
-    """Scoring one measure again on both runs, for the unjudged items' check
+    """Scoring measures of one stage again on both runs, for the unjudged items' check
     (:mod:`retrieval_gate.gating.unjudged`): the ranking of the measure's stage read again and
     checked against its manifest (exit 3 if it changed meanwhile)."""
-    def rescore(measure: Measure, condensed: bool) -> tuple[Scores, Scores]:
+    def rescore(measures: Sequence[Measure], condensed: bool) -> tuple[Scores, Scores]:
         scored = []
         for manifest, run in zip(manifests, runs):
             contract, file, pinned = next(
                 source for source in stage_sources(snap, manifest, run)
-                if (None if source[0] is None else source[0].name) == measure.stage)
+                if (None if source[0] is None else source[0].name) == measures[0].stage)
             blob = read_run_file(file)
             verify_run_hash(manifest, blob.sha256, pinned,
                             None if contract is None else contract.name)
-            scored.append(score_ranking(snap, test_set, contract, blob, [measure],
+            scored.append(score_ranking(snap, test_set, contract, blob, measures,
                                         load_run_chunks(manifest), condensed))
         return scored[0], scored[1]
     return rescore

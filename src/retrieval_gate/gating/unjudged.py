@@ -4,39 +4,45 @@ Under ``unjudged = nonrelevant`` (trec_eval's rule, the default), a candidate th
 items the judgments never saw loses points for them, relevant or not: a new retriever is
 penalised for finding what the pool missed (pool bias), and a run of another evidence unit —
 chunk ids of another chunking under document judgments — scores as if it found nothing. Each
-gated comparison of a retrieval measure (higher is better) decided ``regression`` is checked
-twice, and is ``inconclusive`` when either check finds that it depends on unjudged items:
+gated comparison of a retrieval measure (higher is better) decided ``regression`` is looked at
+where the drop is — on the queries of its slice where the candidate scored lower (the *lost*
+queries) — and is ``inconclusive`` when it depends on unjudged items there:
 
 1. **Judged pools** (:func:`judged_pool`: judgments that name non-relevant items too — graded
-   pools, span judgments). When the candidate's top k on the comparison's slice holds
-   materially more unjudged items than the baseline's — at least :data:`UNJUDGED_SHARE` of
-   its k × n slots and :data:`MIN_ITEMS` items more — the measure is decided again, in the
-   same family, on **condensed rankings** (:func:`~retrieval_gate.scoring.scores.condense`:
-   the unjudged items removed from both runs, Sakai 2007; trec_eval ``-J``). A drop that holds
-   on the judged items alone stands; one that does not rests on the unjudged items. Below
-   that gap (a candidate with a few unjudged items more, the usual pool bias) the decision
-   stands, and the pool-bias warning says what to judge. Judgments that name relevant items
-   only (Cranfield's, MS MARCO's) take every other item for non-relevant by their own
-   convention: they cannot tell an unjudged item from a non-relevant one, and this check does
-   not apply.
-2. **Ids of another unit** (:func:`unchecked_chunk_ids`: the snapshot pins nothing that
-   checks the runs' ids — document judgments without a corpus, chunk judgments without their
-   chunk table — and at least half the judged ids hold ``#``, as chunk ids do). An unjudged
-   item *looks like* a judged unit when its id's stem, the part before its last ``#``, is the
-   stem of a judged id of its query (``compound#12`` beside judged ``compound#7``): a piece of a
-   judged document under another name, as another chunking's chunk is. When the candidate's
-   top k holds at least :data:`MIN_ITEMS` and :data:`LOOKALIKE_SHARE` of its slots more such
-   items than the baseline's, the comparison is inconclusive, and the report names
-   ``--unit``.
+   pools, span judgments). The unjudged share of each run's top k on the lost queries is
+   taken as the measure reads the ranking: each item counting the same for a measure of a set
+   (Recall@k, P@k, Hit@k, ...), each rank r weighing 1/r for one that reads the order (nDCG,
+   AP, RR, CP: ``Judged(weight=rank)``), where an item at the top weighs most. When the
+   candidate's share exceeds the baseline's by :data:`UNJUDGED_SHARE` or more (and it ranks
+   at least :data:`MIN_ITEMS` unjudged items there), the measure is decided again, in the same
+   family, on **condensed rankings** (:func:`~retrieval_gate.scoring.scores.condense`: the
+   unjudged items removed from both runs, Sakai 2007; trec_eval ``-J``). A drop that holds on
+   the judged items alone stands; one that does not rests on the unjudged items. Below that
+   gap (the usual pool bias) the decision stands, and the pool-bias warning says what to
+   judge. Judgments that name relevant items only (Cranfield's, MS MARCO's) take every other
+   item for non-relevant by their own convention: they cannot tell an unjudged item from a
+   non-relevant one, and this check does not apply.
+2. **Ids of another unit** (:func:`unchecked_chunk_ids`: document judgments without a corpus
+   to check the runs' ids, at least half the judged ids holding ``#`` as chunk ids do). An
+   unjudged item *looks like* a judged unit when its id's stem, the part before its last
+   ``#``, is the stem of a judged id of its query (``compound#12`` beside judged
+   ``compound#7``): a piece of a judged document under another name, as another chunking's
+   chunk is. When the candidate's top k on the lost queries holds at least :data:`MIN_ITEMS`
+   and :data:`LOOKALIKE_SHARE` of its slots more such items than the baseline's, the
+   comparison is inconclusive, and the report says how to have the ids checked. (Ids that
+   hold ``#`` for another reason — ``numpy/numpy#123`` — meet the same rule: the pinned corpus,
+   which checks them, lifts it. A snapshot of chunk judgments compares runs of its own
+   chunking only: another one is not comparable, so the rule does not apply there.)
 
-A genuinely worse candidate that ranks *judged* non-relevant items keeps its regression: it
-has no more unjudged items than the baseline, and its condensed rankings show the drop too.
+A genuinely worse candidate that ranks *judged* non-relevant items keeps its regression: its
+top k is no less judged than the baseline's, and its condensed rankings show the drop too.
 The calibration of :data:`UNJUDGED_SHARE` (false alarms under pool bias, power kept) is in
-``benchmarks/pool_bias.py`` and the documentation (docs/concepts/pool.md).
+``benchmarks/pool_bias.py`` and docs/concepts/pool.md.
 """
 
 from __future__ import annotations
 
+import math
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, replace
 
@@ -45,17 +51,18 @@ import numpy as np
 from retrieval_gate.core.model import Qrels, RankedRun
 from retrieval_gate.decide.policy import Comparison
 from retrieval_gate.inputs.snapshot import Snapshot, TestSet
-from retrieval_gate.scoring.measures import Measure
+from retrieval_gate.scoring.measures import COUNT, RANK, Measure, harmonic
 from retrieval_gate.scoring.scores import Scores
 from retrieval_gate.scoring.units import judged_ids
 
-UNJUDGED_SHARE = 0.3  # the candidate's extra unjudged share of its top-k slots that is material
+UNJUDGED_SHARE = 0.3  # the candidate's extra unjudged share of its top k, where it lost
 LOOKALIKE_SHARE = 0.05  # ... of items that look like pieces of judged units
 MIN_ITEMS = 10  # and never fewer items than this
+RANKED = ("nDCG", "AP", "RR", "CP")  # the families that read where an item sits in the top k
 _SEPARATOR = "#"
 
-Rescore = Callable[[Measure, bool], tuple[Scores, Scores]]
-"""Both runs' scores of one measure (on its stage's ranking), on condensed rankings or not."""
+Rescore = Callable[[Sequence[Measure], bool], tuple[Scores, Scores]]
+"""Both runs' scores of some measures of one stage, on condensed rankings or not."""
 Redecide = Callable[[str, np.ndarray, np.ndarray], Sequence[Comparison]]
 """The family decided again with one signal's per-query values (baseline, candidate, on the
 answerable queries) replaced: every comparison."""
@@ -63,22 +70,33 @@ answerable queries) replaced: every comparison."""
 
 @dataclass(frozen=True)
 class Unjudged:
-    """What the unjudged items did to one comparison decided ``regression``: the unjudged items
-    in each run's top ``k`` on its slice (``slots``: k per query, or the items returned without
-    a cutoff: ``k`` None); with a judged pool and a material gap, the measure decided on condensed rankings
-    (``condensed``); with chunk-like ids the snapshot cannot check, the items of each run that
-    look like pieces of judged units (``lookalike``: baseline, candidate) and an example; and
-    whether the regression rests on the unjudged items (``depends``: it is inconclusive)."""
+    """What the unjudged items did to one comparison decided ``regression``, on its ``lost``
+    queries (those of its slice where the candidate scored lower): each run's unjudged items
+    in its top ``k`` there (None: its whole ranking) and their share of it (``exposure``:
+    baseline, candidate), counted as the measure reads the ranking (``weight``: ``count``, or
+    ``rank``: rank r weighs 1/r); ``slots``, the slots there, the same for both runs (k per
+    query; without a cutoff, the longer ranking's items); with a judged pool and a material gap, the measure decided on condensed
+    rankings (``condensed``); with chunk-like ids the snapshot cannot check, the items of each
+    run that look like pieces of judged units (``lookalike``: baseline, candidate) and an
+    example."""
 
     measure: str
     slice: str
     k: int | None
+    weight: str
+    lost: int
     slots: int
     baseline: int
     candidate: int
+    exposure: tuple[float, float]
     condensed: Comparison | None = None
     lookalike: tuple[int, int] | None = None
     example: str | None = None
+
+    @property
+    def gap(self) -> float:
+        """The candidate's unjudged share of its top k, less the baseline's (lost queries)."""
+        return self.exposure[1] - self.exposure[0]
 
     @property
     def other_unit(self) -> bool:
@@ -88,24 +106,28 @@ class Unjudged:
 
     @property
     def depends(self) -> bool:
-        """Whether the regression rests on the unjudged items."""
+        """Whether the regression rests on the unjudged items: inconclusive."""
         held = self.condensed is None or self.condensed.decision == "regression"
         return self.other_unit or not held
 
     def note(self) -> str:
         """Why the comparison is inconclusive, in words."""
+        where = f"on the {self.lost} {'query' if self.lost == 1 else 'queries'} where it lost"
         if self.other_unit:
             assert self.lookalike is not None
             return (f"depends on {self.lookalike[1]} unjudged items that look like pieces of "
-                    f"judged ones ({self.example}; the baseline ranks {self.lookalike[0]}): "
-                    "the candidate's ids may be another chunking's, which this snapshot cannot "
-                    "judge — freeze the judgments as spans (gate qrels to-spans) or with "
-                    "--unit chunk and the chunk table, or judge the items (gate pool export)")
+                    f"judged ones ({self.example}; the baseline ranks {self.lookalike[0]}) "
+                    f"{where}: the candidate's ids may be another chunking's, and without a "
+                    "corpus the snapshot cannot check them — pin the corpus (gate snapshot "
+                    "freeze --corpus-file) or turn the judgments into spans (gate qrels "
+                    "to-spans); or judge the items (gate pool export)")
         assert self.condensed is not None
         c = self.condensed
         top = "ranking" if self.k is None else f"top {self.k}"
-        return (f"depends on {self.candidate} unjudged items: the candidate's {top} holds them "
-                f"on this slice, the baseline's {self.baseline}; on the judged items alone "
+        weighted = ", rank-weighted" if self.weight == RANK else ""
+        return (f"depends on {self.candidate} unjudged items: {where}, they fill "
+                f"{100 * self.exposure[1]:.0f}% of the candidate's {top}{weighted} (the "
+                f"baseline's {100 * self.exposure[0]:.0f}%); on the judged items alone "
                 f"(condensed rankings) Δ = {c.mean_diff:+.4f}, {c.decision} — judge them "
                 "(gate pool export) to decide")
 
@@ -123,13 +145,12 @@ def judged_pool(qrels: Qrels, threshold: int) -> bool:
 
 def unchecked_chunk_ids(snapshot: Snapshot, test_set: TestSet) -> bool:
     """Whether the runs' ids go unchecked while the judged ids look like chunk ids: document
-    judgments without a corpus, or chunk judgments without their chunk table, and at least
-    half the judged ids holding ``#``."""
-    if not ((snapshot.unit == "document" and test_set.corpus is None)
-            or (snapshot.unit == "chunk" and test_set.chunks is None)):
+    judgments without a corpus, and at least half the judged ids holding ``#``."""
+    if snapshot.unit != "document" or test_set.corpus is not None:
         return False
     ids = judged_ids(test_set.qrels)
-    return len(ids) > 0 and 2 * int((np.char.find(ids, _SEPARATOR.encode()) >= 0).sum()) >= len(ids)
+    hashed = int((np.char.find(ids, _SEPARATOR.encode()) >= 0).sum()) if len(ids) else 0
+    return len(ids) > 0 and 2 * hashed >= len(ids)
 
 
 def check_regressions(comparisons: Sequence[Comparison], measures: Sequence[Measure],
@@ -138,7 +159,7 @@ def check_regressions(comparisons: Sequence[Comparison], measures: Sequence[Meas
                       ) -> tuple[tuple[Comparison, ...], tuple[Unjudged, ...]]:
     """``comparisons`` with each regression of a retrieval measure (``measures``) that rests
     on unjudged items made ``inconclusive`` (see the module docstring), and what the unjudged
-    items did to each regression with a material gap. ``rescore`` scores a measure again,
+    items did to each regression with a material gap. ``rescore`` scores measures again,
     ``redecide`` decides the family again with a measure's values replaced."""
     by_name = {str(m): m for m in measures if not m.lower_is_better}
     regressed = [c for c in comparisons if c.decision == "regression" and c.measure in by_name]
@@ -153,11 +174,10 @@ def check_regressions(comparisons: Sequence[Comparison], measures: Sequence[Meas
     condensed: dict[str, Sequence[Comparison]] = {}
     found = []
     for c in regressed:
-        rows = slices[c.slice]
-        seen = counted[c.measure].on(c, rows)
-        if pooled and _material(seen.candidate - seen.baseline, seen.slots, UNJUDGED_SHARE):
+        seen = counted[c.measure].on(c, slices[c.slice])
+        if pooled and seen.gap >= UNJUDGED_SHARE and seen.candidate >= MIN_ITEMS:
             if c.measure not in condensed:
-                base, cand = rescore(by_name[c.measure], True)
+                base, cand = rescore([by_name[c.measure]], True)
                 condensed[c.measure] = redecide(c.measure, base.values[:, 0],
                                                 cand.values[:, 0])
             seen = replace(seen, condensed=next(d for d in condensed[c.measure]
@@ -179,12 +199,17 @@ def _material(extra: int, slots: int, share: float) -> bool:
 
 @dataclass(frozen=True)
 class _Counted:
-    """Per answerable query, each run's unjudged items in the measure's top k, the slots
-    (k, or the items returned), and (with chunk-like ids) the items that look like pieces of
-    judged units, with an example."""
+    """Per answerable query, each run's value of the measure, its unjudged items in the
+    measure's top k and their share of it (weighted as the measure reads the ranking: see the
+    module docstring), over slots both runs share (k; without a cutoff, the longer ranking's
+    items: a shorter ranking never looks less judged for its missing items); with chunk-like
+    ids, the items that look like pieces of judged units, with an example."""
 
     measure: Measure
+    weight: str
+    values: tuple[np.ndarray, np.ndarray]
     unjudged: tuple[np.ndarray, np.ndarray]
+    shares: tuple[np.ndarray, np.ndarray]
     slots: np.ndarray
     lookalike: tuple[np.ndarray, np.ndarray] | None
     example: str | None
@@ -192,34 +217,57 @@ class _Counted:
     @staticmethod
     def of(measure: Measure, test_set: TestSet, rescore: Rescore, chunk_like: bool
            ) -> _Counted:
-        judged = Measure("Judged", measure.k, stage=measure.stage)
-        base, cand = rescore(judged, False)
-        unjudged, slots = zip(*(_unjudged(s, measure.k) for s in (base, cand)))
-        if not chunk_like:
-            return _Counted(measure, (unjudged[0], unjudged[1]), slots[1], None, None)
-        looks = [_lookalikes(s.ranked, test_set.qrels, test_set.answerable, measure.k)
-                 for s in (base, cand)]
-        return _Counted(measure, (unjudged[0], unjudged[1]), slots[1],
-                        (looks[0][0], looks[1][0]), looks[1][1])
+        weight = RANK if measure.family in RANKED else COUNT
+        judged = {w: Measure("Judged", measure.k, weight=w, stage=measure.stage)
+                  for w in (COUNT, weight)}
+        wanted = list(dict.fromkeys([measure, *judged.values()]))
+        scored = rescore(wanted, False)
+        column = {m: wanted.index(m) for m in wanted}
+
+        items, mass, slots = zip(*(_unjudged(s, measure.k, weight,
+                                             s.values[:, column[judged[COUNT]]],
+                                             s.values[:, column[judged[weight]]])
+                                   for s in scored))
+        common = np.maximum(slots[0], slots[1])  # without a cutoff: the longer ranking's
+        size = common if weight == COUNT else harmonic(common)
+        shares = [np.divide(m, size, out=np.zeros(len(size)), where=size > 0) for m in mass]
+        base = (scored[0].values[:, column[measure]], items[0], shares[0])
+        cand = (scored[1].values[:, column[measure]], items[1], shares[1])
+        looks = ([_lookalikes(s.ranked, test_set.qrels, test_set.answerable, measure.k)
+                  for s in scored] if chunk_like else None)
+        return _Counted(measure, weight, (base[0], cand[0]), (base[1], cand[1]),
+                        (base[2], cand[2]), common,
+                        None if looks is None else (looks[0][0], looks[1][0]),
+                        None if looks is None else looks[1][1])
 
     def on(self, c: Comparison, rows: np.ndarray) -> Unjudged:
-        """The counts on one comparison's slice (``rows``: its answerable positions)."""
-        looks = None if self.lookalike is None else (int(self.lookalike[0][rows].sum()),
-                                                     int(self.lookalike[1][rows].sum()))
-        return Unjudged(c.measure, c.slice, self.measure.k, int(self.slots[rows].sum()),
-                        int(self.unjudged[0][rows].sum()), int(self.unjudged[1][rows].sum()),
+        """The counts on the queries of one comparison's slice (``rows``: its answerable
+        positions) where the candidate scored lower."""
+        lost = rows[self.values[1][rows] < self.values[0][rows]]
+        looks = None if self.lookalike is None else (int(self.lookalike[0][lost].sum()),
+                                                     int(self.lookalike[1][lost].sum()))
+        mean = [math.fsum(s[lost].tolist()) / len(lost) if len(lost) else 0.0
+                for s in self.shares]
+        return Unjudged(c.measure, c.slice, self.measure.k, self.weight, len(lost),
+                        int(self.slots[lost].sum()), int(self.unjudged[0][lost].sum()),
+                        int(self.unjudged[1][lost].sum()), (mean[0], mean[1]),
                         lookalike=looks, example=self.example)
 
 
-def _unjudged(scores: Scores, k: int | None) -> tuple[np.ndarray, np.ndarray]:
-    """Per answerable query, the unjudged items among the first k a run ranks (``scores`` of
-    ``Judged@k``: judged items / k), and the slots: k, or the items returned without a
-    cutoff. An empty slot is not an item."""
+def _unjudged(scores: Scores, k: int | None, weight: str, judged: np.ndarray,
+              weighted: np.ndarray) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    """Per answerable query, from a run's ``Judged@k`` (``judged``: judged items / k) and
+    ``Judged(weight=...)@k`` (``weighted``): its unjudged items among the first k, their mass
+    as ``weight`` counts it (items, or Σ 1/r over their ranks r), and its slots — k, or the
+    items returned without a cutoff. An empty slot is not an item: neither judged nor
+    unjudged."""
     assert scores.retrieved is not None  # scored from one ranking
     returned = scores.retrieved if k is None else np.minimum(scores.retrieved, k)
     slots = returned if k is None else np.full(len(returned), k)
-    judged = np.rint(scores.values[:, 0] * slots).astype(np.int64)
-    return returned - judged, slots
+    items = returned - np.rint(judged * slots).astype(np.int64)
+    if weight == COUNT:
+        return items, items.astype(np.float64), slots
+    return items, harmonic(returned) - weighted * harmonic(slots), slots
 
 
 def _lookalikes(ranked: RankedRun | None, qrels: Qrels, answerable: Sequence[str],

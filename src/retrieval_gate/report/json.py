@@ -78,8 +78,10 @@ def report_document(report: Report) -> dict[str, Any]:
 def _unjudged(found: Unjudged) -> dict[str, Any]:
     """What the unjudged items did to one regression (present only when they put it in
     question)."""
-    return {"measure": found.measure, "slice": found.slice, "k": found.k, "slots": found.slots,
+    return {"measure": found.measure, "slice": found.slice, "k": found.k,
+            "weight": found.weight, "lost": found.lost, "slots": found.slots,
             "baseline": found.baseline, "candidate": found.candidate,
+            "exposure": {"baseline": found.exposure[0], "candidate": found.exposure[1]},
             "condensed": None if found.condensed is None else dataclasses.asdict(found.condensed),
             "lookalike": None if found.lookalike is None else {
                 "baseline": found.lookalike[0], "candidate": found.lookalike[1],

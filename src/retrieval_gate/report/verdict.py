@@ -211,10 +211,18 @@ def _rests_on_unjudged(report: Report) -> str | None:
         return None
     if any(u.other_unit for u in found):
         return ("check the evidence unit: the candidate's unjudged items look like pieces of "
-                "judged units under other names (another chunking?) — judge spans (gate qrels "
-                "to-spans), or freeze with --unit chunk and the chunk table")
+                "judged units under other names (another chunking?) — pin the corpus so that "
+                "the runs' ids are checked, or turn the judgments into spans (gate qrels "
+                "to-spans)")
+    first = found[0]
+    stage = parse_measure(first.measure).stage
+    last = report.snapshot.stages[-1].name if report.snapshot.stages else None
+    if stage is not None and stage != last:
+        return (f"judge the candidate's unjudged items in the top {first.k} of its stage "
+                f"{stage}: a regression rests on them (gate pool export reads the last stage, "
+                f"{last})")
     return ("judge the candidate's unjudged items: a regression rests on them — "
-            + _pool_export(report))
+            + _pool_export(report, first.k))
 
 
 def _regressed_queries(report: Report) -> str | None:
@@ -260,12 +268,14 @@ def _ungated(report: Report) -> str:
             f"(it has {c.n:,}), or lower that gate's min-queries")
 
 
-def _pool_export(report: Report) -> str:
-    """The commands that judge the candidate's unjudged items (paths quoted for a shell)."""
-    try:
-        k = parse_measure(report.hit_measure).k
-    except InputError:
-        k = None
+def _pool_export(report: Report, k: int | None = None) -> str:
+    """The commands that judge the candidate's unjudged items in its top ``k`` (default: the
+    cutoff of the gate's newly-failing measure; paths quoted for a shell)."""
+    if k is None:
+        try:
+            k = parse_measure(report.hit_measure).k
+        except InputError:
+            k = None
     return (f"gate pool export --snapshot {shlex.quote(report.snapshot.source)} --candidate "
             f"{shlex.quote(report.candidate.path)} --baseline {shlex.quote(report.baseline.path)}"
             f"{'' if k is None else f' -k {k}'} -o pool.jsonl, then gate pool merge")
