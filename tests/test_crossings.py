@@ -353,16 +353,23 @@ def test_a_regression_on_chunk_ids_of_another_chunking_rests_on_unjudged_items(
 POOL = [f"r{i}" for i in range(2)] + [f"n{i}" for i in range(6)]  # judged: relevant, not
 
 
-def _pooled(folder: Path, candidate: dict[str, list[str]]) -> tuple[Path, Path]:
-    """30 queries whose judgments name two relevant documents and six non-relevant ones (a
-    judged pool); the baseline ranks them relevant first. Returns the baseline and the
-    candidate (its rankings given), each with its manifest."""
-    _lines(folder / "queries.jsonl", [{"id": f"q{i:02d}"} for i in range(30)])
+def _judged_pool(folder: Path, queries: int, *freeze: str) -> None:
+    """A snapshot of ``queries`` queries whose judgments name two relevant documents and six
+    non-relevant ones each (a judged pool), frozen with ``freeze``'s options."""
+    _lines(folder / "queries.jsonl", [{"id": f"q{i:02d}"} for i in range(queries)])
     _lines(folder / "qrels.jsonl", [{"query_id": f"q{i:02d}", "doc_id": d,
-                                     "grade": int(d[0] == "r")} for i in range(30) for d in POOL])
+                                     "grade": int(d[0] == "r")}
+                                    for i in range(queries) for d in POOL])
     assert gate("snapshot", "freeze", "--queries", folder / "queries.jsonl", "--qrels",
                 folder / "qrels.jsonl", "--corpus-version", "c", "--permissions-version", "p",
-                "--unit", "document", "-m", "Recall@5", "-o", folder / "snapshot.json")[0] == 0
+                "--unit", "document", *freeze, "-o", folder / "snapshot.json")[0] == 0
+
+
+def _pooled(folder: Path, candidate: dict[str, list[str]]) -> tuple[Path, Path]:
+    """30 queries of a judged pool (:func:`_judged_pool`); the baseline ranks its documents
+    relevant first. Returns the baseline and the candidate (its rankings given), each with its
+    manifest."""
+    _judged_pool(folder, 30, "-m", "Recall@5")
     runs = (_run(folder, "base", {f"q{i:02d}": POOL for i in range(30)}),
             _run(folder, "cand", candidate))
     for run in runs:
@@ -432,13 +439,7 @@ def test_unjudged_items_moved_to_the_top_put_a_rank_measure_in_question(tmp_path
     candidate first: nDCG@10 drops by 0.43, on the unjudged items alone (condensed, the
     rankings are equal). nDCG reads the order: rank-weighted, they fill 51 % of the
     candidate's top 10 where it lost, 7 % of the baseline's."""
-    _lines(tmp_path / "queries.jsonl", [{"id": f"q{i:02d}"} for i in range(40)])
-    _lines(tmp_path / "qrels.jsonl", [{"query_id": f"q{i:02d}", "doc_id": d,
-                                       "grade": int(d[0] == "r")}
-                                      for i in range(40) for d in POOL])
-    assert gate("snapshot", "freeze", "--queries", tmp_path / "queries.jsonl", "--qrels",
-                tmp_path / "qrels.jsonl", "--corpus-version", "c", "--permissions-version", "p",
-                "--unit", "document", "-o", tmp_path / "snapshot.json")[0] == 0
+    _judged_pool(tmp_path, 40)
     runs = (_run(tmp_path, "base", {f"q{i:02d}": [*POOL, "x0", "x1"] for i in range(40)}),
             _run(tmp_path, "cand", {f"q{i:02d}": ["u0", "u1", *POOL] for i in range(40)}))
     for run in runs:
@@ -607,15 +608,8 @@ def test_chunk_ids_of_the_judged_chunking_are_never_taken_for_another_units(
 
 def test_a_regression_of_an_earlier_stage_resting_on_unjudged_items_names_its_stage(
         tmp_path: Path) -> None:
-    _lines(tmp_path / "queries.jsonl", [{"id": f"q{i:02d}"} for i in range(30)])
-    _lines(tmp_path / "qrels.jsonl", [{"query_id": f"q{i:02d}", "doc_id": d,
-                                       "grade": int(d[0] == "r")}
-                                      for i in range(30) for d in POOL])
-    assert gate("snapshot", "freeze", "--queries", tmp_path / "queries.jsonl", "--qrels",
-                tmp_path / "qrels.jsonl", "--corpus-version", "c", "--permissions-version", "p",
-                "--unit", "document", "--stage", "candidates:8", "--stage", "context:3",
-                "-m", "Recall@5 [candidates]", "-m", "Recall@3 [context]",
-                "-o", tmp_path / "snapshot.json")[0] == 0
+    _judged_pool(tmp_path, 30, "--stage", "candidates:8", "--stage", "context:3",
+                 "-m", "Recall@5 [candidates]", "-m", "Recall@3 [context]")
     runs = []
     for name, first in (("base", POOL), ("cand", ["u0", "u1", "u2", "u3", "u4", *POOL])):
         (tmp_path / name).mkdir()
