@@ -53,7 +53,7 @@ from retrieval_gate.decide.policy import Comparison
 from retrieval_gate.inputs.snapshot import Snapshot, TestSet
 from retrieval_gate.scoring.measures import COUNT, RANK, Measure, harmonic
 from retrieval_gate.scoring.scores import Scores
-from retrieval_gate.scoring.units import judged_ids
+from retrieval_gate.scoring.units import chunk_like, judged_ids
 
 UNJUDGED_SHARE = 0.3  # the candidate's extra unjudged share of its top k, where it lost
 LOOKALIKE_SHARE = 0.05  # ... of items that look like pieces of judged units
@@ -75,10 +75,10 @@ class Unjudged:
     in its top ``k`` there (None: its whole ranking) and their share of it (``exposure``:
     baseline, candidate), counted as the measure reads the ranking (``weight``: ``count``, or
     ``rank``: rank r weighs 1/r); ``slots``, the slots there, the same for both runs (k per
-    query; without a cutoff, the longer ranking's items); with a judged pool and a material gap, the measure decided on condensed
-    rankings (``condensed``); with chunk-like ids the snapshot cannot check, the items of each
-    run that look like pieces of judged units (``lookalike``: baseline, candidate) and an
-    example."""
+    query; without a cutoff, the longer ranking's items); with a judged pool and a material
+    gap, the measure decided on condensed rankings (``condensed``); with chunk-like ids the
+    snapshot cannot check, the items of each run that look like pieces of judged units
+    (``lookalike``: baseline, candidate) and an example."""
 
     measure: str
     slice: str
@@ -146,11 +146,8 @@ def judged_pool(qrels: Qrels, threshold: int) -> bool:
 def unchecked_chunk_ids(snapshot: Snapshot, test_set: TestSet) -> bool:
     """Whether the runs' ids go unchecked while the judged ids look like chunk ids: document
     judgments without a corpus, and at least half the judged ids holding ``#``."""
-    if snapshot.unit != "document" or test_set.corpus is not None:
-        return False
-    ids = judged_ids(test_set.qrels)
-    hashed = int((np.char.find(ids, _SEPARATOR.encode()) >= 0).sum()) if len(ids) else 0
-    return len(ids) > 0 and 2 * hashed >= len(ids)
+    return (snapshot.unit == "document" and test_set.corpus is None
+            and chunk_like(judged_ids(test_set.qrels)))
 
 
 def check_regressions(comparisons: Sequence[Comparison], measures: Sequence[Measure],

@@ -252,8 +252,7 @@ def _undecided(report: Report) -> str | None:
 
 _STEPS: tuple[Callable[[Report], str | None], ...] = (
     _leaking, _scored_nothing, _credited_nothing, _spans_cut, _rests_on_unjudged, _lost_stage,
-    _pool_bias,
-    _regressed_queries, _costly, _undecided)
+    _pool_bias, _regressed_queries, _costly, _undecided)
 
 
 def _ungated(report: Report) -> str:

@@ -112,12 +112,18 @@ def choose_unit(qrels: Qrels, source: Source, *, given: str | None,
                       "taken for document ids (give --corpus-file to have them checked)")
 
 
+def chunk_like(ids: np.ndarray) -> bool:
+    """Whether at least half the judged ``ids`` (an ``S`` array, not empty) hold ``#``, the
+    usual chunk-id separator."""
+    return len(ids) > 0 and 2 * int((np.char.find(ids, b"#") >= 0).sum()) >= len(ids)
+
+
 def _hashed(ids: np.ndarray) -> str | None:
-    """When at least half the judged ``ids`` hold ``#``, as chunk ids do, how many (``132 of
-    the 132 judged ids hold '#', as chunk ids do (e.g. …)``); else None."""
-    hashed = np.char.find(ids, b"#") >= 0 if len(ids) else np.zeros(0, dtype=bool)
-    if not len(ids) or 2 * int(hashed.sum()) < len(ids):
+    """When the judged ``ids`` look :func:`chunk_like`, how many hold ``#`` (``132 of the 132
+    judged ids hold '#', as chunk ids do (e.g. …)``); else None."""
+    if not chunk_like(ids):
         return None
+    hashed = np.char.find(ids, b"#") >= 0
     return (f"{_of(int(hashed.sum()), len(ids), 'holds', 'hold')} '#', as chunk ids do (e.g. "
             f"{_named(ids[hashed])})")
 
