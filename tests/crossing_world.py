@@ -9,8 +9,9 @@ The world: 12 documents ``d00``…``d11`` of 60 characters, each cut into three 
 (``d03#1`` is characters 20–40 of ``d03``, 4–8 tokens); 30 queries ``q00``…``q29``; for each
 answerable query eight judged chunks — grades 2, 2, 1, 1, 0, 0, 0, 0 — judged as documents (the
 best grade of a document's chunks), as chunk ids, or as spans (characters 3–17 of the chunk;
-for the first two, 10–30: a span two chunks cover together). Two runs rank eight chunks per
-query (JSON Lines items with their place and tokens; chunk ids alone under a chunk unit), the
+for the first two, 10–30: a span two chunks cover together). The measures: Recall, nDCG, P,
+Judged and Judged(weight=rank) at 6 (and Stale with time data), also on condensed rankings.
+Two runs rank eight chunks per query (JSON Lines items with their place and tokens; chunk ids alone under a chunk unit), the
 candidate a seeded reshuffle of the baseline's with one item moved.
 
 Features (:data:`FEATURES`) switch on:
@@ -89,7 +90,8 @@ class World:
     def measures(self) -> list[str]:
         """The snapshot's measures (all gated)."""
         at = " [context]" if "stages" in self.features else ""
-        names = [f"Recall@{K}{at}", f"nDCG@{K}{at}", f"Judged@{K}{at}", f"P@{K}{at}"]
+        names = [f"Recall@{K}{at}", f"nDCG@{K}{at}", f"Judged@{K}{at}", f"P@{K}{at}",
+                 f"Judged(weight=rank)@{K}{at}"]
         if "stages" in self.features:
             names.append("Recall@8 [candidates]")
         if "time" in self.features:
@@ -287,23 +289,38 @@ def _ok(world: World, qid: str, doc: str) -> bool:
     return visible(world, qid, doc) and in_force(world, doc)
 
 
-def score(world: World, run: str, stage: str, qid: str, measure: str, k: int) -> float:
-    """One measure's value on the ranking ``stage`` passes on (see the module docstring)."""
+def judged(world: World, qid: str, item: str) -> bool:
+    """Whether an item (a document, under document judgments; else a chunk) has a judgment
+    for the query — for spans, a judged span in its document — or its asker may not see it or
+    it is not in force (it gains 0 by rule: judged)."""
+    doc = item if world.unit == "document" else item.split("#")[0]
+    judged_docs = {place(c)[0] for c in world.judged[qid]}
+    if not _ok(world, qid, doc):
+        return True
+    if world.unit in ("span", "document"):
+        return doc in judged_docs
+    return item in world.judged[qid]
+
+
+def score(world: World, run: str, stage: str, qid: str, measure: str, k: int,
+          condensed: bool = False) -> float:
+    """One measure's value on the ranking ``stage`` passes on (see the module docstring); with
+    ``condensed``, on its judged items alone, moved up (Sakai's condensed ranking)."""
     items = passed_on(world, run, stage, qid)
     if world.unit == "document":  # chunks collapse to their documents, first rank kept
         items = list(dict.fromkeys(place(c)[0] for c in items))
+    if condensed:
+        items = [i for i in items if judged(world, qid, i)]
     units = _units(world, qid)
     relevant = [u for u, g in units if g >= 1]
     judged_any = {u for u, g in units}
-    all_judged = world.judged[qid]
     grades, judged_flags, covered = [], [], set()
     held: dict[str, set[int]] = {}
     for item in items[:k]:
         doc = item if world.unit == "document" else item.split("#")[0]
         ok = _ok(world, qid, doc)
+        judged_flags.append(judged(world, qid, item))
         if world.unit == "span":
-            judged_docs = {place(c)[0] for c in all_judged}
-            judged_flags.append(not ok or doc in judged_docs)
             gain = 0
             if ok:
                 _, start, end = place(item)
@@ -316,9 +333,6 @@ def score(world: World, run: str, stage: str, qid: str, measure: str, k: int) ->
             grades.append(gain)
         else:
             grade = dict(units).get(item)
-            judged_flags.append(not ok or item in all_judged or
-                                (world.unit == "document" and item in
-                                 {place(c)[0] for c in all_judged}))
             grades.append(grade if ok and grade is not None and item in judged_any else 0)
             if ok and item in relevant:
                 covered.add(item)
@@ -328,6 +342,9 @@ def score(world: World, run: str, stage: str, qid: str, measure: str, k: int) ->
         return sum(g >= 1 for g in grades) / k
     if measure == "Judged":
         return sum(judged_flags) / k
+    if measure == "Judged(weight=rank)":  # rank r weighs 1/r, over H_k
+        return (sum(f / r for r, f in enumerate(judged_flags, 1))
+                / sum(1 / r for r in range(1, k + 1)))
     if measure == "Stale":
         docs = [i if world.unit == "document" else i.split("#")[0] for i in items[:k]]
         return sum(not in_force(world, d) for d in docs) / k
@@ -339,8 +356,10 @@ def score(world: World, run: str, stage: str, qid: str, measure: str, k: int) ->
     raise ValueError(measure)
 
 
-def expected_values(world: World, run: str) -> dict[str, dict[str, float]]:
-    """Per answerable query, every snapshot measure's value in ``run``."""
+def expected_values(world: World, run: str, condensed: bool = False
+                    ) -> dict[str, dict[str, float]]:
+    """Per answerable query, every snapshot measure's value in ``run`` (with ``condensed``, on
+    its condensed rankings)."""
     out = {}
     for qid in world.answerable:
         values = {}
@@ -348,7 +367,7 @@ def expected_values(world: World, run: str) -> dict[str, dict[str, float]]:
             head, _, at = name.partition(" [")
             family, k = head.split("@")
             stage = at.rstrip("]") if at else ""
-            values[name] = score(world, run, stage, qid, family, int(k))
+            values[name] = score(world, run, stage, qid, family, int(k), condensed)
         out[qid] = values
     return out
 

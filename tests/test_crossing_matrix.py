@@ -10,7 +10,7 @@ judgments, the unit that reads the most (places, coverage, documents).
 
 Each case freezes the snapshot, writes both runs' manifests and runs ``gate check --json`` from
 the command line, then compares the report with the oracle: every measure's value of every
-query in both runs, each gated comparison's means and n on its slice, the leaks per query, the
+query in both runs (and on condensed rankings, scored by the gate's scoring of one ranking), each gated comparison's means and n on its slice, the leaks per query, the
 gated costs' statistics, the answer scores; with the cache, the reports with it on (twice)
 and off are byte-identical. Where the pair is refused, the exit code and the refusal's words.
 """
@@ -37,6 +37,11 @@ from crossing_world import (
     tokens_of,
     write,
 )
+
+from retrieval_gate.gating.pipeline import score_ranking
+from retrieval_gate.inputs.run_manifest import read_run_file
+from retrieval_gate.inputs.snapshot import load_snapshot, load_test_set
+from retrieval_gate.scoring.measures import parse_measure
 
 NO_SENSE = "a snapshot has one evidence unit"
 # Pairs the gate refuses, with the words of the refusal (docs/concepts/access-time.md,
@@ -85,6 +90,8 @@ def test_crossing(tmp_path: Path, pair: tuple[str, str]) -> None:
         assert _check(tmp_path, config, runs, "on")[1] == report
         assert _check(tmp_path, config, runs, "off")[1] == report
     _compare(world, json.loads(report))
+    if "scores-only" not in world.features:
+        _compare_condensed(world, files, tmp_path / "snapshot.json")
 
 
 def _freeze(world: World, files: dict[str, Path], out: Path) -> tuple[int, str]:
@@ -225,3 +232,24 @@ def _compare_costs(world: World, report: dict) -> None:
             tokens = [sum(map(tokens_of, passed_on(world, run, "context", q)))
                       for q in world.answerable]
             assert _close(row[run], math.fsum(tokens) / len(tokens)), (row, run)
+
+
+def _compare_condensed(world: World, files: dict[str, Path], snapshot: Path) -> None:
+    """Every measure on condensed rankings (the unjudged items removed: what the gate decides
+    a regression on again when unjudged items put it in question), scored by the gate's own
+    scoring of one ranking, against the oracle's."""
+    snap = load_snapshot(snapshot)
+    test_set = load_test_set(snap)
+    contracts = {s.name: s for s in snap.stages}
+    for run in ("baseline", "candidate"):
+        expected = expected_values(world, run, condensed=True)
+        for stage in world.stages:
+            measures = [parse_measure(m) for m in world.measures()
+                        if (f" [{stage}]" in m if stage else True)]
+            got = score_ranking(snap, test_set, contracts.get(stage),
+                                read_run_file(files[f"{run}:{stage}"]), measures,
+                                condensed=True).per_query()
+            for qid, values in got.items():
+                for name, value in values.items():
+                    assert _close(value, expected[qid][name]), (run, qid, name, value,
+                                                                expected[qid][name])
