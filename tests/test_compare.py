@@ -764,3 +764,15 @@ def test_mdd_edge_cases():
             minimum_detectable_drop(d, **kwargs)
     with pytest.raises(ValueError):
         minimum_detectable_drop(np.array([0.1, np.nan]), 0.05)
+
+
+@pytest.mark.parametrize("centre, spread", [(-1e12, 1.0), (-1e6, 1e-5), (-0.05, 1e-3)])
+def test_the_studentized_spread_does_not_cancel_far_from_zero(centre, spread):
+    """A resample's spread is computed from deviations about the observed mean, not as
+    mean(x²) − mean(x)², which cancels when |mean| ≫ SD: 100 values of −1e12 + N(0, 1) lie
+    far below 0, and no resample is as extreme (p = 1/(B + 1)), as at any other scale."""
+    d = centre + np.random.default_rng(1).normal(0.0, spread, 100)
+    (got,) = bootstrap_ci(d[None], rng=np.random.default_rng(0), resamples=2000, nulls=[0.0],
+                          bound_tail=0.025)
+    assert got.p_lower == 1 / 2001
+    assert got.upper < centre + 10 * spread

@@ -303,11 +303,15 @@ def _bootstrap_means(
 ) -> tuple[np.ndarray, np.ndarray | None]:
     """Bootstrap distribution of the row means, shape ``(m, resamples)``: the batches of
     :func:`_index_batches`, every row gathered with the same indices. Each mean is ``np.mean``
-    over a contiguous resampled row, as in SciPy. With ``squares``, also the mean of the
-    squared values of each resampled row (for its standard deviation), else None."""
+    over a contiguous resampled row, as in SciPy. With ``squares``, also each resampled row's
+    mean squared deviation from its row's observed mean θ̂ (for its standard deviation), else
+    None. Deviations from θ̂ rather than raw squares: ``mean(x²) − mean(x)²`` cancels
+    catastrophically when |θ̂| is large against the spread (−1e12 + N(0, 1)), the centred form
+    does not."""
     m, n = rows.shape
     means = np.empty((m, resamples), dtype=np.float64)
     second = np.empty((m, resamples), dtype=np.float64) if squares else None
+    theta = rows.mean(axis=-1)
     buf = np.empty((min(chunk, resamples), n), dtype=np.float64)
     start = 0
     for idx in _index_batches(rng, n, resamples, chunk):
@@ -317,6 +321,7 @@ def _bootstrap_means(
             np.take(rows[r], idx, out=gathered, mode="clip")  # indices are in range
             np.mean(gathered, axis=-1, out=means[r, start:start + size])
             if second is not None:
+                np.subtract(gathered, theta[r], out=gathered)
                 np.square(gathered, out=gathered)
                 np.mean(gathered, axis=-1, out=second[r, start:start + size])
         start += size
@@ -340,10 +345,12 @@ class _Studentized:
 
     @classmethod
     def of(cls, rows: np.ndarray, means: np.ndarray, second: np.ndarray) -> _Studentized:
+        """From the resamples' means and their mean squared deviations from θ̂
+        (:func:`_bootstrap_means`): s*² = (second − (θ* − θ̂)²)·n/(n − 1)."""
         n = rows.shape[1]
-        spread = np.sqrt(np.maximum(second - means * means, 0.0) * (n / (n - 1)))
         theta = rows.mean(axis=-1)
         offset = means - theta[:, None]
+        spread = np.sqrt(np.maximum(second - offset * offset, 0.0) * (n / (n - 1)))
         with np.errstate(divide="ignore", invalid="ignore"):
             t = offset / (spread / math.sqrt(n))
         t = np.where(spread > 0, t, np.sign(offset) * 1e300)
@@ -491,93 +498,132 @@ def bootstrap_ci(
     ``TypeError`` if ``rng`` is not a ``numpy.random.Generator``.
     """
     rows = _as_differences(diffs, 2)
-    if not isinstance(rng, np.random.Generator):
-        raise TypeError("rng must be a numpy.random.Generator (e.g. np.random.default_rng(seed))")
-    if isinstance(resamples, bool) or int(resamples) != resamples or resamples < 1:
-        raise ValueError(f"resamples must be a positive integer, got {resamples!r}")
-    resamples = int(resamples)
-    alpha = _check_probability("alpha", alpha)
-    if upper_alpha is not None and not 0.0 < float(upper_alpha) <= alpha:
-        raise ValueError(f"upper_alpha must lie in (0, alpha], got {upper_alpha!r}")
-    if bound_tail is not None and (upper_alpha is not None or not 0.0 < bound_tail < 0.5):
-        raise ValueError(f"bound_tail must lie in (0, 0.5), without upper_alpha, got "
-                         f"{bound_tail!r}")
-    if method not in ("bca", "percentile"):
-        raise ValueError(f"method must be 'bca' or 'percentile', got {method!r}")
+    request = _Request.of(rows, rng, resamples, alpha, method, chunk, upper_alpha, bound_tail,
+                          nulls)
     m, n = rows.shape
-    if chunk is None:
-        chunk = max(1, _AUTO_CHUNK_ELEMENTS // max(n, 1))
-    elif isinstance(chunk, bool) or int(chunk) != chunk or chunk < 1:
-        raise ValueError(f"chunk must be a positive integer, got {chunk!r}")
-    chunk = int(chunk)
-
-    h0 = None if nulls is None else np.asarray(nulls, dtype=np.float64).reshape(-1)
-    if h0 is not None and (h0.size != m or not np.all(np.isfinite(h0))):
-        raise ValueError(f"nulls must hold one finite value per row ({m}), got {nulls!r}")
     if m == 0:
         return ()
-    bound_at = _tail(upper_alpha) if upper_alpha is not None else bound_tail
-    wider = bound_at is not None
     if n == 0:
-        return tuple(BootstrapInterval(0.0, 0.0, "empty", upper=0.0 if wider else None,
-                                       p_lower=None if h0 is None else 1.0)
+        return tuple(BootstrapInterval(0.0, 0.0, "empty",
+                                       upper=0.0 if request.bound_at is not None else None,
+                                       p_lower=None if request.nulls is None else 1.0)
                      for _ in range(m))
-
     constant = no_spread(rows)  # n == 1 is constant too
     out: list[BootstrapInterval | None] = [
-        BootstrapInterval(float(rows[r, 0]), float(rows[r, 0]), "constant",
-                          upper=float(rows[r, 0]) if wider else None,
-                          p_lower=None if h0 is None else float(rows[r, 0] >= h0[r]))
-        if constant[r] else None
-        for r in range(m)
-    ]
-    if n == 1:
-        return tuple(out)  # type: ignore[arg-type]  # every row is constant
-
+        _constant_interval(float(rows[r, 0]), request, r) if constant[r] else None
+        for r in range(m)]
     varying = np.flatnonzero(~constant)
-    if varying.size == 0:
+    if n > 1 and varying.size == 0:
         # Keep the generator's advance independent of the data: draw and discard.
-        for _ in _index_batches(rng, n, resamples, chunk):
+        for _ in _index_batches(rng, n, request.resamples, request.chunk):
             pass
-        return tuple(out)  # type: ignore[arg-type]
+    elif varying.size:
+        for r, interval in zip(varying, _resampled_intervals(rows[varying], varying, rng,
+                                                             request)):
+            out[r] = interval
+    return tuple(out)  # type: ignore[arg-type]  # every row is filled
 
-    work = np.ascontiguousarray(rows[varying])
-    means, second = _bootstrap_means(work, resamples, rng, chunk,
-                                     squares=wider or h0 is not None)
+
+@dataclass(frozen=True)
+class _Request:
+    """The checked arguments of :func:`bootstrap_ci`: ``bound_at`` is the one-sided level of
+    the studentized bound (from ``upper_alpha`` or ``bound_tail``; None: no bound), ``raise_to_high``
+    whether it is raised to the interval's high end (with ``upper_alpha``), ``nulls`` one h₀
+    per row (None: no p-values)."""
+
+    resamples: int
+    alpha: float
+    method: BootstrapMethod
+    chunk: int
+    bound_at: float | None
+    raise_to_high: bool
+    nulls: np.ndarray | None
+
+    @classmethod
+    def of(cls, rows: np.ndarray, rng: object, resamples: int, alpha: float, method: str,
+           chunk: int | None, upper_alpha: float | None, bound_tail: float | None,
+           nulls: Sequence[float] | np.ndarray | None) -> _Request:
+        if not isinstance(rng, np.random.Generator):
+            raise TypeError("rng must be a numpy.random.Generator (e.g. "
+                            "np.random.default_rng(seed))")
+        if isinstance(resamples, bool) or int(resamples) != resamples or resamples < 1:
+            raise ValueError(f"resamples must be a positive integer, got {resamples!r}")
+        alpha = _check_probability("alpha", alpha)
+        if upper_alpha is not None and not 0.0 < float(upper_alpha) <= alpha:
+            raise ValueError(f"upper_alpha must lie in (0, alpha], got {upper_alpha!r}")
+        if bound_tail is not None and (upper_alpha is not None or not 0.0 < bound_tail < 0.5):
+            raise ValueError(f"bound_tail must lie in (0, 0.5), without upper_alpha, got "
+                             f"{bound_tail!r}")
+        if method not in ("bca", "percentile"):
+            raise ValueError(f"method must be 'bca' or 'percentile', got {method!r}")
+        m, n = rows.shape
+        if chunk is None:
+            chunk = max(1, _AUTO_CHUNK_ELEMENTS // max(n, 1))
+        elif isinstance(chunk, bool) or int(chunk) != chunk or chunk < 1:
+            raise ValueError(f"chunk must be a positive integer, got {chunk!r}")
+        h0 = None if nulls is None else np.asarray(nulls, dtype=np.float64).reshape(-1)
+        if h0 is not None and (h0.size != m or not np.all(np.isfinite(h0))):
+            raise ValueError(f"nulls must hold one finite value per row ({m}), got {nulls!r}")
+        bound_at = _tail(upper_alpha) if upper_alpha is not None else bound_tail
+        return cls(int(resamples), alpha, method, int(chunk),  # type: ignore[arg-type]
+                   bound_at, upper_alpha is not None, h0)
+
+
+def _constant_interval(value: float, request: _Request, row: int) -> BootstrapInterval:
+    """A row without spread: the interval, the bound and the p-value of the value itself."""
+    return BootstrapInterval(
+        value, value, "constant", upper=value if request.bound_at is not None else None,
+        p_lower=None if request.nulls is None else float(value >= request.nulls[row]))
+
+
+def _resampled_intervals(work: np.ndarray, positions: np.ndarray, rng: np.random.Generator,
+                         request: _Request) -> list[BootstrapInterval]:
+    """The intervals of the rows with spread (``work``, at ``positions`` among the caller's
+    rows): one bootstrap of their means, then each row's ends, bound and p-value."""
+    work = np.ascontiguousarray(work)
+    studentize = request.bound_at is not None or request.nulls is not None
+    means, second = _bootstrap_means(work, request.resamples, rng, request.chunk,
+                                     squares=studentize)
     studentized = None if second is None else _Studentized.of(work, means, second)
-    family = None if studentized is None or bound_at is None else studentized.upper(bound_at)
-    p_lower = (None if studentized is None or h0 is None
-               else studentized.p_lower(h0[varying]))
+    bound = (None if studentized is None or request.bound_at is None
+             else studentized.upper(request.bound_at))
+    p_lower = (None if studentized is None or request.nulls is None
+               else studentized.p_lower(request.nulls[positions]))
     means.sort(axis=-1)
-    theta_hat = work.mean(axis=-1)
+    levels, used, reasons = _interval_levels(work, means, request)
+    # Interpolating between equal neighbours can round the ends one ulp across each other.
+    ci = np.sort(_linear_quantile(means, levels), axis=-1)
+    if bound is not None and request.raise_to_high:
+        bound = np.maximum(bound, ci[:, 1])
+    return [BootstrapInterval(float(ci[i, 0]), float(ci[i, 1]), used[i], reasons[i],
+                              None if bound is None else float(bound[i]),
+                              None if p_lower is None else float(p_lower[i]))
+            for i in range(work.shape[0])]
 
-    tail = _tail(alpha)
+
+def _interval_levels(work: np.ndarray, means_sorted: np.ndarray, request: _Request
+                     ) -> tuple[np.ndarray, list[IntervalMethod], list[str | None]]:
+    """Per row, the quantile levels of its two ends (percentile: ``tail`` and ``1 − tail``;
+    BCa: :func:`_bca_levels` where defined), the method used and why BCa fell back."""
+    tail = _tail(request.alpha)
     k = work.shape[0]
-    # percentile levels tail, 1 − tail; BCa adjusts z = Φ⁻¹(tail), −Φ⁻¹(tail)
     levels = np.tile(np.array([tail, 1 - np.float64(tail)]), (k, 1))
     reasons: list[str | None] = [None] * k
     used: list[IntervalMethod] = ["percentile"] * k
-    if method == "bca":
-        z_tail = float(_ndtri(np.array([tail]))[0])
-        bca_levels = _bca_levels(work, theta_hat, means, [z_tail, -z_tail])
-        ok = np.all(np.isfinite(bca_levels), axis=-1)
-        one_sided = (means[:, 0] > theta_hat) | (means[:, -1] < theta_hat)
-        for i in range(k):
-            if ok[i] and not one_sided[i]:
-                levels[i] = bca_levels[i]
-                used[i] = "bca"
-            else:
-                reasons[i] = _FALLBACK_ONE_SIDED if one_sided[i] else _FALLBACK_NONFINITE
-
-    # Interpolating between equal neighbours can round the ends one ulp across each other.
-    ci = np.sort(_linear_quantile(means, levels), axis=-1)
-    upper = (family if family is None or bound_tail is not None
-             else np.maximum(family, ci[:, 1]))
-    for i, r in enumerate(varying):
-        out[r] = BootstrapInterval(float(ci[i, 0]), float(ci[i, 1]), used[i], reasons[i],
-                                   None if upper is None else float(upper[i]),
-                                   None if p_lower is None else float(p_lower[i]))
-    return tuple(out)  # type: ignore[arg-type]
+    if request.method != "bca":
+        return levels, used, reasons
+    theta_hat = work.mean(axis=-1)
+    z_tail = float(_ndtri(np.array([tail]))[0])
+    bca_levels = _bca_levels(work, theta_hat, means_sorted, [z_tail, -z_tail])
+    ok = np.all(np.isfinite(bca_levels), axis=-1)
+    one_sided = (means_sorted[:, 0] > theta_hat) | (means_sorted[:, -1] < theta_hat)
+    for i in range(k):
+        if ok[i] and not one_sided[i]:
+            levels[i] = bca_levels[i]
+            used[i] = "bca"
+        else:
+            reasons[i] = _FALLBACK_ONE_SIDED if one_sided[i] else _FALLBACK_NONFINITE
+    return levels, used, reasons
 
 
 def _tail(alpha: float) -> float:
