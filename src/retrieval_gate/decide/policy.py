@@ -70,7 +70,9 @@ from retrieval_gate.decide.paired import (
     SignTest,
     bootstrap_ci,
     holm,
+    differences,
     minimum_detectable_drop,
+    sign_flip_p,
     sign_test,
     smallest_p,
 )
@@ -395,7 +397,7 @@ def paired(baseline: np.ndarray, candidate: np.ndarray, measures: Sequence[str],
             continue
         b = baseline[members].T
         c = candidate[members].T
-        d = (c - b) * sign[:, None]  # turned so that positive is better
+        d = differences(b, c) * sign[:, None]  # turned so that positive is better
         nulls = [_null(wanted.get((m, name)), policy) for m in measures]
         intervals = bootstrap_ci(d, rng=np.random.default_rng(policy.seed),
                                  resamples=policy.resamples, alpha=policy.alpha,
@@ -423,7 +425,7 @@ def paired(baseline: np.ndarray, candidate: np.ndarray, measures: Sequence[str],
                 "wins": signs.wins, "losses": signs.losses, "ties": signs.ties,
                 "sign_p": signs.p_regression, "sign_p_two_sided": signs.p_two_sided,
                 "p_regression": regression_p(d[j], nulls[j], interval.p_lower, signs,
-                                             policy.resamples, policy.tie_band),
+                                             policy.resamples, policy.tie_band, own.margin),
                 "mde": minimum_detectable_drop(d[j], family_alpha, policy.power,
                                                one_sided=holm_test),
                 "margin": own.margin, "lower_is_better": bool(turned),
@@ -434,43 +436,57 @@ def paired(baseline: np.ndarray, candidate: np.ndarray, measures: Sequence[str],
 
 
 def regression_p(d: np.ndarray, null: float, bootstrap_p: float, signs: SignTest,
-                 resamples: int, tie_band: float = 0.0) -> float:
+                 resamples: int, tie_band: float = 0.0, margin: float = 0.0) -> float:
     """The one-sided p-value that the mean of the turned differences ``d`` lies below ``null``
     (0, or −margin under rule ``interval``): the larger of the paired t-test's
     (:func:`~retrieval_gate.decide.student_t.paired_t_p`) and the studentized bootstrap's
     (``bootstrap_p``) — the t-test is exact for normal differences and loses its level on
-    skewed ones, which the bootstrap-t sees; the bootstrap-t errs with few distinct values,
-    which the t-test does not.
+    skewed ones, which the bootstrap-t sees; the bootstrap-t errs with heavy tails and few
+    distinct values, which the t-test does not.
 
     - The bootstrap-t p-value is never below 1/(B + 1) (``resamples`` = B): when no resample
       is as extreme as the data (it sits at that floor), the bootstrap agrees the p-value is
       as small as it can tell, and the t-test's alone is used — else a family of more than
       α·(B + 1) members could never say ``regression`` (:func:`resolution_warning`).
-    - When each query changes by the same amount (to 1e-9, after the tie band) or not at all
-      — a 0/1 outcome: Hit@k, an abstention, a pass/fail judge — the exact sign test
-      (McNemar's test) joins the max: with few changed queries both approximations are too
-      eager there."""
+    - With at most :data:`~retrieval_gate.decide.paired.EXACT_FLIP_MAX` changed queries
+      (``d − null`` non-zero beyond the tie band), the exact sign-flip test
+      (:func:`~retrieval_gate.decide.paired.sign_flip_p`) joins the max: with few changed
+      queries both approximations are too eager, and the exact test bounds the p-value for
+      every pattern of changes, so the decision does not jump when one change moves by
+      1e-6. Beyond that, when every changed query changes by the same amount (to 1e-9) — a
+      0/1 outcome: Hit@k, an abstention, a pass/fail judge — the exact sign test (McNemar's
+      test, the sign-flip test of equal changes) joins.
+    - A drop every query shows beyond the margin (every ``d`` below ``null`` and at most
+      −``margin``) is a regression whatever the approximations say: the p-value is at most
+      the exact sign test's 2⁻ⁿ, the chance that n interchangeable queries all lose."""
     t_p = paired_t_p(d, null)
     p = t_p if bootstrap_p <= smallest_p(resamples) else max(bootstrap_p, t_p)
-    changed = np.abs(d)
-    changed = changed[changed > tie_band]
-    if changed.size and bool(np.allclose(changed, changed[0], rtol=1e-9, atol=0.0)):
-        p = max(p, signs.p_regression)
+    exact = sign_flip_p(d, null, tie_band)
+    if exact is not None:
+        p = max(p, exact)
+    else:
+        changed = np.abs(d)
+        changed = changed[changed > tie_band]
+        if changed.size and bool(np.allclose(changed, changed[0], rtol=1e-9, atol=0.0)):
+            p = max(p, signs.p_regression)
+    if d.size and bool(np.all(d < null)) and bool(np.all(d <= -margin)):
+        p = min(p, 0.5 ** d.size)
     return p
 
 
 def resolution_warning(policy: GatePolicy, family: int) -> str | None:
-    """Under test ``holm``, when the family's strictest level α/m lies below the smallest
-    bootstrap-t p-value, 1/(B + 1): there the t-test decides unchecked by the bootstrap. A
+    """Under test ``holm``, when the family's strictest level α/m is at or below the smallest
+    bootstrap-t p-value, 1/(B + 1) — a bootstrap-t p-value can never be below it there —:
+    the t-test then decides unchecked by the bootstrap. A
     sentence saying so and how many resamples would check it (20·m/α), or None."""
     if policy.regression_test != "holm" or family < 1:
         return None
     level = policy.alpha / family
-    if level >= smallest_p(policy.resamples):
+    if level > smallest_p(policy.resamples):
         return None
     needed = math.ceil(20 * family / policy.alpha)
     return (f"{policy.resamples:,} bootstrap resamples resolve p-values down to "
-            f"{smallest_p(policy.resamples):.2g}, above the family's strictest level "
+            f"{smallest_p(policy.resamples):.2g}, not below the family's strictest level "
             f"{level:.2g} (α/{family}): below it the t-test decides without the studentized "
             f"bootstrap's check; set resamples ≥ {needed:,}")
 
