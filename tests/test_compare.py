@@ -372,9 +372,21 @@ def test_p_values_of_degenerate_rows_and_bad_nulls():
     for tail in (0.0, 0.5, -1.0):
         with pytest.raises(ValueError, match="bound_tail"):
             bootstrap_ci(np.zeros((1, 5)), rng=rng, resamples=10, bound_tail=tail)
-    with pytest.raises(ValueError, match="bound_tail"):
-        bootstrap_ci(np.zeros((1, 5)), rng=rng, resamples=10, bound_tail=0.05,
-                     upper_alpha=0.05)
+
+
+def test_both_bounds_come_from_one_bootstrap():
+    """``bound_tail`` and ``upper_alpha`` together: ``upper`` is the bound at ``bound_tail``
+    as it is, ``family_upper`` the raised bound at ``upper_alpha / 2`` — each the value a call
+    with that argument alone gives, from the same resamples."""
+    d = np.random.default_rng(5).gamma(0.5, 0.2, (2, 40)) - 0.15
+    both = bootstrap_ci(d, rng=np.random.default_rng(0), resamples=2000, bound_tail=0.025,
+                        upper_alpha=0.025, nulls=[0.0, 0.0])
+    tail = bootstrap_ci(d, rng=np.random.default_rng(0), resamples=2000, bound_tail=0.025,
+                        nulls=[0.0, 0.0])
+    family = bootstrap_ci(d, rng=np.random.default_rng(0), resamples=2000, upper_alpha=0.025)
+    for b, t, f in zip(both, tail, family):
+        assert (b.upper, b.p_lower) == (t.upper, t.p_lower) and t.family_upper is None
+        assert b.family_upper == f.upper == f.family_upper >= f.high
 
 
 def test_the_bootstrap_t_bound_is_wider_where_the_sample_is_skewed():
@@ -391,9 +403,9 @@ def test_the_bootstrap_t_bound_is_wider_where_the_sample_is_skewed():
 def test_upper_end_of_degenerate_rows_and_bad_levels():
     rng = np.random.default_rng(0)
     assert bootstrap_ci(np.empty((1, 0)), rng=rng, upper_alpha=0.01) == (
-        BootstrapInterval(0.0, 0.0, "empty", upper=0.0),)
+        BootstrapInterval(0.0, 0.0, "empty", upper=0.0, family_upper=0.0),)
     assert bootstrap_ci(np.full((1, 4), -0.25), rng=rng, resamples=10, upper_alpha=0.01) == (
-        BootstrapInterval(-0.25, -0.25, "constant", upper=-0.25),)
+        BootstrapInterval(-0.25, -0.25, "constant", upper=-0.25, family_upper=-0.25),)
     (plain,) = bootstrap_ci(SAMPLES["n5"][None], rng=rng, resamples=10)
     assert plain.upper is None
     for bad in (0.0, 0.051, -0.01):

@@ -287,7 +287,11 @@ class BootstrapInterval:
       (bootstrap-t) upper bound at one-sided ``upper_alpha / 2`` — the upper end of a two-sided
       ``1 − upper_alpha`` interval — from the same resamples, raised to ``high`` where it falls
       below it (so ``≥ high``); with ``bound_tail``, the studentized upper bound at one-sided
-      ``bound_tail``, as it is; else ``None``.
+      ``bound_tail``, as it is (when both are given, ``upper`` is the ``bound_tail`` one);
+      else ``None``.
+    - ``family_upper``: when :func:`bootstrap_ci` is given ``upper_alpha``, the raised bound at
+      ``upper_alpha / 2`` above (the rule before's bound, :mod:`retrieval_gate.decide.policy`),
+      whether or not ``bound_tail`` is given too; else ``None``.
     - ``p_lower``: when :func:`bootstrap_ci` is given ``nulls``, the studentized (bootstrap-t)
       p-value that the mean lies below the row's null value h₀; else ``None``.
     """
@@ -298,6 +302,7 @@ class BootstrapInterval:
     fallback: str | None = None
     upper: float | None = None
     p_lower: float | None = None
+    family_upper: float | None = None
 
 
 _FALLBACK_ONE_SIDED = (
@@ -525,8 +530,8 @@ def bootstrap_ci(
     ``upper`` is the bootstrap-t bound at one-sided ``tail'`` (``tail'`` computed from
     ``upper_alpha`` as ``tail`` from ``alpha``), raised to ``high`` when below it: a bound for a
     family is never tighter than the interval reports show. ``bound_tail`` (0 < ``bound_tail``
-    < ½; not with ``upper_alpha``) asks instead for the bootstrap-t bound at one-sided
-    ``bound_tail`` as it is. ``nulls`` (one finite value h₀ per row) asks for each row's
+    < ½) asks for the bootstrap-t bound at one-sided ``bound_tail`` as it is (``upper``; with
+    ``upper_alpha`` too, the raised bound is ``family_upper``). ``nulls`` (one finite value h₀ per row) asks for each row's
     bootstrap-t p-value that its mean lies below h₀ (:attr:`BootstrapInterval.p_lower`).
     Degenerate rows: no query → bound 0.0, p-value 1.0; no spread → bound d, p-value 0.0 if
     d < h₀ else 1.0 (the constant interval's answers).
@@ -569,8 +574,7 @@ def bootstrap_ci(
     free.
 
     Raises ``ValueError`` for a non-2-D or non-finite ``diffs``, ``resamples < 1``,
-    ``alpha ∉ (0, 1)``, ``upper_alpha ∉ (0, alpha]``, ``bound_tail ∉ (0, ½)`` or given with
-    ``upper_alpha``, ``nulls`` not one finite value per row, an unknown ``method`` or
+    ``alpha ∉ (0, 1)``, ``upper_alpha ∉ (0, alpha]``, ``bound_tail ∉ (0, ½)``, ``nulls`` not one finite value per row, an unknown ``method`` or
     ``chunk < 1``;
     ``TypeError`` if ``rng`` is not a ``numpy.random.Generator``.
     """
@@ -583,7 +587,9 @@ def bootstrap_ci(
     if n == 0:
         return tuple(BootstrapInterval(0.0, 0.0, "empty",
                                        upper=0.0 if request.bound_at is not None else None,
-                                       p_lower=None if request.nulls is None else 1.0)
+                                       p_lower=None if request.nulls is None else 1.0,
+                                       family_upper=0.0 if request.family_at is not None
+                                       else None)
                      for _ in range(m))
     constant = no_spread(rows)  # n == 1 is constant too
     out: list[BootstrapInterval | None] = [
@@ -604,16 +610,16 @@ def bootstrap_ci(
 @dataclass(frozen=True)
 class _Request:
     """The checked arguments of :func:`bootstrap_ci`: ``bound_at`` is the one-sided level of
-    the studentized bound (from ``upper_alpha`` or ``bound_tail``; None: no bound), ``raise_to_high``
-    whether it is raised to the interval's high end (with ``upper_alpha``), ``nulls`` one h₀
-    per row (None: no p-values)."""
+    the studentized bound ``upper`` (``bound_tail``, else from ``upper_alpha``; None: no
+    bound), ``family_at`` that of the raised ``family_upper`` (from ``upper_alpha``), ``nulls``
+    one h₀ per row (None: no p-values)."""
 
     resamples: int
     alpha: float
     method: BootstrapMethod
     chunk: int
     bound_at: float | None
-    raise_to_high: bool
+    family_at: float | None
     nulls: np.ndarray | None
 
     @classmethod
@@ -628,9 +634,8 @@ class _Request:
         alpha = _check_probability("alpha", alpha)
         if upper_alpha is not None and not 0.0 < float(upper_alpha) <= alpha:
             raise ValueError(f"upper_alpha must lie in (0, alpha], got {upper_alpha!r}")
-        if bound_tail is not None and (upper_alpha is not None or not 0.0 < bound_tail < 0.5):
-            raise ValueError(f"bound_tail must lie in (0, 0.5), without upper_alpha, got "
-                             f"{bound_tail!r}")
+        if bound_tail is not None and not 0.0 < bound_tail < 0.5:
+            raise ValueError(f"bound_tail must lie in (0, 0.5), got {bound_tail!r}")
         if method not in ("bca", "percentile"):
             raise ValueError(f"method must be 'bca' or 'percentile', got {method!r}")
         m, n = rows.shape
@@ -641,16 +646,17 @@ class _Request:
         h0 = None if nulls is None else np.asarray(nulls, dtype=np.float64).reshape(-1)
         if h0 is not None and (h0.size != m or not np.all(np.isfinite(h0))):
             raise ValueError(f"nulls must hold one finite value per row ({m}), got {nulls!r}")
-        bound_at = _tail(upper_alpha) if upper_alpha is not None else bound_tail
+        family_at = None if upper_alpha is None else _tail(upper_alpha)
         return cls(int(resamples), alpha, method, int(chunk),  # type: ignore[arg-type]
-                   bound_at, upper_alpha is not None, h0)
+                   family_at if bound_tail is None else bound_tail, family_at, h0)
 
 
 def _constant_interval(value: float, request: _Request, row: int) -> BootstrapInterval:
     """A row without spread: the interval, the bound and the p-value of the value itself."""
     return BootstrapInterval(
         value, value, "constant", upper=value if request.bound_at is not None else None,
-        p_lower=None if request.nulls is None else float(value >= request.nulls[row]))
+        p_lower=None if request.nulls is None else float(value >= request.nulls[row]),
+        family_upper=value if request.family_at is not None else None)
 
 
 def _resampled_intervals(work: np.ndarray, positions: np.ndarray, rng: np.random.Generator,
@@ -664,17 +670,23 @@ def _resampled_intervals(work: np.ndarray, positions: np.ndarray, rng: np.random
     studentized = None if second is None else _Studentized.of(work, means, second)
     bound = (None if studentized is None or request.bound_at is None
              else studentized.upper(request.bound_at))
+    family = (None if studentized is None or request.family_at is None
+              else bound if request.family_at == request.bound_at
+              else studentized.upper(request.family_at))
     p_lower = (None if studentized is None or request.nulls is None
                else studentized.p_lower(request.nulls[positions]))
     means.sort(axis=-1)
     levels, used, reasons = _interval_levels(work, means, request)
     # Interpolating between equal neighbours can round the ends one ulp across each other.
     ci = np.sort(_linear_quantile(means, levels), axis=-1)
-    if bound is not None and request.raise_to_high:
-        bound = np.maximum(bound, ci[:, 1])
+    if family is not None:
+        family = np.maximum(family, ci[:, 1])
+        if request.family_at == request.bound_at:
+            bound = family
     return [BootstrapInterval(float(ci[i, 0]), float(ci[i, 1]), used[i], reasons[i],
                               None if bound is None else float(bound[i]),
-                              None if p_lower is None else float(p_lower[i]))
+                              None if p_lower is None else float(p_lower[i]),
+                              None if family is None else float(family[i]))
             for i in range(work.shape[0])]
 
 

@@ -199,19 +199,23 @@ class GatePolicy:
 def decide(n: int, mean_diff: float, ci_low: float, ci_high: float, sign_p_holm: float,
            margin: float, alpha: float, *, ci_high_adjusted: float | None = None,
            rule: RegressionRule = "estimate", min_queries: int = DEFAULT_MIN_QUERIES,
-           p_regression_holm: float | None = None) -> Decision:
-    """The decision rule of the module docstring. With ``p_regression_holm`` (test ``holm``)
-    a drop is significant when that p-value is below α; without it (test ``bonferroni``) when
-    the family's bound ``ci_high_adjusted`` (``None``: ``ci_high``, a family of one) lies below
-    0 (−margin under rule ``interval``) and ``sign_p_holm`` is below α. ``n < min_queries``
-    (and ``n == 0``) → ``inconclusive``."""
+           p_regression_holm: float | None = None, ci_high_before: float | None = None
+           ) -> Decision:
+    """The decision rule of the module docstring. A drop is significant by the rule before
+    (test ``bonferroni``) when its bound — ``ci_high_before`` under test ``holm``, else the
+    family's bound ``ci_high_adjusted`` (``None``: ``ci_high``, a family of one) — lies below
+    0 (−margin under rule ``interval``) and ``sign_p_holm`` is below α; with
+    ``p_regression_holm`` (test ``holm``) also when that p-value is below α. ``n <
+    min_queries`` (and ``n == 0``) → ``inconclusive``."""
     if n == 0 or n < min_queries:
         return "inconclusive"
+    null = -margin if rule == "interval" else 0.0
     if p_regression_holm is not None:
-        significant = p_regression_holm < alpha
+        significant = p_regression_holm < alpha or (
+            ci_high_before is not None and ci_high_before < null and sign_p_holm < alpha)
     else:
         bound = ci_high if ci_high_adjusted is None else ci_high_adjusted
-        significant = bound < (-margin if rule == "interval" else 0.0) and sign_p_holm < alpha
+        significant = bound < null and sign_p_holm < alpha
     if mean_diff <= -margin and significant:
         return "regression"
     if ci_low > -margin:
@@ -280,6 +284,7 @@ class Comparison:
     ci_method: str
     ci_note: str | None
     ci_high_adjusted: float
+    ci_high_before: float | None
     wins: int
     losses: int
     ties: int
@@ -403,7 +408,7 @@ def paired(baseline: np.ndarray, candidate: np.ndarray, measures: Sequence[str],
                                  resamples=policy.resamples, alpha=policy.alpha,
                                  method=policy.bootstrap, nulls=nulls,
                                  bound_tail=family_alpha if holm_test else None,
-                                 upper_alpha=None if holm_test else family_alpha)
+                                 upper_alpha=family_alpha)
         for j, (measure, interval) in enumerate(zip(measures, intervals)):
             if (measure, name) not in wanted:
                 continue
@@ -422,6 +427,7 @@ def paired(baseline: np.ndarray, candidate: np.ndarray, measures: Sequence[str],
                 "ci_note": interval.fallback or _interval_note(interval.method),
                 "ci_high_adjusted": (max(interval.upper, paired_t_upper(d[j], family_alpha))
                                      if holm_test else interval.upper),
+                "ci_high_before": interval.family_upper if holm_test else None,
                 "wins": signs.wins, "losses": signs.losses, "ties": signs.ties,
                 "sign_p": signs.p_regression, "sign_p_two_sided": signs.p_two_sided,
                 "p_regression": regression_p(d[j], nulls[j], interval.p_lower, signs,
@@ -527,7 +533,8 @@ def decide_pairs(rows: Sequence[Paired], policy: GatePolicy, family: int | None 
             row["n"], pair.mean_turned, pair.low_turned, row["ci_high_adjusted"], p_holm,
             row["margin"], policy.alpha, ci_high_adjusted=row["ci_high_adjusted"],
             rule=policy.regression_rule, min_queries=policy.min_queries,
-            p_regression_holm=p_regression_holm if holm_test else None)
+            p_regression_holm=p_regression_holm if holm_test else None,
+            ci_high_before=row["ci_high_before"])
         note = (f"too small to decide: {row['n']} queries, fewer than this gate's min-queries "
                 f"= {row['min_queries']}" if row["too_small"]
                 else decision_note(row["n"], policy.min_queries))
