@@ -69,8 +69,8 @@ from retrieval_gate.core.errors import EXIT_INCONCLUSIVE, EXIT_PASS, EXIT_REGRES
 from retrieval_gate.decide.paired import (
     SignTest,
     bootstrap_ci,
-    holm,
     differences,
+    holm,
     minimum_detectable_drop,
     sign_flip_p,
     sign_test,
