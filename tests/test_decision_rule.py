@@ -59,7 +59,7 @@ def _few_losses(tmp_path, losses: list[float]) -> tuple[int, dict]:
     cand = base.copy()
     cand[:len(losses)] -= losses
     b, c = runs_with(tmp_path, {"x": base.tolist()}, {"x": cand.tolist()})
-    code, out, err, report = check(b, c, "score:x=0.01")
+    code, _, err, report = check(b, c, "score:x=0.01")
     assert err == ""
     return code, report["comparisons"][0]
 
