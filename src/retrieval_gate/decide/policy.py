@@ -72,10 +72,12 @@ from retrieval_gate.decide.paired import (
     differences,
     holm,
     minimum_detectable_drop,
+    sample_skewness,
     sign_flip_p,
     sign_test,
     smallest_p,
 )
+from retrieval_gate.decide import skew
 from retrieval_gate.decide.student_t import paired_t_p, paired_t_upper
 
 Decision = Literal["pass", "regression", "inconclusive"]
@@ -298,6 +300,8 @@ class Comparison:
     decision: Decision
     decision_note: str | None
     improvement: bool
+    skewness: float | None = None
+    skew_queries: int | None = None
     lower_is_better: bool = False
     report_only: bool = False
     too_small: bool = False
@@ -414,6 +418,7 @@ def paired(baseline: np.ndarray, candidate: np.ndarray, measures: Sequence[str],
                 continue
             own = wanted[(measure, name)]
             n = len(members)
+            skewness = sample_skewness(d[j])
             signs = sign_test(d[j], policy.tie_band)
             turned = sign[j] < 0
             assert interval.upper is not None and interval.p_lower is not None
@@ -435,6 +440,9 @@ def paired(baseline: np.ndarray, candidate: np.ndarray, measures: Sequence[str],
                 "mde": minimum_detectable_drop(d[j], family_alpha, policy.power,
                                                one_sided=holm_test),
                 "margin": own.margin, "lower_is_better": bool(turned),
+                "skewness": skewness,
+                "skew_queries": (skew.outside(skewness, n) if in_family(n, own, policy)
+                                 and not equal_changes(d[j], policy.tie_band) else None),
                 "report_only": own.report_only, "too_small": own.too_small(n),
                 "min_queries": own.min_queries, "in_family": in_family(n, own, policy),
             }, _mean(d[j]) or 0.0, interval.low))
@@ -470,14 +478,20 @@ def regression_p(d: np.ndarray, null: float, bootstrap_p: float, signs: SignTest
     exact = sign_flip_p(d, null, tie_band)
     if exact is not None:
         p = max(p, exact)
-    else:
-        changed = np.abs(d)
-        changed = changed[changed > tie_band]
-        if changed.size and bool(np.allclose(changed, changed[0], rtol=1e-9, atol=0.0)):
-            p = max(p, signs.p_regression)
+    elif equal_changes(d, tie_band):
+        p = max(p, signs.p_regression)
     if d.size and bool(np.all(d < null)) and bool(np.all(d <= -margin)):
         p = min(p, 0.5 ** d.size)
     return p
+
+
+def equal_changes(d: np.ndarray, tie_band: float = 0.0) -> bool:
+    """Whether every changed query (beyond the tie band) changes by the same amount, to 1e-9:
+    a 0/1 outcome, whose exact sign test (McNemar's) is valid whatever the distribution —
+    a mean of 0 is an equal chance to win and to lose."""
+    changed = np.abs(d)
+    changed = changed[changed > tie_band]
+    return bool(changed.size) and bool(np.allclose(changed, changed[0], rtol=1e-9, atol=0.0))
 
 
 def resolution_warning(policy: GatePolicy, family: int) -> str | None:

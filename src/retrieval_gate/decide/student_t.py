@@ -19,6 +19,7 @@ it to 1e-12 below 10³ degrees of freedom, 3e-10 below 10⁵ and 1e-8 beyond; th
 
 from __future__ import annotations
 
+import functools
 import math
 from collections.abc import Sequence
 
@@ -88,9 +89,11 @@ def _t_density(t: float, df: float) -> float:
     return math.exp(log_norm - (df + 1) / 2 * math.log1p(t * t / df))
 
 
+@functools.lru_cache(maxsize=1024)
 def t_quantile(p: float, df: float) -> float:
     """The ``t`` with ``P(T ≤ t) = p`` (0 < p < 1), by safeguarded Newton steps on
-    :func:`t_cdf` (exact forms for 1 and 2 degrees of freedom)."""
+    :func:`t_cdf` (exact forms for 1 and 2 degrees of freedom). Remembered: a check asks for
+    the same level and degrees of freedom once per comparison."""
     if not 0.0 < p < 1.0:
         raise ValueError(f"p must lie strictly between 0 and 1, got {p!r}")
     if not df > 0:
