@@ -94,3 +94,57 @@ def test_the_resolution_warning_at_its_edge():
     policy = dataclasses.replace(GatePolicy(), resamples=19)
     assert resolution_warning(policy, 1) is not None
     assert resolution_warning(dataclasses.replace(policy, resamples=20), 1) is None
+
+
+def test_a_regression_the_rule_before_showed_says_so():
+    """Seven of 50 queries lose a lot (rule interval, three comparisons): the regression
+    p-value misses it, the rule before's bound and sign test show it — the report says which
+    showed it."""
+    from retrieval_gate.decide.policy import GatedMeasure, compare
+    from retrieval_gate.report.cells import decision_reason
+
+    d = np.zeros(50)
+    d[:7] = [-0.7, -0.93, -0.61, -0.58, -0.51, -0.46, -0.76]
+    policy = GatePolicy(gates=(GatedMeasure("m", 0.02),), resamples=2000,
+                        regression_rule="interval")
+    base = np.zeros((50, 1))
+    c = compare(base, base + d[:, None], ["m"], {f"s{i}": np.arange(50) for i in range(3)},
+                policy)[0]
+    assert c.decision == "regression" and c.p_regression_holm >= policy.alpha
+    assert decision_reason(c, policy) == "by the studentized bound and sign test"
+
+
+def test_skewed_differences_outside_the_calibration_are_warned(tmp_path):
+    """Most queries slightly worse, a few much better: a tail of rare large gains, where no
+    test holds α at small n. The report carries the sample skewness and, beyond the
+    calibrated range, the queries that would restore α, and warns."""
+    from scipy import stats
+
+    from retrieval_gate.decide import skew
+
+    rng = np.random.default_rng(11)
+    base = rng.uniform(0.4, 0.6, N)
+    gains = np.where(np.arange(N) % 45 == 0, 0.35, -0.01)
+    b, c = runs_with(tmp_path, {"x": base.tolist()}, {"x": (base + gains).tolist()})
+    code, out, err, report = check(b, c, "score:x=0.02")
+    (row,) = report["comparisons"]
+    expected = float(stats.skew(differences(base[None], (base + gains)[None])[0]))
+    assert row["skewness"] == pytest.approx(expected, rel=1e-9)
+    assert row["skew_queries"] == skew.queries_for(row["skewness"]) > N
+    assert any("α of a regression is not guaranteed here" in w for w in report["warnings"])
+    assert "not guaranteed" in out and err == ""
+    # left skew (a few queries much worse) is never warned about
+    b, c = runs_with(tmp_path, {"x": base.tolist()}, {"x": (base - gains).tolist()})
+    _, _, _, report = check(b, c, "score:x=0.02")
+    assert report["comparisons"][0]["skew_queries"] is None
+
+
+def test_the_calibrated_range_by_hand():
+    from retrieval_gate.decide import skew
+
+    (n0, g0), (n1, g1) = skew.CALIBRATED[0], skew.CALIBRATED[1]
+    assert skew.calibrated_skewness(10) == g0 and skew.calibrated_skewness(n1) == g1
+    assert skew.outside(g0, n0) is None and skew.outside(None, n0) is None
+    assert skew.outside(g1, n0) == (n1 if g1 > g0 else None)
+    last_n, last_g = skew.CALIBRATED[-1]
+    assert skew.queries_for(2 * last_g) == 4 * last_n  # beyond: skewness/√n held constant

@@ -237,7 +237,12 @@ def decision_reason(c: Comparison, policy: GatePolicy) -> str | None:
     −margin``; under test ``holm`` ``regression p 0.061`` (Holm-adjusted, not below α); under
     ``bonferroni`` ``bound ≥ 0`` (the :func:`deciding_bound` shown beside it; ``≥ −margin``
     under the interval rule), ``sign test p 0.144`` (Holm-adjusted). None for other
-    decisions, and when the interval reaches 0 (it says why itself)."""
+    decisions, and when the interval reaches 0 (it says why itself) — but a regression that
+    the rule before showed where the regression p-value did not (test ``holm``): ``by the
+    studentized bound and sign test``."""
+    if (c.decision == "regression" and policy.regression_test == "holm"
+            and c.p_regression_holm >= policy.alpha):
+        return "by the studentized bound and sign test"
     if c.decision != "inconclusive" or c.too_small:
         return None
     if c.n < policy.min_queries or c.n == 0:
