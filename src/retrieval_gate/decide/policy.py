@@ -66,6 +66,7 @@ from typing import Any, Literal
 import numpy as np
 
 from retrieval_gate.core.errors import EXIT_INCONCLUSIVE, EXIT_PASS, EXIT_REGRESSION
+from retrieval_gate.decide import skew
 from retrieval_gate.decide.paired import (
     SignTest,
     bootstrap_ci,
@@ -77,7 +78,6 @@ from retrieval_gate.decide.paired import (
     sign_test,
     smallest_p,
 )
-from retrieval_gate.decide import skew
 from retrieval_gate.decide.student_t import paired_t_p, paired_t_upper
 
 Decision = Literal["pass", "regression", "inconclusive"]
