@@ -126,7 +126,7 @@ def test_skewed_differences_outside_the_calibration_are_warned(tmp_path):
     base = rng.uniform(0.4, 0.6, N)
     gains = np.where(np.arange(N) % 45 == 0, 0.35, -0.01)
     b, c = runs_with(tmp_path, {"x": base.tolist()}, {"x": (base + gains).tolist()})
-    code, out, err, report = check(b, c, "score:x=0.02")
+    _, out, err, report = check(b, c, "score:x=0.02")
     (row,) = report["comparisons"]
     expected = float(stats.skew(differences(base[None], (base + gains)[None])[0]))
     assert row["skewness"] == pytest.approx(expected, rel=1e-9)
