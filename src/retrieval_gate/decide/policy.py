@@ -68,6 +68,7 @@ import numpy as np
 from retrieval_gate.core.errors import EXIT_INCONCLUSIVE, EXIT_PASS, EXIT_REGRESSION
 from retrieval_gate.decide import skew
 from retrieval_gate.decide.paired import (
+    BootstrapInterval,
     SignTest,
     bootstrap_ci,
     differences,
@@ -414,39 +415,48 @@ def paired(baseline: np.ndarray, candidate: np.ndarray, measures: Sequence[str],
                                  bound_tail=family_alpha if holm_test else None,
                                  upper_alpha=family_alpha)
         for j, (measure, interval) in enumerate(zip(measures, intervals)):
-            if (measure, name) not in wanted:
-                continue
-            own = wanted[(measure, name)]
-            n = len(members)
-            skewness = sample_skewness(d[j])
-            signs = sign_test(d[j], policy.tie_band)
-            turned = sign[j] < 0
-            assert interval.upper is not None and interval.p_lower is not None
-            rows.append(Paired({
-                "measure": measure, "slice": name, "n": n,
-                "baseline_mean": _mean(b[j]), "candidate_mean": _mean(c[j]),
-                "mean_diff": sign[j] * (_mean(d[j]) or 0.0) + 0.0,  # + 0.0: no −0
-                "ci_low": -interval.high + 0.0 if turned else interval.low,
-                "ci_high": -interval.low + 0.0 if turned else interval.high,
-                "ci_method": interval.method,
-                "ci_note": interval.fallback or _interval_note(interval.method),
-                "ci_high_adjusted": (max(interval.upper, paired_t_upper(d[j], family_alpha))
-                                     if holm_test else interval.upper),
-                "ci_high_before": interval.family_upper if holm_test else None,
-                "wins": signs.wins, "losses": signs.losses, "ties": signs.ties,
-                "sign_p": signs.p_regression, "sign_p_two_sided": signs.p_two_sided,
-                "p_regression": regression_p(d[j], nulls[j], interval.p_lower, signs,
-                                             policy.resamples, policy.tie_band, own.margin),
-                "mde": minimum_detectable_drop(d[j], family_alpha, policy.power,
-                                               one_sided=holm_test),
-                "margin": own.margin, "lower_is_better": bool(turned),
-                "skewness": skewness,
-                "skew_queries": (skew.outside(skewness, n) if in_family(n, own, policy)
-                                 and not equal_changes(d[j], policy.tie_band) else None),
-                "report_only": own.report_only, "too_small": own.too_small(n),
-                "min_queries": own.min_queries, "in_family": in_family(n, own, policy),
-            }, _mean(d[j]) or 0.0, interval.low))
+            if (measure, name) in wanted:
+                rows.append(_paired_row(measure, name, b[j], c[j], d[j], sign[j] < 0,
+                                        interval, nulls[j], wanted[(measure, name)], policy,
+                                        family_alpha))
     return rows
+
+
+def _paired_row(measure: str, slice_name: str, b: np.ndarray, c: np.ndarray, d: np.ndarray,
+                turned: bool, interval: BootstrapInterval, null: float, own: PairPolicy,
+                policy: GatePolicy, family_alpha: float) -> Paired:
+    """One comparison's statistics: the runs' values ``b`` and ``c``, their turned
+    differences ``d`` (positive is better; ``turned`` when the measure's lower is better)
+    and the slice's bootstrap ``interval`` of them."""
+    holm_test = policy.regression_test == "holm"
+    n = d.size
+    skewness = sample_skewness(d)
+    signs = sign_test(d, policy.tie_band)
+    member = in_family(n, own, policy)
+    assert interval.upper is not None and interval.p_lower is not None
+    return Paired({
+        "measure": measure, "slice": slice_name, "n": n,
+        "baseline_mean": _mean(b), "candidate_mean": _mean(c),
+        "mean_diff": (-1.0 if turned else 1.0) * (_mean(d) or 0.0) + 0.0,  # + 0.0: no −0
+        "ci_low": -interval.high + 0.0 if turned else interval.low,
+        "ci_high": -interval.low + 0.0 if turned else interval.high,
+        "ci_method": interval.method,
+        "ci_note": interval.fallback or _interval_note(interval.method),
+        "ci_high_adjusted": (max(interval.upper, paired_t_upper(d, family_alpha))
+                             if holm_test else interval.upper),
+        "ci_high_before": interval.family_upper if holm_test else None,
+        "wins": signs.wins, "losses": signs.losses, "ties": signs.ties,
+        "sign_p": signs.p_regression, "sign_p_two_sided": signs.p_two_sided,
+        "p_regression": regression_p(d, null, interval.p_lower, signs, policy.resamples,
+                                     policy.tie_band, own.margin),
+        "mde": minimum_detectable_drop(d, family_alpha, policy.power, one_sided=holm_test),
+        "margin": own.margin, "lower_is_better": bool(turned),
+        "skewness": skewness,
+        "skew_queries": (skew.outside(skewness, n) if member
+                         and not equal_changes(d, policy.tie_band) else None),
+        "report_only": own.report_only, "too_small": own.too_small(n),
+        "min_queries": own.min_queries, "in_family": member,
+    }, _mean(d) or 0.0, interval.low)
 
 
 def regression_p(d: np.ndarray, null: float, bootstrap_p: float, signs: SignTest,
