@@ -521,7 +521,8 @@ def power_table(results: dict[str, dict[int, dict[str, Cell]]], sizes: Sequence[
         scenario = f"drop {delta:g}"
         for name in results[scenario][sizes[0]]:
             parts = [" / ".join(f"{results[scenario][n][name].rate(family, f'{test} {rule}'):.2f}"
-                                for test in TESTS) for n in sizes]
+                                for test in TESTS) if name in results[scenario][n] else "-"
+                     for n in sizes]
             rows.append(f"| {delta:g} ({delta / MARGIN:g}× margin) | {name} | "
                         + " | ".join(parts) + " |")
     return "\n".join([head, *rows])
@@ -533,7 +534,7 @@ def worst_alarm(results: dict[str, dict[int, dict[str, Cell]]], sizes: Sequence[
     interval) over every pair, family and n ≥ the gate's min-queries: rate, 2 SE, where."""
     worst = max((cell.rate(m, rule), scenario, n, name, m, cell.sims)
                 for scenario in scenarios for n in sizes if n >= GatePolicy().min_queries
-                for name, cell in results[scenario][n].items() for m in FAMILIES)
+                for name, cell in results[scenario].get(n, {}).items() for m in FAMILIES)
     rate, scenario, n, name, m, sims = worst
     return rate, 2 * math.sqrt(rate * (1 - rate) / sims), f"{scenario}, {name}, m = {m}, n = {n}"
 
@@ -1323,6 +1324,8 @@ def parse_args(argv: Sequence[str] | None) -> argparse.Namespace:
     parser.add_argument("--min-queries", type=int, default=GatePolicy().min_queries,
                         help="the policy's min-queries (default: the gate's default); lower it "
                         "to simulate smaller test sets")
+    parser.add_argument("--shape-sizes", type=int, nargs="+", default=None,
+                        help="test-set sizes of the shapes' cells (default: --sizes)")
     parser.add_argument("--jobs", type=int, default=1,
                         help="worker processes for the quality tables (default 1)")
     parser.add_argument("--quick", action="store_true",
@@ -1400,7 +1403,7 @@ def simulate_all(args: argparse.Namespace, pairs: Sequence[Pair]
                     jobs.append(("pair", scenario_id, pair_id, n))
                     where.append((scenario, n, pair.name))
     for scenario_id, (scenario, (shapes, _)) in enumerate(SHAPE_SCENARIOS.items()):
-        for n in args.sizes:
+        for n in args.shape_sizes or args.sizes:
             for shape_id, shape in enumerate(shapes):
                 jobs.append(("shape", scenario_id, shape_id, n))
                 where.append((scenario, n, shape.name))
@@ -1458,9 +1461,10 @@ def main(argv: Sequence[str] | None = None) -> int:
     for scenario in ("symmetric", "symmetric boundary", "skewed"):
         rule = "holm interval" if scenario.endswith("boundary") else "holm estimate"
         print(f"\n## Shapes, `{rule}`, {scenario}: share called `regression`, every shape\n\n"
-              f"{shape_table(results, scenario, rule, sizes)}")
+              f"{shape_table(results, scenario, rule, args.shape_sizes or sizes)}")
     print(f"\n## Skew: the largest population skewness at which every family held α (test "
-          f"holm, rule estimate, within 2 SE)\n\n{skew_table(results, sizes)}")
+          f"holm, rule estimate, within 2 SE)\n\n"
+          f"{skew_table(results, args.shape_sizes or sizes)}")
     print(f"\n## Power against the stronger of the rule before and the Holm paired t-test: "
           f"the shortfall of test holm, every drop cell (worst family; ± 2 paired SE)\n\n"
           f"{shortfall_table(results, sizes)}")
