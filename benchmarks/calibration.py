@@ -1431,7 +1431,14 @@ def main(argv: Sequence[str] | None = None) -> int:
     start = time.perf_counter()
     pairs = load_pairs()
     results = simulate_all(args, pairs)
-    elapsed = time.perf_counter() - start
+    print_quality(results, pairs, args, time.perf_counter() - start,
+                  sys.argv[1:] if argv is None else argv)
+    return 0
+
+
+def print_quality(results: dict[str, dict[int, dict[str, Cell]]], pairs: Sequence[Pair],
+                  args: argparse.Namespace, elapsed: float, argv: Sequence[str]) -> None:
+    """The quality rule's tables and targets, in Markdown."""
 
     sizes = args.sizes
     print(f"# Calibration of the decision rule on real Cranfield differences\n\n"
@@ -1485,10 +1492,8 @@ def main(argv: Sequence[str] | None = None) -> int:
         print(f"- rule {rule}: largest power shortfall against the stronger of the rule before "
               f"and the Holm paired t-test {gap:+.3f} ± {se:.3f} ({where}): "
               f"{'MET' if gap - se <= SHORTFALL else 'MISSED'} (≤ {SHORTFALL} within 2 SE)")
-    shown = " ".join(["python", "benchmarks/calibration.py",
-                      *(sys.argv[1:] if argv is None else argv)])
+    shown = " ".join(["python", "benchmarks/calibration.py", *argv])
     print(f"\n_Simulation time {elapsed:.0f} s; `{shown}`._")
-    return 0
 
 
 if __name__ == "__main__":

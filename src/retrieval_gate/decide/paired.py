@@ -661,12 +661,18 @@ class _Request:
             chunk = max(1, _AUTO_CHUNK_ELEMENTS // max(n, 1))
         elif isinstance(chunk, bool) or int(chunk) != chunk or chunk < 1:
             raise ValueError(f"chunk must be a positive integer, got {chunk!r}")
-        h0 = None if nulls is None else np.asarray(nulls, dtype=np.float64).reshape(-1)
-        if h0 is not None and (h0.size != m or not np.all(np.isfinite(h0))):
-            raise ValueError(f"nulls must hold one finite value per row ({m}), got {nulls!r}")
         family_at = None if upper_alpha is None else _tail(upper_alpha)
         return cls(int(resamples), alpha, method, int(chunk),  # type: ignore[arg-type]
-                   family_at if bound_tail is None else bound_tail, family_at, h0)
+                   family_at if bound_tail is None else bound_tail, family_at,
+                   _checked_nulls(nulls, m))
+
+
+def _checked_nulls(nulls: Sequence[float] | np.ndarray | None, rows: int) -> np.ndarray | None:
+    """``nulls`` as one finite float per row, or None; ValueError otherwise."""
+    h0 = None if nulls is None else np.asarray(nulls, dtype=np.float64).reshape(-1)
+    if h0 is not None and (h0.size != rows or not np.all(np.isfinite(h0))):
+        raise ValueError(f"nulls must hold one finite value per row ({rows}), got {nulls!r}")
+    return h0
 
 
 def _constant_interval(value: float, request: _Request, row: int) -> BootstrapInterval:
