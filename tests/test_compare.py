@@ -788,3 +788,26 @@ def test_the_studentized_spread_does_not_cancel_far_from_zero(centre, spread):
                           bound_tail=0.025)
     assert got.p_lower == 1 / 2001
     assert got.upper < centre + 10 * spread
+
+
+@pytest.mark.parametrize("seed", range(6))
+def test_the_exact_sign_flip_test_agrees_with_scipy(seed):
+    """The exact one-sided sign-flip p-value against SciPy's exact one-sample permutation test
+    (every sign pattern), and against counting by hand; ties of the tie band and zeros are
+    not changes; more than EXACT_FLIP_MAX changes give None."""
+    from retrieval_gate.decide.paired import EXACT_FLIP_MAX, sign_flip_p
+
+    rng = np.random.default_rng(seed)
+    k = int(rng.integers(1, EXACT_FLIP_MAX + 1))
+    changes = np.round(rng.normal(-0.1, 0.3, k), 3)
+    changes[changes == 0] = -0.001
+    d = np.concatenate([changes, np.zeros(20)])
+    expected = stats.permutation_test((changes,), np.mean, permutation_type="samples",
+                                      alternative="less", n_resamples=np.inf).pvalue
+    assert sign_flip_p(d) == pytest.approx(expected, rel=1e-12)
+    patterns = np.array(np.meshgrid(*[[-1.0, 1.0]] * k)).reshape(k, -1).T
+    by_hand = np.mean(patterns @ np.abs(changes) <= changes.sum() + 1e-12)
+    assert sign_flip_p(d) == by_hand
+    assert sign_flip_p(np.concatenate([d, [0.0005]]), tie_band=0.0006) == sign_flip_p(d)
+    assert sign_flip_p(np.full(EXACT_FLIP_MAX + 1, -0.5)) is None
+    assert sign_flip_p(np.zeros(5)) == 1.0
