@@ -89,7 +89,7 @@ from retrieval_gate.decide.policy import (
     family_size,
 )
 from retrieval_gate.decide.signals import PairedSignal
-from retrieval_gate.decide.student_t import t_cdf
+from retrieval_gate.decide.student_t import t_cdf, t_quantile
 
 METRICS = ("latency_ms", "context_tokens")
 STATS = ("p50", "p95", "mean")
@@ -454,27 +454,54 @@ class _MeanTest(_RatioTest):
             picks = rng.integers(0, n, size=(size, n))
             blocks.append(_moments(cb[picks], cc[picks]))
         self.resampled = [np.concatenate(parts) for parts in zip(*blocks)]
-        self.floor = 1 / (policy.resamples + 1)
+        self.criticals: dict[float, float] = {}
 
     def _spread(self, var_b: np.ndarray, var_c: np.ndarray, cov: np.ndarray, r: float
                 ) -> np.ndarray:
         return np.maximum(var_c - 2 * r * cov + r * r * var_b, 0.0)
 
-    def p_side(self, r: float, up: bool) -> float:
-        """The one-sided p-value against a ratio of at most r (``up``), or at least r."""
+    def _statistics(self, r: float, up: bool) -> tuple[float, float, int] | None:
+        """At ratio r on one side: the observed t, its standard error and how many resamples
+        are as extreme (t* ≥ t); None without spread (``c − r·b`` the same for every query, to
+        rounding)."""
         sign = 1.0 if up else -1.0
         d = sign * (self.mc - r * self.mb)
         var = float(self._spread(*self.observed, r)[0])
         if var <= (4 * np.finfo(np.float64).eps * (1 + r) * self.scale) ** 2 or self.n < 2:
-            return 0.5 ** self.n if d > 0 else 1.0
-        t = d / math.sqrt(var / self.n)
-        t_p = t_cdf(-t, self.n - 1)
+            return None
+        error = math.sqrt(var / self.n)
         shift_b, shift_c, var_b, var_c, cov = self.resampled
         spread = np.sqrt(self._spread(var_b, var_c, cov, r) / self.n)
         shift = sign * (shift_c - r * shift_b)
-        extreme = np.where(spread > 0, shift >= t * spread, shift > 0)
-        boot_p = (1 + int(np.count_nonzero(extreme))) / (len(shift) + 1)
-        return t_p if boot_p <= self.floor else max(boot_p, t_p)
+        extreme = np.where(spread > 0, shift * error >= d * spread, shift > 0)
+        return d / error, error, int(np.count_nonzero(extreme))
+
+    def p_side(self, r: float, up: bool) -> float:
+        """The one-sided p-value against a ratio of at most r (``up``), or at least r."""
+        found = self._statistics(r, up)
+        if found is None:
+            return 0.5 ** self.n if (self.mc - r * self.mb) * (1 if up else -1) > 0 else 1.0
+        t, _, extreme = found
+        t_p = t_cdf(-t, self.n - 1)
+        boot_p = (1 + extreme) / (self.resampled[0].size + 1)
+        return t_p if extreme == 0 else max(boot_p, t_p)
+
+    def rejects(self, r: float, up: bool, level: float) -> bool:
+        """Whether ``p_side(r, up) < level``, without the t distribution's function: the
+        t-test rejects when t is above its critical value (computed once per level)."""
+        found = self._statistics(r, up)
+        if found is None:
+            return self.p_side(r, up) < level
+        t, _, extreme = found
+        if t <= self._critical(level):
+            return False
+        return extreme == 0 or (1 + extreme) / (self.resampled[0].size + 1) < level
+
+    def _critical(self, level: float) -> float:
+        """The t above which the one-sided t-test rejects at ``level``."""
+        if level not in self.criticals:
+            self.criticals[level] = -t_quantile(level, self.n - 1)
+        return self.criticals[level]
 
     def p(self, null: float) -> float:
         return self.p_side(null, True)
@@ -489,11 +516,11 @@ class _MeanTest(_RatioTest):
         """The largest r with p(r) < level (bisection between 0 and the estimate, where the
         t-test's p-value is ½); 0 when no ratio is rejected, +∞ for a baseline mean of 0
         whose candidate is significantly above it."""
-        if self.p_side(0.0, True) >= level:
+        if not self.rejects(0.0, True, level):
             return 0.0
         if self.mb <= 0:
             return math.inf
-        return _bisect(lambda r: self.p_side(r, True) < level, 0.0, self.mc / self.mb)
+        return _bisect(lambda r: self.rejects(r, True, level), 0.0, self.mc / self.mb)
 
     def _upper(self, level: float) -> float:
         """The smallest r with p(r, below) < level: +∞ when none is (a baseline mean not
@@ -503,8 +530,8 @@ class _MeanTest(_RatioTest):
         low = self.mc / self.mb
         high = max(2 * low, 1e-300)
         for _ in range(64):
-            if self.p_side(high, False) < level:
-                return _bisect(lambda r: self.p_side(r, False) >= level, low, high)
+            if self.rejects(high, False, level):
+                return _bisect(lambda r: not self.rejects(r, False, level), low, high)
             low, high = high, 2 * high
         return math.inf
 
