@@ -151,6 +151,7 @@ from retrieval_gate.decide.cost import (
     PERCENTILE_MIN_QUERIES,
     compare_costs,
     decide_costs,
+    expected_bias,
     measure_costs,
     member_p_values,
 )
@@ -510,12 +511,14 @@ class Population:
     """Paired latencies to draw test sets from: ``draw(n, sims, rng)`` gives (baseline,
     candidate) of shape (sims, n), interchangeable (every true ratio 1); ``truth`` the
     population's statistic (for the estimator's bias); ``group`` the name its tables use
-    (the three pydoc pairs are one group, shown by their worst)."""
+    (the three pydoc pairs are one group, shown by their worst); ``sigma`` a log-normal's
+    spread."""
 
     name: str
     draw: Callable[[int, int, np.random.Generator], tuple[np.ndarray, np.ndarray]]
     truth: Callable[[str], float]
     group: str
+    sigma: float | None = None  # a log-normal's
 
 
 def resampled(name: str, b: np.ndarray, c: np.ndarray) -> Population:
@@ -555,7 +558,7 @@ def log_normal(sigma: float) -> Population:
         return math.exp(sigma * NORMAL.inv_cdf(0.5 if stat == "p50" else 95 / 100))
 
     name = f"log-normal σ = {sigma:g}"
-    return Population(name, draw, truth, name)
+    return Population(name, draw, truth, name, sigma)
 
 
 def pareto(shape: float) -> Population:
@@ -797,22 +800,37 @@ def bound_levels(attribute: str) -> Callable[[Sequence[CostCell]], str]:
 
 
 def bound_ratio(results: CostResults, attribute: str, stats: Sequence[str],
-                sizes: Sequence[int], scenario: str = "null") -> tuple[float, float, str]:
+                sizes: Sequence[int], scenario: str = "null"
+                ) -> tuple[float, float, str, int]:
     """Over every population, n from the statistic's minimum on (the policy's min-queries and
     :data:`PERCENTILE_MIN_QUERIES`) and m: the highest share of test sets below α/m as a
-    multiple of α/m, its 2 SE (as a multiple) and where."""
+    multiple of α/m, its 2 SE (as a multiple), where, and how many cells lie above α/m by
+    more than 2 SE."""
     worst_at = (0.0, 0.0, "")
+    above = 0
     for (name, stat, kind, n), cell in results.items():
         least = max(GatePolicy().min_queries, PERCENTILE_MIN_QUERIES.get(stat, 0))
         if kind != scenario or stat not in stats or n not in sizes or n < least:
             continue
         for m in BOUND_FAMILIES:
             level = ALPHA / m
-            rate = float(np.mean(getattr(cell, attribute) < level))
+            count = int(np.count_nonzero(getattr(cell, attribute) < level))
+            rate = count / cell.sims
             se = 2 * math.sqrt(rate * (1 - rate) / cell.sims) / level
+            above += _above(count, cell.sims, level)
             if rate / level > worst_at[0]:
                 worst_at = (rate / level, se, f"{stat}, {name}, n = {n}, α/{m}")
-    return worst_at
+    return (*worst_at, above)
+
+
+def model_bias(sigma: float, stat: str, n: int) -> float:
+    """The exact expected bias of ``stat`` over n queries of a log-normal σ: the report's own
+    :func:`~retrieval_gate.decide.cost.expected_bias` at the true σ (n values whose log has
+    standard deviation σ exactly)."""
+    z = np.array([NORMAL.inv_cdf((i + 0.5) / n) for i in range(n)])
+    bias = expected_bias(np.exp(sigma * z / z.std(ddof=1)), stat)
+    assert bias is not None
+    return bias
 
 
 def small_table(results: CostResults, populations: Sequence[Population]) -> str:
@@ -974,9 +992,15 @@ def main_costs(args: argparse.Namespace) -> int:
     for what, attribute, stats in (("the gate's test, p50 and p95", "p_values", ("p50", "p95")),
                                    ("the gate's test, mean", "p_values", ("mean",)),
                                    ("the rule before, mean", "percentile_p", ("mean",))):
-        ratio, se, where = bound_ratio(results, attribute, stats, sizes)
+        ratio, se, where, above = bound_ratio(results, attribute, stats, sizes)
         print(f"- {what}: the highest share below α/m from the statistic's minimum on: "
-              f"{ratio:.2f} ± {se:.2f} × α/m ({where})")
+              f"{ratio:.2f} ± {se:.2f} × α/m ({where}); cells above α/m by more than 2 SE: "
+              f"{above}")
+    for stat, counts in (("p95", (25, 50)), ("p50", (10, 15, 20, 25))):
+        print(f"- the exact bias of a {stat} (log-normal): " + "; ".join(
+            f"σ = {sigma:g}: " + ", ".join(f"{_percent(model_bias(sigma, stat, n))} % at {n}"
+                                          for n in counts)
+            for sigma in (p.sigma for p in populations if p.sigma is not None)))
     shown = " ".join(["python", "benchmarks/calibration.py", *sys.argv[1:]])
     print(f"\n_Simulation time {elapsed:.0f} s; `{shown}`._")
     return 0
