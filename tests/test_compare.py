@@ -372,9 +372,21 @@ def test_p_values_of_degenerate_rows_and_bad_nulls():
     for tail in (0.0, 0.5, -1.0):
         with pytest.raises(ValueError, match="bound_tail"):
             bootstrap_ci(np.zeros((1, 5)), rng=rng, resamples=10, bound_tail=tail)
-    with pytest.raises(ValueError, match="bound_tail"):
-        bootstrap_ci(np.zeros((1, 5)), rng=rng, resamples=10, bound_tail=0.05,
-                     upper_alpha=0.05)
+
+
+def test_both_bounds_come_from_one_bootstrap():
+    """``bound_tail`` and ``upper_alpha`` together: ``upper`` is the bound at ``bound_tail``
+    as it is, ``family_upper`` the raised bound at ``upper_alpha / 2`` — each the value a call
+    with that argument alone gives, from the same resamples."""
+    d = np.random.default_rng(5).gamma(0.5, 0.2, (2, 40)) - 0.15
+    both = bootstrap_ci(d, rng=np.random.default_rng(0), resamples=2000, bound_tail=0.025,
+                        upper_alpha=0.025, nulls=[0.0, 0.0])
+    tail = bootstrap_ci(d, rng=np.random.default_rng(0), resamples=2000, bound_tail=0.025,
+                        nulls=[0.0, 0.0])
+    family = bootstrap_ci(d, rng=np.random.default_rng(0), resamples=2000, upper_alpha=0.025)
+    for b, t, f in zip(both, tail, family):
+        assert (b.upper, b.p_lower) == (t.upper, t.p_lower) and t.family_upper is None
+        assert b.family_upper == f.upper == f.family_upper >= f.high
 
 
 def test_the_bootstrap_t_bound_is_wider_where_the_sample_is_skewed():
@@ -391,9 +403,9 @@ def test_the_bootstrap_t_bound_is_wider_where_the_sample_is_skewed():
 def test_upper_end_of_degenerate_rows_and_bad_levels():
     rng = np.random.default_rng(0)
     assert bootstrap_ci(np.empty((1, 0)), rng=rng, upper_alpha=0.01) == (
-        BootstrapInterval(0.0, 0.0, "empty", upper=0.0),)
+        BootstrapInterval(0.0, 0.0, "empty", upper=0.0, family_upper=0.0),)
     assert bootstrap_ci(np.full((1, 4), -0.25), rng=rng, resamples=10, upper_alpha=0.01) == (
-        BootstrapInterval(-0.25, -0.25, "constant", upper=-0.25),)
+        BootstrapInterval(-0.25, -0.25, "constant", upper=-0.25, family_upper=-0.25),)
     (plain,) = bootstrap_ci(SAMPLES["n5"][None], rng=rng, resamples=10)
     assert plain.upper is None
     for bad in (0.0, 0.051, -0.01):
@@ -764,3 +776,38 @@ def test_mdd_edge_cases():
             minimum_detectable_drop(d, **kwargs)
     with pytest.raises(ValueError):
         minimum_detectable_drop(np.array([0.1, np.nan]), 0.05)
+
+
+@pytest.mark.parametrize("centre, spread", [(-1e12, 1.0), (-1e6, 1e-5), (-0.05, 1e-3)])
+def test_the_studentized_spread_does_not_cancel_far_from_zero(centre, spread):
+    """A resample's spread is computed from deviations about the observed mean, not as
+    mean(x²) − mean(x)², which cancels when |mean| ≫ SD: 100 values of −1e12 + N(0, 1) lie
+    far below 0, and no resample is as extreme (p = 1/(B + 1)), as at any other scale."""
+    d = centre + np.random.default_rng(1).normal(0.0, spread, 100)
+    (got,) = bootstrap_ci(d[None], rng=np.random.default_rng(0), resamples=2000, nulls=[0.0],
+                          bound_tail=0.025)
+    assert got.p_lower == 1 / 2001
+    assert got.upper < centre + 10 * spread
+
+
+@pytest.mark.parametrize("seed", range(6))
+def test_the_exact_sign_flip_test_agrees_with_scipy(seed):
+    """The exact one-sided sign-flip p-value against SciPy's exact one-sample permutation test
+    (every sign pattern), and against counting by hand; ties of the tie band and zeros are
+    not changes; more than EXACT_FLIP_MAX changes give None."""
+    from retrieval_gate.decide.paired import EXACT_FLIP_MAX, sign_flip_p
+
+    rng = np.random.default_rng(seed)
+    k = int(rng.integers(1, EXACT_FLIP_MAX + 1))
+    changes = np.round(rng.normal(-0.1, 0.3, k), 3)
+    changes[changes == 0] = -0.001
+    d = np.concatenate([changes, np.zeros(20)])
+    expected = stats.permutation_test((changes,), np.mean, permutation_type="samples",
+                                      alternative="less", n_resamples=np.inf).pvalue
+    assert sign_flip_p(d) == pytest.approx(expected, rel=1e-12)
+    patterns = np.array(np.meshgrid(*[[-1.0, 1.0]] * k)).reshape(k, -1).T
+    by_hand = np.mean(patterns @ np.abs(changes) <= changes.sum() + 1e-12)
+    assert sign_flip_p(d) == by_hand
+    assert sign_flip_p(np.concatenate([d, [0.0005]]), tie_band=0.0006) == sign_flip_p(d)
+    assert sign_flip_p(np.full(EXACT_FLIP_MAX + 1, -0.5)) is None
+    assert sign_flip_p(np.zeros(5)) == 1.0

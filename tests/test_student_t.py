@@ -13,7 +13,7 @@ from scipy import special, stats
 
 from retrieval_gate.decide.student_t import paired_t_p, paired_t_upper, t_cdf, t_quantile
 
-DEGREES = [1, 2, 3, 4, 5, 7, 10, 24, 49, 99, 224, 1000, 6979, 100_000]
+DEGREES = [1, 2, 3, 4, 5, 7, 10, 24, 49, 99, 224, 1000, 6979, 10_000, 100_000, 1_000_000]
 
 
 def test_closed_forms_by_hand():
@@ -36,8 +36,9 @@ def test_closed_forms_by_hand():
 @pytest.mark.parametrize("df", DEGREES)
 def test_the_distribution_function_agrees_with_scipy(df):
     values = np.concatenate([-np.logspace(-3, 3, 40), np.logspace(-3, 3, 40)])
-    # both tails to relative 1e-11 (SciPy's own stdtr loses digits near 0 for df = 1)
-    tolerance = 1e-9 if df >= 100_000 else 1e-11
+    # both tails, to the accuracy the module states (SciPy's own stdtr loses digits near 0
+    # for df = 1)
+    tolerance = 1e-8 if df >= 100_000 else 3e-10 if df >= 1000 else 1e-12
     for t in values.tolist():
         expected = float(special.stdtr(df, t))
         if expected > 1e-300:
@@ -46,7 +47,7 @@ def test_the_distribution_function_agrees_with_scipy(df):
 
 @pytest.mark.parametrize("df", DEGREES)
 def test_the_quantile_agrees_with_scipy(df):
-    tolerance = 1e-9 if df >= 100_000 else 1e-11
+    tolerance = 1e-8 if df >= 1_000_000 else 1e-9 if df >= 10_000 else 1e-11
     for p in (1e-12, 1e-6, 0.05 / 8 / 2, 0.05 / 8, 0.0125, 0.025, 0.05, 0.3, 0.7, 0.975, 0.999):
         assert t_quantile(p, df) == pytest.approx(float(special.stdtrit(df, p)),
                                                   rel=tolerance), p

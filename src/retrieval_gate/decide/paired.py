@@ -35,12 +35,16 @@ import numpy as np
 
 __all__ = [
     "EXACT_BINOMIAL_MAX",
+    "EXACT_FLIP_MAX",
     "BootstrapInterval",
     "SignTest",
     "binomial_upper_tail",
     "bootstrap_ci",
+    "differences",
     "holm",
     "minimum_detectable_drop",
+    "sample_skewness",
+    "sign_flip_p",
     "sign_test",
     "smallest_p",
 ]
@@ -77,6 +81,41 @@ def no_spread(rows: np.ndarray) -> np.ndarray:
     rounding."""
     spread = rows.max(axis=-1) - rows.min(axis=-1)
     return spread <= 4 * np.finfo(np.float64).eps * np.abs(rows).max(axis=-1)
+
+
+def differences(baseline: np.ndarray, candidate: np.ndarray) -> np.ndarray:
+    """``candidate − baseline`` for rows of paired per-query values (measures × queries), with
+    the rounding noise of the values removed: a row whose differences spread by no more than
+    4 units in the last place of the row's largest value (baseline or candidate) is one
+    difference repeated, their exact mean.
+
+    Scores carry rounding of their own size, not of their difference's: 100 queries that each
+    lost 0.05 (0.35 − 0.4, 0.75 − 0.8, …) differ from each other by about 1e-16, which is
+    4 ulp of 0.05 many times over. Left in, that noise would be a spread the t-test and the
+    bootstrap-t divide by, and a certain drop would look uncertain. Rows with a real spread
+    are returned as they are."""
+    d = np.asarray(candidate, dtype=np.float64) - np.asarray(baseline, dtype=np.float64)
+    if d.ndim != 2 or d.shape[1] == 0:
+        return d
+    largest = np.maximum(np.abs(baseline).max(axis=1), np.abs(candidate).max(axis=1))
+    spread = d.max(axis=1) - d.min(axis=1)
+    for r in np.flatnonzero((spread > 0) & (spread <= 4 * np.finfo(np.float64).eps * largest)):
+        d[r] = math.fsum(d[r].tolist()) / d.shape[1]
+    return d
+
+
+def sample_skewness(d: np.ndarray | Sequence[float]) -> float | None:
+    """The sample skewness g₁ = m₃ / m₂^{3/2} of ``d`` (m_k the k-th central moment, divided by
+    n: the Fisher–Pearson coefficient, ``scipy.stats.skew(d)``), computed on ``d / max|d|`` so
+    neither tiny nor huge values under- or overflow. None for fewer than 3 values or no
+    spread (:func:`no_spread`): undefined."""
+    arr = _as_differences(d, 1)
+    if arr.size < 3 or bool(no_spread(arr)):
+        return None
+    scaled = arr / np.max(np.abs(arr))
+    centred = scaled - scaled.mean()
+    m2 = float(np.mean(centred ** 2))
+    return float(np.mean(centred ** 3)) / m2 ** 1.5 if m2 > 0 else None
 
 
 def smallest_p(resamples: int) -> float:
@@ -190,6 +229,62 @@ def binomial_upper_tail(k: int, n: int) -> float:
 
 
 # --------------------------------------------------------------------------------------------
+# Exact sign-flip test
+
+# The most changed queries for which the exact sign-flip test joins the regression p-value:
+# chosen on the real pairs of benchmarks/calibration.py (with 12 or 20 it lost up to 0.05 of power against
+# the t-test on the real pairs' lattice-valued differences at 25 queries, with 8 at most 0.02).
+EXACT_FLIP_MAX = 8
+_FLIP_RTOL = 1e-9  # rounding: values within this share of the largest are zero, sums equal
+
+
+def sign_flip_p(d: np.ndarray | Sequence[float], null: float = 0.0, tie_band: float = 0.0
+                ) -> float | None:
+    """Exact one-sided sign-flip (Fisher–Pitman) permutation p-value that the mean of ``d``
+    lies below ``null``, when ``d − null`` has at most :data:`EXACT_FLIP_MAX` non-zero values;
+    else None.
+
+    With ``y = d − null`` and its k non-zero values: ``p = #{s ∈ {−1, +1}^k : Σ s_i·|y_i| ≤
+    Σ y_i} / 2^k`` — the share of the 2^k equally likely sign patterns, under a null
+    symmetric about ``null`` (the runs interchangeable on each query), whose sum is as low as
+    the observed one. Exact for every pattern of values, so it is continuous where a test on
+    identical changes alone would not be: four losses of 1 and four losses of 1, 1, 1 and
+    0.999999 both give 1/16; losses 1, 1 and ½ give 1/8 (the exact sign test's value too).
+    The smallest p-value is ``2^−k``.
+
+    Zero: ``|y| ≤ tie_band`` when ``null`` is 0 (the sign test's ties), and in any case ``|y| ≤
+    1e-9·max|y|`` (rounding); sums within ``1e-9·Σ|y|`` of the observed one count as equal.
+    All zero → 1.0 (no evidence). Counted exactly by meeting in the middle: the 2^⌊k/2⌋ sums of
+    one half against the sorted 2^⌈k/2⌉ of the other.
+    """
+    arr = _as_differences(d, 1)
+    y = arr - float(null)
+    band = float(tie_band) if null == 0 else 0.0
+    if y.size:
+        band = max(band, _FLIP_RTOL * float(np.max(np.abs(y))))
+    y = y[np.abs(y) > band]
+    if y.size == 0:
+        return 1.0
+    if y.size > EXACT_FLIP_MAX:
+        return None
+    magnitudes = np.abs(y)
+    limit = math.fsum(y.tolist()) + _FLIP_RTOL * math.fsum(magnitudes.tolist())
+    half = y.size // 2
+    first = _signed_sums(magnitudes[:half])
+    second = np.sort(_signed_sums(magnitudes[half:]))
+    count = int(np.searchsorted(second, limit - first, side="right").sum())
+    return count / float(1 << y.size)
+
+
+def _signed_sums(values: np.ndarray) -> np.ndarray:
+    """The 2^k sums ``Σ ±values_i``, every sign pattern once."""
+    sums = np.zeros(1)
+    for value in values.tolist():
+        sums = np.concatenate([sums + value, sums - value])
+    return sums
+
+
+# --------------------------------------------------------------------------------------------
 # Bootstrap confidence interval
 
 _FAR = 1e300  # a bound beyond this bounds nothing; finite so that every report can hold it
@@ -210,7 +305,11 @@ class BootstrapInterval:
       (bootstrap-t) upper bound at one-sided ``upper_alpha / 2`` — the upper end of a two-sided
       ``1 − upper_alpha`` interval — from the same resamples, raised to ``high`` where it falls
       below it (so ``≥ high``); with ``bound_tail``, the studentized upper bound at one-sided
-      ``bound_tail``, as it is; else ``None``.
+      ``bound_tail``, as it is (when both are given, ``upper`` is the ``bound_tail`` one);
+      else ``None``.
+    - ``family_upper``: when :func:`bootstrap_ci` is given ``upper_alpha``, the raised bound at
+      ``upper_alpha / 2`` above (the rule before's bound, :mod:`retrieval_gate.decide.policy`),
+      whether or not ``bound_tail`` is given too; else ``None``.
     - ``p_lower``: when :func:`bootstrap_ci` is given ``nulls``, the studentized (bootstrap-t)
       p-value that the mean lies below the row's null value h₀; else ``None``.
     """
@@ -221,6 +320,7 @@ class BootstrapInterval:
     fallback: str | None = None
     upper: float | None = None
     p_lower: float | None = None
+    family_upper: float | None = None
 
 
 _FALLBACK_ONE_SIDED = (
@@ -303,11 +403,15 @@ def _bootstrap_means(
 ) -> tuple[np.ndarray, np.ndarray | None]:
     """Bootstrap distribution of the row means, shape ``(m, resamples)``: the batches of
     :func:`_index_batches`, every row gathered with the same indices. Each mean is ``np.mean``
-    over a contiguous resampled row, as in SciPy. With ``squares``, also the mean of the
-    squared values of each resampled row (for its standard deviation), else None."""
+    over a contiguous resampled row, as in SciPy. With ``squares``, also each resampled row's
+    mean squared deviation from its row's observed mean θ̂ (for its standard deviation), else
+    None. Deviations from θ̂ rather than raw squares: ``mean(x²) − mean(x)²`` cancels
+    catastrophically when |θ̂| is large against the spread (−1e12 + N(0, 1)), the centred form
+    does not."""
     m, n = rows.shape
     means = np.empty((m, resamples), dtype=np.float64)
     second = np.empty((m, resamples), dtype=np.float64) if squares else None
+    theta = rows.mean(axis=-1)
     buf = np.empty((min(chunk, resamples), n), dtype=np.float64)
     start = 0
     for idx in _index_batches(rng, n, resamples, chunk):
@@ -317,6 +421,7 @@ def _bootstrap_means(
             np.take(rows[r], idx, out=gathered, mode="clip")  # indices are in range
             np.mean(gathered, axis=-1, out=means[r, start:start + size])
             if second is not None:
+                np.subtract(gathered, theta[r], out=gathered)
                 np.square(gathered, out=gathered)
                 np.mean(gathered, axis=-1, out=second[r, start:start + size])
         start += size
@@ -340,10 +445,12 @@ class _Studentized:
 
     @classmethod
     def of(cls, rows: np.ndarray, means: np.ndarray, second: np.ndarray) -> _Studentized:
+        """From the resamples' means and their mean squared deviations from θ̂
+        (:func:`_bootstrap_means`): s*² = (second − (θ* − θ̂)²)·n/(n − 1)."""
         n = rows.shape[1]
-        spread = np.sqrt(np.maximum(second - means * means, 0.0) * (n / (n - 1)))
         theta = rows.mean(axis=-1)
         offset = means - theta[:, None]
+        spread = np.sqrt(np.maximum(second - offset * offset, 0.0) * (n / (n - 1)))
         with np.errstate(divide="ignore", invalid="ignore"):
             t = offset / (spread / math.sqrt(n))
         t = np.where(spread > 0, t, np.sign(offset) * 1e300)
@@ -441,8 +548,8 @@ def bootstrap_ci(
     ``upper`` is the bootstrap-t bound at one-sided ``tail'`` (``tail'`` computed from
     ``upper_alpha`` as ``tail`` from ``alpha``), raised to ``high`` when below it: a bound for a
     family is never tighter than the interval reports show. ``bound_tail`` (0 < ``bound_tail``
-    < ½; not with ``upper_alpha``) asks instead for the bootstrap-t bound at one-sided
-    ``bound_tail`` as it is. ``nulls`` (one finite value h₀ per row) asks for each row's
+    < ½) asks for the bootstrap-t bound at one-sided ``bound_tail`` as it is (``upper``; with
+    ``upper_alpha`` too, the raised bound is ``family_upper``). ``nulls`` (one finite value h₀ per row) asks for each row's
     bootstrap-t p-value that its mean lies below h₀ (:attr:`BootstrapInterval.p_lower`).
     Degenerate rows: no query → bound 0.0, p-value 1.0; no spread → bound d, p-value 0.0 if
     d < h₀ else 1.0 (the constant interval's answers).
@@ -485,99 +592,151 @@ def bootstrap_ci(
     free.
 
     Raises ``ValueError`` for a non-2-D or non-finite ``diffs``, ``resamples < 1``,
-    ``alpha ∉ (0, 1)``, ``upper_alpha ∉ (0, alpha]``, ``bound_tail ∉ (0, ½)`` or given with
-    ``upper_alpha``, ``nulls`` not one finite value per row, an unknown ``method`` or
+    ``alpha ∉ (0, 1)``, ``upper_alpha ∉ (0, alpha]``, ``bound_tail ∉ (0, ½)``, ``nulls`` not one finite value per row, an unknown ``method`` or
     ``chunk < 1``;
     ``TypeError`` if ``rng`` is not a ``numpy.random.Generator``.
     """
     rows = _as_differences(diffs, 2)
-    if not isinstance(rng, np.random.Generator):
-        raise TypeError("rng must be a numpy.random.Generator (e.g. np.random.default_rng(seed))")
-    if isinstance(resamples, bool) or int(resamples) != resamples or resamples < 1:
-        raise ValueError(f"resamples must be a positive integer, got {resamples!r}")
-    resamples = int(resamples)
-    alpha = _check_probability("alpha", alpha)
-    if upper_alpha is not None and not 0.0 < float(upper_alpha) <= alpha:
-        raise ValueError(f"upper_alpha must lie in (0, alpha], got {upper_alpha!r}")
-    if bound_tail is not None and (upper_alpha is not None or not 0.0 < bound_tail < 0.5):
-        raise ValueError(f"bound_tail must lie in (0, 0.5), without upper_alpha, got "
-                         f"{bound_tail!r}")
-    if method not in ("bca", "percentile"):
-        raise ValueError(f"method must be 'bca' or 'percentile', got {method!r}")
+    request = _Request.of(rows, rng, resamples, alpha, method, chunk, upper_alpha, bound_tail,
+                          nulls)
     m, n = rows.shape
-    if chunk is None:
-        chunk = max(1, _AUTO_CHUNK_ELEMENTS // max(n, 1))
-    elif isinstance(chunk, bool) or int(chunk) != chunk or chunk < 1:
-        raise ValueError(f"chunk must be a positive integer, got {chunk!r}")
-    chunk = int(chunk)
-
-    h0 = None if nulls is None else np.asarray(nulls, dtype=np.float64).reshape(-1)
-    if h0 is not None and (h0.size != m or not np.all(np.isfinite(h0))):
-        raise ValueError(f"nulls must hold one finite value per row ({m}), got {nulls!r}")
     if m == 0:
         return ()
-    bound_at = _tail(upper_alpha) if upper_alpha is not None else bound_tail
-    wider = bound_at is not None
     if n == 0:
-        return tuple(BootstrapInterval(0.0, 0.0, "empty", upper=0.0 if wider else None,
-                                       p_lower=None if h0 is None else 1.0)
+        return tuple(BootstrapInterval(0.0, 0.0, "empty",
+                                       upper=0.0 if request.bound_at is not None else None,
+                                       p_lower=None if request.nulls is None else 1.0,
+                                       family_upper=0.0 if request.family_at is not None
+                                       else None)
                      for _ in range(m))
-
     constant = no_spread(rows)  # n == 1 is constant too
     out: list[BootstrapInterval | None] = [
-        BootstrapInterval(float(rows[r, 0]), float(rows[r, 0]), "constant",
-                          upper=float(rows[r, 0]) if wider else None,
-                          p_lower=None if h0 is None else float(rows[r, 0] >= h0[r]))
-        if constant[r] else None
-        for r in range(m)
-    ]
-    if n == 1:
-        return tuple(out)  # type: ignore[arg-type]  # every row is constant
-
+        _constant_interval(float(rows[r, 0]), request, r) if constant[r] else None
+        for r in range(m)]
     varying = np.flatnonzero(~constant)
-    if varying.size == 0:
+    if n > 1 and varying.size == 0:
         # Keep the generator's advance independent of the data: draw and discard.
-        for _ in _index_batches(rng, n, resamples, chunk):
+        for _ in _index_batches(rng, n, request.resamples, request.chunk):
             pass
-        return tuple(out)  # type: ignore[arg-type]
+    elif varying.size:
+        for r, interval in zip(varying, _resampled_intervals(rows[varying], varying, rng,
+                                                             request)):
+            out[r] = interval
+    return tuple(out)  # type: ignore[arg-type]  # every row is filled
 
-    work = np.ascontiguousarray(rows[varying])
-    means, second = _bootstrap_means(work, resamples, rng, chunk,
-                                     squares=wider or h0 is not None)
+
+@dataclass(frozen=True)
+class _Request:
+    """The checked arguments of :func:`bootstrap_ci`: ``bound_at`` is the one-sided level of
+    the studentized bound ``upper`` (``bound_tail``, else from ``upper_alpha``; None: no
+    bound), ``family_at`` that of the raised ``family_upper`` (from ``upper_alpha``), ``nulls``
+    one h₀ per row (None: no p-values)."""
+
+    resamples: int
+    alpha: float
+    method: BootstrapMethod
+    chunk: int
+    bound_at: float | None
+    family_at: float | None
+    nulls: np.ndarray | None
+
+    @classmethod
+    def of(cls, rows: np.ndarray, rng: object, resamples: int, alpha: float, method: str,
+           chunk: int | None, upper_alpha: float | None, bound_tail: float | None,
+           nulls: Sequence[float] | np.ndarray | None) -> _Request:
+        if not isinstance(rng, np.random.Generator):
+            raise TypeError("rng must be a numpy.random.Generator (e.g. "
+                            "np.random.default_rng(seed))")
+        if isinstance(resamples, bool) or int(resamples) != resamples or resamples < 1:
+            raise ValueError(f"resamples must be a positive integer, got {resamples!r}")
+        alpha = _check_probability("alpha", alpha)
+        if upper_alpha is not None and not 0.0 < float(upper_alpha) <= alpha:
+            raise ValueError(f"upper_alpha must lie in (0, alpha], got {upper_alpha!r}")
+        if bound_tail is not None and not 0.0 < bound_tail < 0.5:
+            raise ValueError(f"bound_tail must lie in (0, 0.5), got {bound_tail!r}")
+        if method not in ("bca", "percentile"):
+            raise ValueError(f"method must be 'bca' or 'percentile', got {method!r}")
+        m, n = rows.shape
+        if chunk is None:
+            chunk = max(1, _AUTO_CHUNK_ELEMENTS // max(n, 1))
+        elif isinstance(chunk, bool) or int(chunk) != chunk or chunk < 1:
+            raise ValueError(f"chunk must be a positive integer, got {chunk!r}")
+        family_at = None if upper_alpha is None else _tail(upper_alpha)
+        return cls(int(resamples), alpha, method, int(chunk),  # type: ignore[arg-type]
+                   family_at if bound_tail is None else bound_tail, family_at,
+                   _checked_nulls(nulls, m))
+
+
+def _checked_nulls(nulls: Sequence[float] | np.ndarray | None, rows: int) -> np.ndarray | None:
+    """``nulls`` as one finite float per row, or None; ValueError otherwise."""
+    h0 = None if nulls is None else np.asarray(nulls, dtype=np.float64).reshape(-1)
+    if h0 is not None and (h0.size != rows or not np.all(np.isfinite(h0))):
+        raise ValueError(f"nulls must hold one finite value per row ({rows}), got {nulls!r}")
+    return h0
+
+
+def _constant_interval(value: float, request: _Request, row: int) -> BootstrapInterval:
+    """A row without spread: the interval, the bound and the p-value of the value itself."""
+    return BootstrapInterval(
+        value, value, "constant", upper=value if request.bound_at is not None else None,
+        p_lower=None if request.nulls is None else float(value >= request.nulls[row]),
+        family_upper=value if request.family_at is not None else None)
+
+
+def _resampled_intervals(work: np.ndarray, positions: np.ndarray, rng: np.random.Generator,
+                         request: _Request) -> list[BootstrapInterval]:
+    """The intervals of the rows with spread (``work``, at ``positions`` among the caller's
+    rows): one bootstrap of their means, then each row's ends, bound and p-value."""
+    work = np.ascontiguousarray(work)
+    studentize = request.bound_at is not None or request.nulls is not None
+    means, second = _bootstrap_means(work, request.resamples, rng, request.chunk,
+                                     squares=studentize)
     studentized = None if second is None else _Studentized.of(work, means, second)
-    family = None if studentized is None or bound_at is None else studentized.upper(bound_at)
-    p_lower = (None if studentized is None or h0 is None
-               else studentized.p_lower(h0[varying]))
+    bound = (None if studentized is None or request.bound_at is None
+             else studentized.upper(request.bound_at))
+    family = (None if studentized is None or request.family_at is None
+              else bound if request.family_at == request.bound_at
+              else studentized.upper(request.family_at))
+    p_lower = (None if studentized is None or request.nulls is None
+               else studentized.p_lower(request.nulls[positions]))
     means.sort(axis=-1)
-    theta_hat = work.mean(axis=-1)
+    levels, used, reasons = _interval_levels(work, means, request)
+    # Interpolating between equal neighbours can round the ends one ulp across each other.
+    ci = np.sort(_linear_quantile(means, levels), axis=-1)
+    if family is not None:
+        family = np.maximum(family, ci[:, 1])
+        if request.family_at == request.bound_at:
+            bound = family
+    return [BootstrapInterval(float(ci[i, 0]), float(ci[i, 1]), used[i], reasons[i],
+                              None if bound is None else float(bound[i]),
+                              None if p_lower is None else float(p_lower[i]),
+                              None if family is None else float(family[i]))
+            for i in range(work.shape[0])]
 
-    tail = _tail(alpha)
+
+def _interval_levels(work: np.ndarray, means_sorted: np.ndarray, request: _Request
+                     ) -> tuple[np.ndarray, list[IntervalMethod], list[str | None]]:
+    """Per row, the quantile levels of its two ends (percentile: ``tail`` and ``1 − tail``;
+    BCa: :func:`_bca_levels` where defined), the method used and why BCa fell back."""
+    tail = _tail(request.alpha)
     k = work.shape[0]
-    # percentile levels tail, 1 − tail; BCa adjusts z = Φ⁻¹(tail), −Φ⁻¹(tail)
     levels = np.tile(np.array([tail, 1 - np.float64(tail)]), (k, 1))
     reasons: list[str | None] = [None] * k
     used: list[IntervalMethod] = ["percentile"] * k
-    if method == "bca":
-        z_tail = float(_ndtri(np.array([tail]))[0])
-        bca_levels = _bca_levels(work, theta_hat, means, [z_tail, -z_tail])
-        ok = np.all(np.isfinite(bca_levels), axis=-1)
-        one_sided = (means[:, 0] > theta_hat) | (means[:, -1] < theta_hat)
-        for i in range(k):
-            if ok[i] and not one_sided[i]:
-                levels[i] = bca_levels[i]
-                used[i] = "bca"
-            else:
-                reasons[i] = _FALLBACK_ONE_SIDED if one_sided[i] else _FALLBACK_NONFINITE
-
-    # Interpolating between equal neighbours can round the ends one ulp across each other.
-    ci = np.sort(_linear_quantile(means, levels), axis=-1)
-    upper = (family if family is None or bound_tail is not None
-             else np.maximum(family, ci[:, 1]))
-    for i, r in enumerate(varying):
-        out[r] = BootstrapInterval(float(ci[i, 0]), float(ci[i, 1]), used[i], reasons[i],
-                                   None if upper is None else float(upper[i]),
-                                   None if p_lower is None else float(p_lower[i]))
-    return tuple(out)  # type: ignore[arg-type]
+    if request.method != "bca":
+        return levels, used, reasons
+    theta_hat = work.mean(axis=-1)
+    z_tail = float(_ndtri(np.array([tail]))[0])
+    bca_levels = _bca_levels(work, theta_hat, means_sorted, [z_tail, -z_tail])
+    ok = np.all(np.isfinite(bca_levels), axis=-1)
+    one_sided = (means_sorted[:, 0] > theta_hat) | (means_sorted[:, -1] < theta_hat)
+    for i in range(k):
+        if ok[i] and not one_sided[i]:
+            levels[i] = bca_levels[i]
+            used[i] = "bca"
+        else:
+            reasons[i] = _FALLBACK_ONE_SIDED if one_sided[i] else _FALLBACK_NONFINITE
+    return levels, used, reasons
 
 
 def _tail(alpha: float) -> float:

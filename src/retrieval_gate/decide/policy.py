@@ -12,7 +12,8 @@ queries:
 - ``[ci_low, ci_high]`` — the two-sided 1 − α bootstrap interval of d̄ (the one reports show);
 - ``p_regression`` — the one-sided p-value that the true mean difference is below 0 (below −δ
   under rule ``interval``): the larger of the paired t-test's and the studentized bootstrap's,
-  and for a 0/1 outcome McNemar's exact test's too (:func:`regression_p`);
+  with few changed queries or a 0/1 outcome an exact test's too, at most 2⁻ⁿ when every query
+  loses beyond the margin (:func:`regression_p`);
 - ``p_regression_holm`` — ``p_regression`` Holm-adjusted over the whole family: one step-down
   procedure over the regression p-values of its quality comparisons and of its relative cost
   gates (each a one-sided p-value of its own: :mod:`retrieval_gate.decide.cost`), so the
@@ -26,11 +27,12 @@ queries:
 Decision, with n ≥ ``min_queries`` (fewer queries certify nothing: ``inconclusive``, and
 ``decision_note`` says why):
 
-- ``regression`` — test ``holm`` (default): d̄ ≤ −δ and ``p_regression_holm`` < α (rule
-  ``estimate``: a significant drop whose estimate reaches the margin; rule ``interval``: a drop
-  significantly larger than the margin). Test ``bonferroni`` (the rule before, kept by name):
-  d̄ ≤ −δ, the studentized upper end of the two-sided 1 − α/m interval below 0 (below −δ
-  under rule ``interval``) and ``sign_p_holm`` < α;
+- ``regression`` — test ``holm`` (default): d̄ ≤ −δ and either ``p_regression_holm`` < α or
+  the rule before's conditions below (``ci_high_before``): never weaker than the rule before
+  (rule ``estimate``: a significant drop whose estimate reaches the margin; rule ``interval``:
+  a drop significantly larger than the margin). Test ``bonferroni`` (the rule before, kept by
+  name): d̄ ≤ −δ, the studentized upper end of the two-sided 1 − α/m interval below 0 (below
+  −δ under rule ``interval``) and ``sign_p_holm`` < α;
 - ``pass`` — ``ci_low`` > −δ: non-inferior (any drop is smaller than the margin);
 - ``inconclusive`` — otherwise: this test set cannot tell.
 
@@ -39,10 +41,13 @@ What each verdict guarantees (up to the approximations of the tests; measured by
 
 - ``regression``, rule ``estimate``: when no member of the family is truly worse (every true
   mean difference ≥ 0, no gated cost truly higher), the gate says ``regression`` with
-  probability ≤ α: Holm's procedure over valid one-sided p-values, the cost gates' included
-  (where they are valid: measured by ``benchmarks/calibration.py --costs``). Taking the larger of two
-  p-values keeps each valid where either test's approximation fails (skewed differences for
-  the t-test, few distinct values for the bootstrap); test ``bonferroni`` spends only α/2.
+  probability ≤ α: Holm's procedure over valid one-sided p-values, the relative cost gates'
+  included (their level measured by ``benchmarks/calibration.py --costs``). No test is valid
+  for every distribution with mean 0; the calibration measures the rule within Monte-Carlo
+  error of α on real-pair and symmetric nulls, and on right-skewed ones only up to a skewness
+  that grows with n (:mod:`retrieval_gate.decide.skew`: beyond it the report says α is not guaranteed).
+  The rule before's conditions and the all-lose rule, which also decide, add at most a few
+  false alarms in a thousand there; test ``bonferroni`` alone spends about α/2.
 - ``regression``, rule ``interval``: the same bound when every true drop is smaller than its
   margin (and every true cost ratio below 1 + max-increase) — a change that is not material
   is flagged at most α of the time.
@@ -67,11 +72,16 @@ from typing import Any, Literal
 import numpy as np
 
 from retrieval_gate.core.errors import EXIT_INCONCLUSIVE, EXIT_PASS, EXIT_REGRESSION
+from retrieval_gate.decide import skew
 from retrieval_gate.decide.paired import (
+    BootstrapInterval,
     SignTest,
     bootstrap_ci,
+    differences,
     holm,
     minimum_detectable_drop,
+    sample_skewness,
+    sign_flip_p,
     sign_test,
     smallest_p,
 )
@@ -198,19 +208,23 @@ class GatePolicy:
 def decide(n: int, mean_diff: float, ci_low: float, ci_high: float, sign_p_holm: float,
            margin: float, alpha: float, *, ci_high_adjusted: float | None = None,
            rule: RegressionRule = "estimate", min_queries: int = DEFAULT_MIN_QUERIES,
-           p_regression_holm: float | None = None) -> Decision:
-    """The decision rule of the module docstring. With ``p_regression_holm`` (test ``holm``)
-    a drop is significant when that p-value is below α; without it (test ``bonferroni``) when
-    the family's bound ``ci_high_adjusted`` (``None``: ``ci_high``, a family of one) lies below
-    0 (−margin under rule ``interval``) and ``sign_p_holm`` is below α. ``n < min_queries``
-    (and ``n == 0``) → ``inconclusive``."""
+           p_regression_holm: float | None = None, ci_high_before: float | None = None
+           ) -> Decision:
+    """The decision rule of the module docstring. A drop is significant by the rule before
+    (test ``bonferroni``) when its bound — ``ci_high_before`` under test ``holm``, else the
+    family's bound ``ci_high_adjusted`` (``None``: ``ci_high``, a family of one) — lies below
+    0 (−margin under rule ``interval``) and ``sign_p_holm`` is below α; with
+    ``p_regression_holm`` (test ``holm``) also when that p-value is below α. ``n <
+    min_queries`` (and ``n == 0``) → ``inconclusive``."""
     if n == 0 or n < min_queries:
         return "inconclusive"
+    null = -margin if rule == "interval" else 0.0
     if p_regression_holm is not None:
-        significant = p_regression_holm < alpha
+        significant = p_regression_holm < alpha or (
+            ci_high_before is not None and ci_high_before < null and sign_p_holm < alpha)
     else:
         bound = ci_high if ci_high_adjusted is None else ci_high_adjusted
-        significant = bound < (-margin if rule == "interval" else 0.0) and sign_p_holm < alpha
+        significant = bound < null and sign_p_holm < alpha
     if mean_diff <= -margin and significant:
         return "regression"
     if ci_low > -margin:
@@ -295,6 +309,7 @@ class Comparison:
     ci_method: str
     ci_note: str | None
     ci_high_adjusted: float
+    ci_high_before: float | None
     wins: int
     losses: int
     ties: int
@@ -308,6 +323,8 @@ class Comparison:
     decision: Decision
     decision_note: str | None
     improvement: bool
+    skewness: float | None = None
+    skew_queries: int | None = None
     lower_is_better: bool = False
     report_only: bool = False
     too_small: bool = False
@@ -412,82 +429,116 @@ def paired(baseline: np.ndarray, candidate: np.ndarray, measures: Sequence[str],
             continue
         b = baseline[members].T
         c = candidate[members].T
-        d = (c - b) * sign[:, None]  # turned so that positive is better
+        d = differences(b, c) * sign[:, None]  # turned so that positive is better
         nulls = [_null(wanted.get((m, name)), policy) for m in measures]
         intervals = bootstrap_ci(d, rng=np.random.default_rng(policy.seed),
                                  resamples=policy.resamples, alpha=policy.alpha,
                                  method=policy.bootstrap, nulls=nulls,
                                  bound_tail=family_alpha if holm_test else None,
-                                 upper_alpha=None if holm_test else family_alpha)
+                                 upper_alpha=family_alpha)
         for j, (measure, interval) in enumerate(zip(measures, intervals)):
-            if (measure, name) not in wanted:
-                continue
-            own = wanted[(measure, name)]
-            n = len(members)
-            signs = sign_test(d[j], policy.tie_band)
-            turned = sign[j] < 0
-            assert interval.upper is not None and interval.p_lower is not None
-            rows.append(Paired({
-                "measure": measure, "slice": name, "n": n,
-                "baseline_mean": _mean(b[j]), "candidate_mean": _mean(c[j]),
-                "mean_diff": sign[j] * (_mean(d[j]) or 0.0) + 0.0,  # + 0.0: no −0
-                "ci_low": -interval.high + 0.0 if turned else interval.low,
-                "ci_high": -interval.low + 0.0 if turned else interval.high,
-                "ci_method": interval.method,
-                "ci_note": interval.fallback or _interval_note(interval.method),
-                "ci_high_adjusted": (max(interval.upper, paired_t_upper(d[j], family_alpha))
-                                     if holm_test else interval.upper),
-                "wins": signs.wins, "losses": signs.losses, "ties": signs.ties,
-                "sign_p": signs.p_regression, "sign_p_two_sided": signs.p_two_sided,
-                "p_regression": regression_p(d[j], nulls[j], interval.p_lower, signs,
-                                             policy.resamples, policy.tie_band),
-                "mde": minimum_detectable_drop(d[j], family_alpha, policy.power,
-                                               one_sided=holm_test),
-                "margin": own.margin, "lower_is_better": bool(turned),
-                "report_only": own.report_only, "too_small": own.too_small(n),
-                "min_queries": own.min_queries, "in_family": in_family(n, own, policy),
-            }, _mean(d[j]) or 0.0, interval.low))
+            if (measure, name) in wanted:
+                rows.append(_paired_row(measure, name, b[j], c[j], d[j], sign[j] < 0,
+                                        interval, nulls[j], wanted[(measure, name)], policy,
+                                        family_alpha))
     return rows
 
 
+def _paired_row(measure: str, slice_name: str, b: np.ndarray, c: np.ndarray, d: np.ndarray,
+                turned: bool, interval: BootstrapInterval, null: float, own: PairPolicy,
+                policy: GatePolicy, family_alpha: float) -> Paired:
+    """One comparison's statistics: the runs' values ``b`` and ``c``, their turned
+    differences ``d`` (positive is better; ``turned`` when the measure's lower is better)
+    and the slice's bootstrap ``interval`` of them."""
+    holm_test = policy.regression_test == "holm"
+    n = d.size
+    skewness = sample_skewness(d)
+    signs = sign_test(d, policy.tie_band)
+    member = in_family(n, own, policy)
+    assert interval.upper is not None and interval.p_lower is not None
+    return Paired({
+        "measure": measure, "slice": slice_name, "n": n,
+        "baseline_mean": _mean(b), "candidate_mean": _mean(c),
+        "mean_diff": (-1.0 if turned else 1.0) * (_mean(d) or 0.0) + 0.0,  # + 0.0: no −0
+        "ci_low": -interval.high + 0.0 if turned else interval.low,
+        "ci_high": -interval.low + 0.0 if turned else interval.high,
+        "ci_method": interval.method,
+        "ci_note": interval.fallback or _interval_note(interval.method),
+        "ci_high_adjusted": (max(interval.upper, paired_t_upper(d, family_alpha))
+                             if holm_test else interval.upper),
+        "ci_high_before": interval.family_upper if holm_test else None,
+        "wins": signs.wins, "losses": signs.losses, "ties": signs.ties,
+        "sign_p": signs.p_regression, "sign_p_two_sided": signs.p_two_sided,
+        "p_regression": regression_p(d, null, interval.p_lower, signs, policy.resamples,
+                                     policy.tie_band, own.margin),
+        "mde": minimum_detectable_drop(d, family_alpha, policy.power, one_sided=holm_test),
+        "margin": own.margin, "lower_is_better": bool(turned),
+        "skewness": skewness,
+        "skew_queries": (skew.outside(skewness, n) if member
+                         and not equal_changes(d, policy.tie_band) else None),
+        "report_only": own.report_only, "too_small": own.too_small(n),
+        "min_queries": own.min_queries, "in_family": member,
+    }, _mean(d) or 0.0, interval.low)
+
+
 def regression_p(d: np.ndarray, null: float, bootstrap_p: float, signs: SignTest,
-                 resamples: int, tie_band: float = 0.0) -> float:
+                 resamples: int, tie_band: float = 0.0, margin: float = 0.0) -> float:
     """The one-sided p-value that the mean of the turned differences ``d`` lies below ``null``
     (0, or −margin under rule ``interval``): the larger of the paired t-test's
     (:func:`~retrieval_gate.decide.student_t.paired_t_p`) and the studentized bootstrap's
     (``bootstrap_p``) — the t-test is exact for normal differences and loses its level on
-    skewed ones, which the bootstrap-t sees; the bootstrap-t errs with few distinct values,
-    which the t-test does not.
+    skewed ones, which the bootstrap-t sees; the bootstrap-t errs with heavy tails and few
+    distinct values, which the t-test does not.
 
     - The bootstrap-t p-value is never below 1/(B + 1) (``resamples`` = B): when no resample
       is as extreme as the data (it sits at that floor), the bootstrap agrees the p-value is
       as small as it can tell, and the t-test's alone is used — else a family of more than
       α·(B + 1) members could never say ``regression`` (:func:`resolution_warning`).
-    - When each query changes by the same amount (to 1e-9, after the tie band) or not at all
-      — a 0/1 outcome: Hit@k, an abstention, a pass/fail judge — the exact sign test
-      (McNemar's test) joins the max: with few changed queries both approximations are too
-      eager there."""
+    - With at most :data:`~retrieval_gate.decide.paired.EXACT_FLIP_MAX` changed queries
+      (``d − null`` non-zero beyond the tie band), the exact sign-flip test
+      (:func:`~retrieval_gate.decide.paired.sign_flip_p`) joins the max: with few changed
+      queries both approximations are too eager, and the exact test bounds the p-value for
+      every pattern of changes, so the decision does not jump when one change moves by
+      1e-6. Beyond that, when every changed query changes by the same amount (to 1e-9) — a
+      0/1 outcome: Hit@k, an abstention, a pass/fail judge — the exact sign test (McNemar's
+      test, the sign-flip test of equal changes) joins.
+    - A drop every query shows beyond the margin (every ``d`` below ``null`` and at most
+      −``margin``) is a regression whatever the approximations say: the p-value is at most
+      the exact sign test's 2⁻ⁿ, the chance that n interchangeable queries all lose."""
     t_p = paired_t_p(d, null)
     p = t_p if bootstrap_p <= smallest_p(resamples) else max(bootstrap_p, t_p)
-    changed = np.abs(d)
-    changed = changed[changed > tie_band]
-    if changed.size and bool(np.allclose(changed, changed[0], rtol=1e-9, atol=0.0)):
+    exact = sign_flip_p(d, null, tie_band)
+    if exact is not None:
+        p = max(p, exact)
+    elif equal_changes(d, tie_band):
         p = max(p, signs.p_regression)
+    if d.size and bool(np.all(d < null)) and bool(np.all(d <= -margin)):
+        p = min(p, 0.5 ** d.size)
     return p
 
 
+def equal_changes(d: np.ndarray, tie_band: float = 0.0) -> bool:
+    """Whether every changed query (beyond the tie band) changes by the same amount, to 1e-9:
+    a 0/1 outcome, whose exact sign test (McNemar's) is valid whatever the distribution —
+    a mean of 0 is an equal chance to win and to lose."""
+    changed = np.abs(d)
+    changed = changed[changed > tie_band]
+    return bool(changed.size) and bool(np.allclose(changed, changed[0], rtol=1e-9, atol=0.0))
+
+
 def resolution_warning(policy: GatePolicy, family: int) -> str | None:
-    """Under test ``holm``, when the family's strictest level α/m lies below the smallest
-    bootstrap-t p-value, 1/(B + 1): there the t-test decides unchecked by the bootstrap. A
+    """Under test ``holm``, when the family's strictest level α/m is at or below the smallest
+    bootstrap-t p-value, 1/(B + 1) — a bootstrap-t p-value can never be below it there —:
+    the t-test then decides unchecked by the bootstrap. A
     sentence saying so and how many resamples would check it (20·m/α), or None."""
     if policy.regression_test != "holm" or family < 1:
         return None
     level = policy.alpha / family
-    if level >= smallest_p(policy.resamples):
+    if level > smallest_p(policy.resamples):
         return None
     needed = math.ceil(20 * family / policy.alpha)
     return (f"{policy.resamples:,} bootstrap resamples resolve p-values down to "
-            f"{smallest_p(policy.resamples):.2g}, above the family's strictest level "
+            f"{smallest_p(policy.resamples):.2g}, not below the family's strictest level "
             f"{level:.2g} (α/{family}): below it the t-test decides without the studentized "
             f"bootstrap's check; set resamples ≥ {needed:,}")
 
@@ -527,7 +578,8 @@ def decide_pairs(rows: Sequence[Paired], policy: GatePolicy, family: int | None 
             row["n"], pair.mean_turned, pair.low_turned, row["ci_high_adjusted"], p_holm,
             row["margin"], policy.alpha, ci_high_adjusted=row["ci_high_adjusted"],
             rule=policy.regression_rule, min_queries=policy.min_queries,
-            p_regression_holm=p_regression_holm if holm_test else None)
+            p_regression_holm=p_regression_holm if holm_test else None,
+            ci_high_before=row["ci_high_before"])
         note = (f"too small to decide: {row['n']} queries, fewer than this gate's min-queries "
                 f"= {row['min_queries']}" if row["too_small"]
                 else decision_note(row["n"], policy.min_queries))

@@ -9,13 +9,17 @@ The distribution function is the regularized incomplete beta function,
 ``P(T ≤ t) = ½·I_x(df/2, ½)`` with ``x = df/(df + t²)`` for ``t ≤ 0`` (and ``1 − `` that for
 ``t > 0``), evaluated by its continued fraction (modified Lentz; Press et al., *Numerical
 Recipes*, §6.4) on the side where it converges fast, so both tails keep their relative accuracy
-(measured against SciPy: about 1e-11 up to 10⁴ degrees of freedom, 1e-8 at 10⁶, where
-``lgamma``'s large values cancel). Importing ``scipy.special`` would cost more than numpy itself; SciPy is the tests'
-oracle.
+(measured against SciPy's ``stdtr`` over |t| from 1e-4 to 40, the worst relative error of the
+lower tail: 1.4e-14 up to 24 degrees of freedom, 2.5e-13 at 100, 8e-13 at 10³, 1.0e-10 at
+10⁴, 2.2e-10 at 10⁵ and 5.8e-9 at 10⁶, where ``lgamma``'s large values cancel; the tests hold
+it to 1e-12 below 10³ degrees of freedom, 3e-10 below 10⁵ and 1e-8 beyond; the quantile to
+1e-11 below 10⁴, 1e-9 below 10⁶ and 1e-8 at 10⁶). Importing
+``scipy.special`` would cost more than numpy itself; SciPy is the tests' oracle.
 """
 
 from __future__ import annotations
 
+import functools
 import math
 from collections.abc import Sequence
 
@@ -85,9 +89,11 @@ def _t_density(t: float, df: float) -> float:
     return math.exp(log_norm - (df + 1) / 2 * math.log1p(t * t / df))
 
 
+@functools.lru_cache(maxsize=1024)
 def t_quantile(p: float, df: float) -> float:
     """The ``t`` with ``P(T ≤ t) = p`` (0 < p < 1), by safeguarded Newton steps on
-    :func:`t_cdf` (exact forms for 1 and 2 degrees of freedom)."""
+    :func:`t_cdf` (exact forms for 1 and 2 degrees of freedom). Remembered: a check asks for
+    the same level and degrees of freedom once per comparison."""
     if not 0.0 < p < 1.0:
         raise ValueError(f"p must lie strictly between 0 and 1, got {p!r}")
     if not df > 0:

@@ -25,6 +25,7 @@ import numpy as np
 from retrieval_gate.core.errors import InputError, NotComparableError
 from retrieval_gate.core.parallel import both
 from retrieval_gate.core.stages import REACHED, Funnel, loss_labels
+from retrieval_gate.decide import skew
 from retrieval_gate.decide.cost import (
     CostRow,
     decide_costs,
@@ -921,6 +922,8 @@ def _warnings(base_run: RunScores, cand_run: RunScores, comparisons: tuple[Compa
                             f"({'undefined' if c.mde is None else f'{c.mde:.3f}'}) go unseen")
         if c.ci_method == "percentile" and c.ci_note:
             warnings.append(f"{c.measure} on slice '{c.slice}': {c.ci_note}")
+        if c.skew_queries is not None and c.skewness is not None:
+            warnings.append(skew.warning(c.measure, c.slice, c.skewness, c.n, c.skew_queries))
     if newly_failing:
         ids = [q.query for q in newly_failing]
         shown = _listed(ids)

@@ -237,7 +237,13 @@ def decision_reason(c: Comparison, policy: GatePolicy) -> str | None:
     −margin``; under test ``holm`` ``regression p 0.061`` (Holm-adjusted, not below α); under
     ``bonferroni`` ``bound ≥ 0`` (the :func:`deciding_bound` shown beside it; ``≥ −margin``
     under the interval rule), ``sign test p 0.144`` (Holm-adjusted). None for other
-    decisions, and when the interval reaches 0 (it says why itself)."""
+    decisions, and when the interval reaches 0 (it says why itself) — but a regression that
+    the rule before showed where the regression p-value did not (test ``holm``): ``by the
+    studentized bound and sign test``."""
+    if c.decision == "regression":
+        shown_by_before = (policy.regression_test == "holm"
+                           and c.p_regression_holm >= policy.alpha)
+        return "by the studentized bound and sign test" if shown_by_before else None
     if c.decision != "inconclusive" or c.too_small:
         return None
     if c.n < policy.min_queries or c.n == 0:
@@ -249,10 +255,16 @@ def decision_reason(c: Comparison, policy: GatePolicy) -> str | None:
         return None
     if (-c.mean_diff if lower else c.mean_diff) > -c.margin:
         return "Δ below +margin" if lower else "Δ above −margin"
+    return _failed_test(c, policy)
+
+
+def _failed_test(c: Comparison, policy: GatePolicy) -> str | None:
+    """The first significance condition an inconclusive drop of the margin failed."""
     if policy.regression_test == "holm":
         if c.p_regression_holm >= policy.alpha:
             return f"regression p {p_value(c.p_regression_holm)}"
         return None
+    lower = c.lower_is_better
     by_interval = policy.regression_rule == "interval"
     if c.ci_high_adjusted >= (-c.margin if by_interval else 0.0):
         target = ("+margin" if lower else "−margin") if by_interval else "0"
