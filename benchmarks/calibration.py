@@ -70,32 +70,41 @@ for p50, p95 and the mean. Populations of paired latencies (baseline, candidate)
 * **pydoc, resampled** — the real per-query latencies of the pydoc pipeline example
   (``examples/pydoc/pipeline/*/``: each query's ``latency_ms`` summed over its three stages,
   99 queries, three systems), drawn with replacement as (baseline, candidate) pairs of the
-  same query, for each of the three pairs of systems;
+  same query, for each of the three pairs of systems (a table's pydoc row: the worst pair);
 * **log-normal** — log latency = σ·(√ρ·u + √(1 − ρ)·e) per run, u shared by the query's two
   runs, e each run's own: σ = 0.27, the spread of the pydoc baseline's log latencies (the
   widest of the three), and ρ = 0.6, the correlation of its log latencies with the
-  packing-bug run's (the highest of the three pairs); and a heavier tail, σ = 1 (p95 five
-  times the median), same ρ.
+  packing-bug run's (the highest of the three pairs); and heavier tails, σ = 0.85 and 1 (p95
+  4.1 and 5.2 times the median), same ρ;
+* **Pareto** — tail index 2 (P(X > x) = x⁻², x ≥ 1; infinite variance), the same Gaussian
+  copula: X = Φ(−z)^(−1/2) for each run's normal z.
 
 No change (**null**): each query's two latencies are swapped with probability ½
 (interchangeable runs: every statistic's true ratio is 1). **Boundary**: the candidate's
 latencies of the null times 1.19, a true ratio just under the margin; **power**: times 1.3 and
-1.5 (on the first pydoc pair); **margin**: times 1.2, where a ``pass`` is false (p50 and p95,
-n = 10 … 50). Both rules from one bootstrap: ``estimate`` is compare_costs()'s own decision, ``interval``
-is its ``ratio_low_adjusted`` > 1.2 (the first test set of every cell checks that
-compare_costs() under that rule agrees). Each cost gate is a family of one here (its own
-``min-queries`` 1, so every n decides). Small test sets (n = 10 … 50): the estimator's bias
-(the mean estimate over the test sets against the population's statistic — the log-normal's
-exact one, or the resampled population's: numpy's ``inverted_cdf`` percentile of the pair's
-198 latencies),
-the bias the report states (:func:`retrieval_gate.decide.cost.expected_bias`, mean over test sets),
-the null ratio's spread, and the false-alarm and false-pass rates. **Combined family**: the
-default quality gate (nDCG@10 and Recall@10, the centred null of each pair of systems) with a
-latency mean and p95 gate (+20 %, log-normal σ = 1 null; quality and cost test sets drawn
-independently): the share of test sets where anything says ``regression``, with the
-quality comparisons and the cost gates as two families (the rule before: Bonferroni within
-each, every cost gate deciding from the policy's 25 queries) and as one family (the gate's
-rule: one α/m over every member, p95 a member from its own minimum on).
+1.5; **margin**: times 1.2, where a ``pass`` is false. Every population × stat × n; p50 and
+p95 also at n = 10 … 50 under the null and at the margin. Rule ``estimate`` is
+compare_costs()'s own decision; rule ``interval`` is, for a percentile, its
+``ratio_low_adjusted`` (the one-sided 1 − α bound) > 1.2 — exactly where its p-value against
+1.2 is below α; the first test set of every cell checks that compare_costs() under that rule
+agrees — and for the mean compare_costs() under that rule. Each cost gate is a family of one
+here (its own ``min-queries`` 1, so every n decides). **The test alone**: under the null, the
+share of test sets whose regression p-value (``p_regression``, against 1) is below α/m for
+m = 1, 2, 4 — the level Holm's procedure needs of each member — and beside it, for the mean,
+the rule before's: the paired percentile bootstrap of the ratio of means, resampled as the gate
+resamples. Small test sets (n = 10 … 50): the estimator's bias (the mean estimate over the test
+sets against the population's statistic — the model's exact one, or the resampled
+population's: numpy's ``inverted_cdf`` percentile of the pair's 198 latencies), the bias the
+report states (:func:`retrieval_gate.decide.cost.expected_bias`, mean over test sets), the null
+ratio's spread, and the false-alarm and false-pass rates; the summary adds each log-normal's
+exact bias (``expected_bias`` at the true σ). **Combined family**: the default quality gate
+(nDCG@10 and Recall@10, the centred null of each pair of systems) with a latency mean and p95
+gate (+20 %, log-normal σ = 1 null; quality and cost test sets drawn independently): the share
+of test sets where anything says ``regression``, with the quality comparisons and the cost
+gates as two families (Holm within each, every cost gate deciding from the policy's 25
+queries) and as one family (the gate's rule: one Holm procedure over every member's
+regression p-value — ``policy.paired``, ``decide_pairs`` and ``cost.measure_costs``,
+``decide_costs``, as ``gate check`` runs them — p95 a member from its own minimum on).
 
 Per-query scores with repeated samples (``--samples``, instead of the tables above): the
 gate's ``score:NAME`` signals, whose per-query value is the mean of a judge's k samples (k ∈
