@@ -70,32 +70,41 @@ for p50, p95 and the mean. Populations of paired latencies (baseline, candidate)
 * **pydoc, resampled** — the real per-query latencies of the pydoc pipeline example
   (``examples/pydoc/pipeline/*/``: each query's ``latency_ms`` summed over its three stages,
   99 queries, three systems), drawn with replacement as (baseline, candidate) pairs of the
-  same query, for each of the three pairs of systems;
+  same query, for each of the three pairs of systems (a table's pydoc row: the worst pair);
 * **log-normal** — log latency = σ·(√ρ·u + √(1 − ρ)·e) per run, u shared by the query's two
   runs, e each run's own: σ = 0.27, the spread of the pydoc baseline's log latencies (the
   widest of the three), and ρ = 0.6, the correlation of its log latencies with the
-  packing-bug run's (the highest of the three pairs); and a heavier tail, σ = 1 (p95 five
-  times the median), same ρ.
+  packing-bug run's (the highest of the three pairs); and heavier tails, σ = 0.85 and 1 (p95
+  4.1 and 5.2 times the median), same ρ;
+* **Pareto** — tail index 2 (P(X > x) = x⁻², x ≥ 1; infinite variance), the same Gaussian
+  copula: X = Φ(−z)^(−1/2) for each run's normal z.
 
 No change (**null**): each query's two latencies are swapped with probability ½
 (interchangeable runs: every statistic's true ratio is 1). **Boundary**: the candidate's
 latencies of the null times 1.19, a true ratio just under the margin; **power**: times 1.3 and
-1.5 (on the first pydoc pair); **margin**: times 1.2, where a ``pass`` is false (p50 and p95,
-n = 10 … 50). Both rules from one bootstrap: ``estimate`` is compare_costs()'s own decision, ``interval``
-is its ``ratio_low_adjusted`` > 1.2 (the first test set of every cell checks that
-compare_costs() under that rule agrees). Each cost gate is a family of one here (its own
-``min-queries`` 1, so every n decides). Small test sets (n = 10 … 50): the estimator's bias
-(the mean estimate over the test sets against the population's statistic — the log-normal's
-exact one, or the resampled population's: numpy's ``inverted_cdf`` percentile of the pair's
-198 latencies),
-the bias the report states (:func:`retrieval_gate.decide.cost.expected_bias`, mean over test sets),
-the null ratio's spread, and the false-alarm and false-pass rates. **Combined family**: the
-default quality gate (nDCG@10 and Recall@10, the centred null of each pair of systems) with a
-latency mean and p95 gate (+20 %, log-normal σ = 1 null; quality and cost test sets drawn
-independently): the share of test sets where anything says ``regression``, with the
-quality comparisons and the cost gates as two families (the rule before: Bonferroni within
-each, every cost gate deciding from the policy's 25 queries) and as one family (the gate's
-rule: one α/m over every member, p95 a member from its own minimum on).
+1.5; **margin**: times 1.2, where a ``pass`` is false. Every population × stat × n; p50 and
+p95 also at n = 10 … 50 under the null and at the margin. Rule ``estimate`` is
+compare_costs()'s own decision; rule ``interval`` is, for a percentile, its
+``ratio_low_adjusted`` (the one-sided 1 − α bound) > 1.2 — exactly where its p-value against
+1.2 is below α; the first test set of every cell checks that compare_costs() under that rule
+agrees — and for the mean compare_costs() under that rule. Each cost gate is a family of one
+here (its own ``min-queries`` 1, so every n decides). **The test alone**: under the null, the
+share of test sets whose regression p-value (``p_regression``, against 1) is below α/m for
+m = 1, 2, 4 — the level Holm's procedure needs of each member — and beside it, for the mean,
+the rule before's: the paired percentile bootstrap of the ratio of means, resampled as the gate
+resamples. Small test sets (n = 10 … 50): the estimator's bias (the mean estimate over the test
+sets against the population's statistic — the model's exact one, or the resampled
+population's: numpy's ``inverted_cdf`` percentile of the pair's 198 latencies), the bias the
+report states (:func:`retrieval_gate.decide.cost.expected_bias`, mean over test sets), the null
+ratio's spread, and the false-alarm and false-pass rates; the summary adds each log-normal's
+exact bias (``expected_bias`` at the true σ). **Combined family**: the default quality gate
+(nDCG@10 and Recall@10, the centred null of each pair of systems) with a latency mean and p95
+gate (+20 %, log-normal σ = 1 null; quality and cost test sets drawn independently): the share
+of test sets where anything says ``regression``, with the quality comparisons and the cost
+gates as two families (Holm within each, every cost gate deciding from the policy's 25
+queries) and as one family (the gate's rule: one Holm procedure over every member's
+regression p-value — ``policy.paired``, ``decide_pairs`` and ``cost.measure_costs``,
+``decide_costs``, as ``gate check`` runs them — p95 a member from its own minimum on).
 
 Per-query scores with repeated samples (``--samples``, instead of the tables above): the
 gate's ``score:NAME`` signals, whose per-query value is the mean of a judge's k samples (k ∈
@@ -148,9 +157,17 @@ from unittest import mock
 
 import numpy as np
 
-from retrieval_gate.decide.cost import PERCENTILE_MIN_QUERIES, compare_costs, min_queries
+from retrieval_gate.decide.cost import (
+    PERCENTILE_MIN_QUERIES,
+    compare_costs,
+    decide_costs,
+    expected_bias,
+    measure_costs,
+    member_p_values,
+)
+from retrieval_gate.decide.cost import family_members as cost_members
 from retrieval_gate.decide.paired import bootstrap_ci, holm, sample_skewness, sign_test
-from retrieval_gate.decide.policy import (
+from retrieval_gate.decide.policy import (  # the cost gates' one family
     DEFAULT_MARGIN,
     REGRESSION_RULES,
     SCORE_PREFIX,
@@ -160,6 +177,8 @@ from retrieval_gate.decide.policy import (
     PairPolicy,
     compare,
     decide,
+    decide_pairs,
+    paired,
 )
 from retrieval_gate.decide.signals import PairedSignal, compare_signals, family_of
 from retrieval_gate.decide.student_t import paired_t_p
@@ -672,7 +691,11 @@ COST_SCENARIOS = {"null": 1.0, "boundary": 1.19, "power 1.3×": 1.3, "power 1.5�
                   "margin": 1.2}
 SMALL_SIZES = (10, 15, 20, 25, 50)
 RHO = 0.6
+PARETO = 2.0  # the Pareto's shape: tail index 2, infinite variance
+HEAVY_SIGMAS = (0.85, 1.0)
 COST_RULES = ("estimate", "interval")
+BOUND_FAMILIES = (1, 2, 4)  # the bound's one-sided level α/m
+PYDOC = "pydoc"
 
 
 def load_latencies() -> dict[str, np.ndarray]:
@@ -694,11 +717,15 @@ def load_latencies() -> dict[str, np.ndarray]:
 class Population:
     """Paired latencies to draw test sets from: ``draw(n, sims, rng)`` gives (baseline,
     candidate) of shape (sims, n), interchangeable (every true ratio 1); ``truth`` the
-    population's statistic (for the estimator's bias)."""
+    population's statistic (for the estimator's bias); ``group`` the name its tables use
+    (the three pydoc pairs are one group, shown by their worst); ``sigma`` a log-normal's
+    spread."""
 
     name: str
     draw: Callable[[int, int, np.random.Generator], tuple[np.ndarray, np.ndarray]]
     truth: Callable[[str], float]
+    group: str
+    sigma: float | None = None  # a log-normal's
 
 
 def resampled(name: str, b: np.ndarray, c: np.ndarray) -> Population:
@@ -715,23 +742,48 @@ def resampled(name: str, b: np.ndarray, c: np.ndarray) -> Population:
             return float(both.mean())
         return float(np.percentile(both, 50 if stat == "p50" else 95, method="inverted_cdf"))
 
-    return Population(name, draw, truth)
+    return Population(name, draw, truth, PYDOC)
+
+
+def _copula(n: int, sims: int, rng: np.random.Generator) -> tuple[np.ndarray, np.ndarray]:
+    """Standard normals √ρ·u + √(1 − ρ)·e per run, u shared by the query's two runs."""
+    shared = math.sqrt(RHO) * rng.standard_normal((sims, n))
+    own = math.sqrt(1 - RHO)
+    return (shared + own * rng.standard_normal((sims, n)),
+            shared + own * rng.standard_normal((sims, n)))
 
 
 def log_normal(sigma: float) -> Population:
     """Log latency σ·(√ρ·u + √(1 − ρ)·e), median 1."""
     def draw(n: int, sims: int, rng: np.random.Generator) -> tuple[np.ndarray, np.ndarray]:
-        shared = math.sqrt(RHO) * rng.standard_normal((sims, n))
-        own = math.sqrt(1 - RHO)
-        return (np.exp(sigma * (shared + own * rng.standard_normal((sims, n)))),
-                np.exp(sigma * (shared + own * rng.standard_normal((sims, n)))))
+        b, c = _copula(n, sims, rng)
+        return np.exp(sigma * b), np.exp(sigma * c)
 
     def truth(stat: str) -> float:
         if stat == "mean":
             return math.exp(sigma * sigma / 2)
-        return math.exp(sigma * NORMAL.inv_cdf(0.5 if stat == "p50" else 0.95))
+        return math.exp(sigma * NORMAL.inv_cdf(0.5 if stat == "p50" else 95 / 100))
 
-    return Population(f"log-normal σ = {sigma:g}", draw, truth)
+    name = f"log-normal σ = {sigma:g}"
+    return Population(name, draw, truth, name, sigma)
+
+
+def pareto(shape: float) -> Population:
+    """Pareto latencies (x_m = 1, P(X > x) = x^−shape) of the same Gaussian copula: X =
+    Φ(−z)^(−1/shape) for each run's normal z."""
+    from scipy.special import ndtr
+
+    def draw(n: int, sims: int, rng: np.random.Generator) -> tuple[np.ndarray, np.ndarray]:
+        b, c = _copula(n, sims, rng)
+        return ndtr(-b) ** (-1 / shape), ndtr(-c) ** (-1 / shape)
+
+    def truth(stat: str) -> float:
+        if stat == "mean":
+            return shape / (shape - 1) if shape > 1 else math.inf
+        return (0.5 if stat == "p50" else 0.05) ** (-1 / shape)
+
+    name = f"Pareto α = {shape:g}"
+    return Population(name, draw, truth, name)
 
 
 NORMAL = NormalDist()
@@ -742,14 +794,16 @@ def cost_populations() -> list[Population]:
     pairs = [(a, b) for i, a in enumerate(SYSTEMS) for b in SYSTEMS[i + 1:]]
     return [*(resampled(f"pydoc {a} / {b}", runs[a], runs[b]) for a, b in pairs),
             log_normal(round(float(np.std(np.log(runs["baseline"]), ddof=1)), 2)),
-            log_normal(1.0)]
+            *(log_normal(sigma) for sigma in HEAVY_SIGMAS), pareto(PARETO)]
 
 
 @dataclass
 class CostCell:
     """Over the test sets of one (population, stat, scenario, n): how many each rule called
     `regression`, how many passed, and per test set the baseline's estimate, the report's
-    expected bias (baseline) and the ratio."""
+    expected bias (baseline), the ratio, the gate's regression p-value against a ratio of 1
+    (``p_values``) and the percentile bootstrap's (``percentile_p``: the rule before, for the
+    mean)."""
 
     sims: int
     regression: dict[str, int]
@@ -757,6 +811,8 @@ class CostCell:
     estimates: np.ndarray
     stated_bias: np.ndarray
     ratios: np.ndarray
+    p_values: np.ndarray
+    percentile_p: np.ndarray
 
     def rate(self, rule: str) -> float:
         return self.regression[rule] / self.sims
@@ -784,36 +840,65 @@ def gated_row(baseline: np.ndarray, candidate: np.ndarray, policy: GatePolicy,
     return next(r for r in rows if r.gate == gate)
 
 
-def interval_rule(row: Any) -> bool:
-    """The rule ``interval`` on a row decided under ``estimate``: the same bootstrap."""
-    return row.ratio_low_adjusted is not None and row.ratio_low_adjusted > LIMIT
+def interval_regression(baseline: np.ndarray, candidate: np.ndarray, stat: str,
+                        resamples: int, row: Any, check: bool) -> bool:
+    """Rule ``interval`` for a family of one: for a percentile, the bound the gate decided
+    under rule estimate (``ratio_low_adjusted``, one-sided 1 − α) above 1.2 — exactly where its
+    p-value against 1.2 is below α; for the mean (whose bound is bisected) and with ``check``
+    (the first test set of a cell), compare_costs() under rule interval itself, which must
+    agree with a percentile's bound."""
+    bound = row.ratio_low_adjusted
+    if stat != "mean" and bound is not None and not check:
+        return bool(bound > LIMIT)
+    again = gated_row(baseline, candidate, cost_policy(stat, resamples, "interval"))
+    strict = again.decision == "regression"
+    assert stat == "mean" or bound is None or strict == (bound > LIMIT)
+    return bool(strict)
+
+
+def percentile_bootstrap_p(baseline: np.ndarray, candidate: np.ndarray, resamples: int,
+                           seed: int) -> float:
+    """The rule before for the mean: the paired percentile bootstrap of the ratio of means,
+    ``(1 + #{resampled ratio ≤ 1}) / (B + 1)``, resampled as the gate resamples (its seed,
+    blocks of 250)."""
+    rng = np.random.default_rng(seed)
+    n, below = len(baseline), 0
+    for start in range(0, resamples, 250):
+        picks = rng.integers(0, n, size=(min(250, resamples - start), n))
+        below += int(np.count_nonzero(candidate[picks].mean(axis=1)
+                                      <= baseline[picks].mean(axis=1)))
+    return (1 + below) / (resamples + 1)
 
 
 def run_cost_cell(baseline: np.ndarray, candidate: np.ndarray, stat: str,
                   resamples: int) -> CostCell:
     sims = baseline.shape[0]
-    policy = cost_policy(stat, resamples)
-    cell = CostCell(sims, dict.fromkeys(COST_RULES, 0), 0, np.empty(sims), np.empty(sims),
-                    np.empty(sims))
+    cell = CostCell(sims, dict.fromkeys(COST_RULES, 0), 0,
+                    *(np.full(sims, np.nan) for _ in range(5)))
     with floors_lifted():
-        _fill_cost_cell(cell, baseline, candidate, stat, resamples, policy)
+        _fill_cost_cell(cell, baseline, candidate, stat, resamples)
     return cell
 
 
 def _fill_cost_cell(cell: CostCell, baseline: np.ndarray, candidate: np.ndarray, stat: str,
-                    resamples: int, policy: GatePolicy) -> None:
+                    resamples: int) -> None:
+    policy = cost_policy(stat, resamples)
     for i in range(cell.sims):
         row = gated_row(baseline[i], candidate[i], policy)
-        strict = interval_rule(row)
-        if i == 0:
-            again = gated_row(baseline[i], candidate[i], cost_policy(stat, resamples, "interval"))
-            assert (again.decision == "regression") == strict
         cell.regression["estimate"] += row.decision == "regression"
-        cell.regression["interval"] += strict
+        cell.regression["interval"] += interval_regression(baseline[i], candidate[i], stat,
+                                                           resamples, row, i == 0)
         cell.passed += row.decision == "pass"
         cell.estimates[i] = row.baseline
-        cell.stated_bias[i] = np.nan if row.baseline_bias is None else row.baseline_bias
-        cell.ratios[i] = np.nan if row.ratio is None else row.ratio
+        if row.baseline_bias is not None:
+            cell.stated_bias[i] = row.baseline_bias
+        if row.ratio is not None:
+            cell.ratios[i] = row.ratio
+        if row.p_regression is not None:
+            cell.p_values[i] = row.p_regression
+        if stat == "mean":
+            cell.percentile_p[i] = percentile_bootstrap_p(baseline[i], candidate[i], resamples,
+                                                          policy.seed)
 
 
 CostResults = dict[tuple[str, str, str, int], CostCell]  # (population, stat, scenario, n)
@@ -821,22 +906,17 @@ CostResults = dict[tuple[str, str, str, int], CostCell]  # (population, stat, sc
 
 def run_costs(populations: Sequence[Population], sizes: Sequence[int], sims: int,
               resamples: int, seed: int) -> CostResults:
-    """Every population × stat × n under the null and the boundary; power on the first real
-    pair; the small sizes (p50 and p95) under the null and at the margin (×1.2, for the false
-    pass)."""
+    """Every population × stat × n under each scenario; the small sizes (p50 and p95) under
+    the null and at the margin (×1.2, for the false pass)."""
     results: CostResults = {}
     for p_id, population in enumerate(populations):
         for s_id, (scenario, ratio) in enumerate(COST_SCENARIOS.items()):
-            if scenario.startswith("power") and p_id > 0:
-                continue
-            wanted = {"null": set(sizes) | set(SMALL_SIZES),
-                      "margin": set(SMALL_SIZES)}.get(scenario, set(sizes))
-            for n in sorted(wanted):
+            small = set(SMALL_SIZES) if scenario in ("null", "margin") else set()
+            for n in sorted(set(sizes) | small):
                 rng = np.random.default_rng([seed, 100 + p_id, s_id, n])
                 b, c = population.draw(n, sims, rng)
                 for stat in COST_STATS:
-                    small = n not in sizes or scenario == "margin"
-                    if small and stat == "mean":
+                    if n not in sizes and stat == "mean":
                         continue
                     results[population.name, stat, scenario, n] = run_cost_cell(
                         b, c * ratio, stat, resamples)
@@ -844,72 +924,176 @@ def run_costs(populations: Sequence[Population], sizes: Sequence[int], sims: int
     return results
 
 
+# --------------------------------------------------------------------------------------------
+# Cost tables
+
+
+def groups(populations: Sequence[Population]) -> dict[str, list[Population]]:
+    """The tables' rows: the pydoc pairs as one group, each model alone."""
+    grouped: dict[str, list[Population]] = {}
+    for population in populations:
+        grouped.setdefault(population.group, []).append(population)
+    return grouped
+
+
+def _worst_of(cells: Sequence[CostCell], rate: Callable[[CostCell], float]) -> CostCell:
+    return max(cells, key=rate)
+
+
 def cost_rate_table(results: CostResults, populations: Sequence[Population], scenario: str,
-                    sizes: Sequence[int], what: Callable[[CostCell], str]) -> str:
+                    sizes: Sequence[int], what: Callable[[Sequence[CostCell]], str],
+                    stats: Sequence[str] = COST_STATS) -> str:
+    """A row per stat and population group, a column per n; ``what`` condenses a group's
+    cells (the pydoc pairs' three) into the shown text."""
     head = ("| stat | population | " + " | ".join(f"n = {n}" for n in sizes) + " |\n|---|---|"
             + "---:|" * len(sizes))
     rows = []
-    for stat in COST_STATS:
-        for population in populations:
-            cells = [results.get((population.name, stat, scenario, n)) for n in sizes]
-            if all(cell is None for cell in cells):
+    for stat in stats:
+        for name, members in groups(populations).items():
+            cells = [[results[key] for p in members
+                      if (key := (p.name, stat, scenario, n)) in results] for n in sizes]
+            if not any(cells):
                 continue
-            rows.append(f"| {stat} | {population.name} | "
-                        + " | ".join("-" if cell is None else what(cell) for cell in cells)
-                        + " |")
+            rows.append(f"| {stat} | {name} | "
+                        + " | ".join(what(group) if group else "-" for group in cells) + " |")
     return "\n".join([head, *rows])
 
 
-def alarm(cell: CostCell) -> str:
-    """`estimate` / `interval` rates (± 2 SE at most 2·√(0.25/sims)), † above α by 2 SE."""
-    return " / ".join(f"{cell.rate(rule):.3f}".replace("0.000", "0")
-                      + (" †" if _above(cell.regression[rule], cell.sims) else "")
+def alarm(cells: Sequence[CostCell], marked: Sequence[str] = COST_RULES) -> str:
+    """`estimate` / `interval` rates, each the highest of the group's (± 2 SE at most
+    2·√(0.25/sims)), † above α by 2 SE for the rules ``marked`` (those that promise α)."""
+    return " / ".join(_share(max(c.regression[rule] for c in cells), cells[0].sims,
+                             ALPHA if rule in marked else math.inf)
                       for rule in COST_RULES)
 
 
-def _above(count: int, sims: int) -> bool:
+def boundary_alarm(cells: Sequence[CostCell]) -> str:
+    """:func:`alarm`, † for rule interval only: rule estimate promises nothing at ×1.19."""
+    return alarm(cells, ("interval",))
+
+
+def _share(count: int, sims: int, level: float = ALPHA) -> str:
+    return f"{count / sims:.3f}".replace("0.000", "0") + (" †" if _above(count, sims, level)
+                                                          else "")
+
+
+def _above(count: int, sims: int, level: float = ALPHA) -> bool:
     p = count / sims
-    return p - 2 * math.sqrt(p * (1 - p) / sims) > ALPHA
+    return p - 2 * math.sqrt(p * (1 - p) / sims) > level
+
+
+def power(cells: Sequence[CostCell]) -> str:
+    """`estimate` / `interval` rates, each the lowest of the group's."""
+    return " / ".join(f"{min(c.rate(rule) for c in cells):.2f}" for rule in COST_RULES)
+
+
+def false_pass(cells: Sequence[CostCell]) -> str:
+    """The highest share of the group's test sets passed, † above α/2 by 2 SE."""
+    return _share(max(c.passed for c in cells), cells[0].sims, ALPHA / 2)
+
+
+def bound_levels(attribute: str) -> Callable[[Sequence[CostCell]], str]:
+    """The share of test sets whose regression p-value (``attribute``: the gate's, or the
+    percentile bootstrap's) is below α/m, for m in :data:`BOUND_FAMILIES`, each the highest of
+    the group's; † above α/m by 2 SE."""
+    def shown(cells: Sequence[CostCell]) -> str:
+        parts = []
+        for m in BOUND_FAMILIES:
+            level = ALPHA / m
+            count = max(int(np.count_nonzero(getattr(c, attribute) < level)) for c in cells)
+            parts.append(_share(count, cells[0].sims, level))
+        return " / ".join(parts)
+    return shown
+
+
+def bound_ratio(results: CostResults, attribute: str, stats: Sequence[str],
+                sizes: Sequence[int], scenario: str = "null"
+                ) -> tuple[float, float, str, int]:
+    """Over every population, n from the statistic's minimum on (the policy's min-queries and
+    :data:`PERCENTILE_MIN_QUERIES`) and m: the highest share of test sets below α/m as a
+    multiple of α/m, its 2 SE (as a multiple), where, and how many cells lie above α/m by
+    more than 2 SE."""
+    worst_at = (0.0, 0.0, "")
+    above = 0
+    for (name, stat, kind, n), cell in results.items():
+        least = max(GatePolicy().min_queries, PERCENTILE_MIN_QUERIES.get(stat, 0))
+        if kind != scenario or stat not in stats or n not in sizes or n < least:
+            continue
+        for m in BOUND_FAMILIES:
+            level = ALPHA / m
+            count = int(np.count_nonzero(getattr(cell, attribute) < level))
+            rate = count / cell.sims
+            se = 2 * math.sqrt(rate * (1 - rate) / cell.sims) / level
+            above += _above(count, cell.sims, level)
+            if rate / level > worst_at[0]:
+                worst_at = (rate / level, se, f"{stat}, {name}, n = {n}, α/{m}")
+    return (*worst_at, above)
+
+
+def model_bias(sigma: float, stat: str, n: int) -> float:
+    """The exact expected bias of ``stat`` over n queries of a log-normal σ: the report's own
+    :func:`~retrieval_gate.decide.cost.expected_bias` at the true σ (n values whose log has
+    standard deviation σ exactly)."""
+    z = np.array([NORMAL.inv_cdf((i + 0.5) / n) for i in range(n)])
+    bias = expected_bias(np.exp(sigma * z / z.std(ddof=1)), stat)
+    assert bias is not None
+    return bias
 
 
 def small_table(results: CostResults, populations: Sequence[Population]) -> str:
-    """n = 10 … 50, p95 and p50, per population: the estimator's bias (and the report's
-    stated bias), the null ratio's central 95 % and its share ≥ 1.2, the false alarm under
-    both rules, and the false pass at a true ratio of 1.2 (the margin)."""
-    head = ("| stat | population | n | bias (stated) | null ratio, 95 % range | null ratio ≥ 1.2 "
-            "| false alarm, estimate / interval | false pass at ×1.2 |\n|---|---|---:|---:|---|"
-            "---:|---:|---:|")
+    """n = 10 … 50, p95 and p50: per population group the estimator's bias (the report's
+    stated bias in brackets; the pydoc pairs' farthest from 0), the null ratio's central 95 %
+    (the widest), the false alarm under both rules and the false pass at a true ratio of 1.2
+    (the margin), the highest over every population."""
+    grouped = groups(populations)
+    head = ("| stat | n | bias, stated in brackets: " + " / ".join(grouped) + " | null ratio, "
+            "95 % range: " + " / ".join(grouped) + " | false alarm, estimate / interval | "
+            "false pass at ×1.2 |\n|---|---:|---|---|---:|---:|")
     rows = []
     for stat in ("p95", "p50"):
-        for population in populations:
-            for n in SMALL_SIZES:
-                null = results.get((population.name, stat, "null", n))
-                edge = results.get((population.name, stat, "margin", n))
-                if null is None or edge is None:
-                    continue
-                bias = null.estimates.mean() / population.truth(stat) - 1
-                stated = np.nanmean(null.stated_bias)
-                low, high = np.nanquantile(null.ratios, [0.025, 0.975])
-                over = np.mean(null.ratios >= LIMIT)
-                rows.append(f"| {stat} | {population.name} | {n} | {_percent(bias)} "
-                            f"({_percent(stated)}) | ×{low:.2f} – ×{high:.2f} | "
-                            f"{over:.2f} | {alarm(null)} | {edge.passed / edge.sims:.3f} |")
+        for n in SMALL_SIZES:
+            biases, ranges = [], []
+            for members in grouped.values():
+                shown = [_bias(results[p.name, stat, "null", n], p.truth(stat))
+                         for p in members]
+                biases.append(max(shown, key=lambda b: abs(b[0]))[1])
+                spans = [np.nanquantile(results[p.name, stat, "null", n].ratios, [0.025, 0.975])
+                         for p in members]
+                low, high = max(spans, key=lambda s: s[1] - s[0])
+                ranges.append(f"×{low:.2f} – ×{high:.2f}")
+            nulls = [results[p.name, stat, "null", n] for p in populations]
+            edges = [results[p.name, stat, "margin", n] for p in populations]
+            rows.append(f"| {stat} | {n} | {' / '.join(biases)} % | {' / '.join(ranges)} | "
+                        f"{alarm(nulls)} | {false_pass(edges)} |")
     return "\n".join([head, *rows])
 
 
+def _bias(cell: CostCell, truth: float) -> tuple[float, str]:
+    bias = cell.estimates.mean() / truth - 1
+    stated = float(np.nanmean(cell.stated_bias))
+    return bias, f"{_percent(bias)} ({_percent(stated)})"
+
+
 def _percent(share: float) -> str:
-    return f"{100 * share:+.1f} %".replace("-", "−")
+    return f"{100 * share:+.1f}".replace("-", "−")
+
+
+# --------------------------------------------------------------------------------------------
+# Quality and cost as one family
+
+
+COMBINED_STATS = ("mean", "p95")
 
 
 def combined(pairs: Sequence[Pair], sizes: Sequence[int], sims: int, resamples: int,
              seed: int) -> dict[tuple[str, int], dict[str, int]]:
     """The default quality gate (2 measures, centred null) with a latency mean and p95 gate
     (+20 %, log-normal σ = 1 null): test sets where anything says `regression`, per rule, as
-    two families (quality; costs with every gate deciding from the policy's 25 queries) and
-    as one family (the gate's rule)."""
+    two families (quality by Holm; costs by Holm among themselves, every gate deciding from
+    the policy's 25 queries) and as one family (the gate's: one Holm procedure over every
+    member, the p95 a member from its own minimum on)."""
     heavy = log_normal(1.0)
     counts: dict[tuple[str, int], dict[str, int]] = {}
-    stats = ("mean", "p95")
     for pair_id, pair in enumerate(pairs):
         if pair.near_equal:
             continue
@@ -919,33 +1103,44 @@ def combined(pairs: Sequence[Pair], sizes: Sequence[int], sims: int, resamples: 
             b, c = heavy.draw(n, sims, rng)
             tally = dict.fromkeys([f"{way} {rule}" for way in ("two", "one")
                                    for rule in COST_RULES], 0)
-            q_policy = policy_for(2, resamples, GatePolicy().min_queries)
-            old_costs = GatePolicy(costs=tuple(CostGate("latency_ms", s, INCREASE)
-                                               for s in stats), resamples=resamples)
-            new_costs = GatePolicy(costs=tuple(CostGate("latency_ms", s, INCREASE)
-                                               for s in stats), resamples=resamples)
-            members = sum(n >= min_queries(g, new_costs) for g in new_costs.costs)
             for i in range(sims):
-                for way, costs, family in (("two", old_costs, None),
-                                           ("one", new_costs, 2 + members)):
-                    comparisons = compare(np.zeros((n, 2)), quality[i][:, :2], MEASURES[:2],
-                                          {"all": np.arange(n)}, q_policy, family=family)
-                    with floors_lifted() if way == "two" else contextlib.nullcontext():
-                        rows = [r for r in compare_costs(
-                                    [PairedSignal.cost("latency_ms", b[i], c[i])], costs.costs,
-                                    costs, family)
-                                if r.gate is not None]
-                    strict = [q.decision for q in compare(
-                        np.zeros((n, 2)), quality[i][:, :2], MEASURES[:2], {"all": np.arange(n)},
-                        dataclasses.replace(q_policy, regression_rule="interval"), family=family)]
-                    tally[f"{way} estimate"] += (
-                        any(q.decision == "regression" for q in comparisons)
-                        or any(r.decision == "regression" for r in rows))
-                    tally[f"{way} interval"] += (
-                        "regression" in strict
-                        or any(interval_rule(r) and r.in_family for r in rows))
+                for rule in COST_RULES:
+                    for way in ("two", "one"):
+                        tally[f"{way} {rule}"] += _any_regression(
+                            quality[i][:, :2], b[i], c[i], resamples, rule, way == "one")
             counts[pair.name, n] = tally
     return counts
+
+
+def _any_regression(d: np.ndarray, baseline: np.ndarray, candidate: np.ndarray,
+                    resamples: int, rule: str, one: bool) -> bool:
+    """Whether the quality comparisons (differences ``d``, queries × 2) or the cost gates
+    (latencies) say `regression`: decided as the gate decides — the quality comparisons'
+    and the cost gates' regression p-values Holm-adjusted together (``one``) — or as two
+    families, each Holm-adjusted alone, every cost gate deciding from the policy's
+    min-queries."""
+    n = len(d)
+    policy = policy_for(2, resamples, GatePolicy().min_queries, rule=rule)
+    policy = dataclasses.replace(policy, costs=tuple(CostGate("latency_ms", s, INCREASE)
+                                                     for s in COMBINED_STATS))
+    signals = [PairedSignal.cost("latency_ms", baseline, candidate)]
+    with contextlib.nullcontext() if one else floors_lifted():
+        costs_in = cost_members(signals, policy.costs, policy)
+        family = 2 + costs_in if one else None
+        measured = measure_costs(signals, policy.costs, policy, family)
+    slices = {"all": np.arange(n)}
+    pairs = {(m, "all"): PairPolicy(MARGIN) for m in MEASURES[:2]}
+    rows = paired(np.zeros_like(d), d, MEASURES[:2], slices, policy, [False, False], pairs,
+                  ALPHA / (family or 2))
+    if one:
+        comparisons = decide_pairs(rows, policy, family, member_p_values(measured))
+        costs = decide_costs(measured, policy, family,
+                             [r.fields["p_regression"] for r in rows if r.fields["in_family"]])
+    else:
+        comparisons = decide_pairs(rows, policy)
+        costs = decide_costs(measured, policy)
+    return (any(q.decision == "regression" for q in comparisons)
+            or any(r.decision == "regression" for r in costs))
 
 
 def combined_table(counts: dict[tuple[str, int], dict[str, int]], sizes: Sequence[int],
@@ -969,28 +1164,50 @@ def main_costs(args: argparse.Namespace) -> int:
     results = run_costs(populations, args.sizes, args.sims, args.resamples, args.seed)
     counts = combined(load_pairs(), args.sizes, args.sims, args.resamples, args.seed)
     elapsed = time.perf_counter() - start
+    sizes = args.sizes
     print(f"# Calibration of the relative cost gate on per-query latencies\n\n"
-          f"max-increase {INCREASE} (+20 %), α = {ALPHA}, {args.resamples:,} paired percentile "
-          f"bootstrap resamples (gate seed {GatePolicy().seed}), {args.sims} simulated test sets "
+          f"max-increase {INCREASE} (+20 %), α = {ALPHA}, {args.resamples:,} bootstrap "
+          f"resamples (gate seed {GatePolicy().seed}), {args.sims} simulated test sets "
           f"per cell (largest ± 2·SE of a rate: {2 * math.sqrt(0.25 / args.sims):.3f}), seed "
           f"{args.seed}; each cost gate a family of one, deciding from 1 query. Percentile "
-          f"minimums in force: {PERCENTILE_MIN_QUERIES}.\n")
+          f"minimums in force: {PERCENTILE_MIN_QUERIES}. Where a row names the pydoc pairs, "
+          f"each cell shows the worst of the three.\n")
     print("Populations: " + "; ".join(p.name for p in populations) + ".\n")
-    sizes = args.sizes
     print(f"## Null (interchangeable runs): share called `regression`, rule estimate / "
           f"interval\n\n{cost_rate_table(results, populations, 'null', sizes, alarm)}")
+    print(f"\n## The test alone, null: share of test sets whose regression p-value is below "
+          f"α/m, m = {' / '.join(map(str, BOUND_FAMILIES))}\n\n"
+          f"{cost_rate_table(results, populations, 'null', sizes, bound_levels('p_values'))}")
+    print("\n## The rule before for the mean (the percentile bootstrap of the ratio of "
+          "means), null: the same shares\n\n"
+          + cost_rate_table(results, populations, "null", sizes, bound_levels("percentile_p"),
+                            ("mean",)))
     print(f"\n## Boundary (true ratio ×1.19, just under the margin): share called `regression`, "
           f"rule estimate / interval\n\n"
-          f"{cost_rate_table(results, populations, 'boundary', sizes, alarm)}")
+          f"{cost_rate_table(results, populations, 'boundary', sizes, boundary_alarm)}")
     for scenario in ("power 1.3×", "power 1.5×"):
         print(f"\n## {scenario.capitalize()}: share called `regression`, rule estimate / "
-              f"interval\n\n" + cost_rate_table(
-                  results, populations, scenario, sizes,
-                  lambda cell: " / ".join(f"{cell.rate(rule):.2f}" for rule in COST_RULES)))
+              f"interval (the lowest of the pydoc pairs)\n\n"
+              + cost_rate_table(results, populations, scenario, sizes, power))
+    print(f"\n## False pass at the margin (true ratio ×1.2): share called `pass`\n\n"
+          f"{cost_rate_table(results, populations, 'margin', sizes, false_pass)}")
     print(f"\n## Small test sets (null; false pass at ×1.2)\n\n"
           f"{small_table(results, populations)}")
     print(f"\n## One family: quality and cost (share where anything says `regression`)\n\n"
           f"{combined_table(counts, sizes, args.sims)}")
+    print("\n## Summary\n")
+    for what, attribute, stats in (("the gate's test, p50 and p95", "p_values", ("p50", "p95")),
+                                   ("the gate's test, mean", "p_values", ("mean",)),
+                                   ("the rule before, mean", "percentile_p", ("mean",))):
+        ratio, se, where, above = bound_ratio(results, attribute, stats, sizes)
+        print(f"- {what}: the highest share below α/m from the statistic's minimum on: "
+              f"{ratio:.2f} ± {se:.2f} × α/m ({where}); cells above α/m by more than 2 SE: "
+              f"{above}")
+    for stat, counts in (("p95", (25, 50)), ("p50", (10, 15, 20, 25))):
+        print(f"- the exact bias of a {stat} (log-normal): " + "; ".join(
+            f"σ = {sigma:g}: " + ", ".join(f"{_percent(model_bias(sigma, stat, n))} % at {n}"
+                                          for n in counts)
+            for sigma in (p.sigma for p in populations if p.sigma is not None)))
     shown = " ".join(["python", "benchmarks/calibration.py", *sys.argv[1:]])
     print(f"\n_Simulation time {elapsed:.0f} s; `{shown}`._")
     return 0

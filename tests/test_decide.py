@@ -27,6 +27,8 @@ from retrieval_gate.decide.policy import (
     GatePolicy,
     PairPolicy,
     compare,
+    decide_pairs,
+    paired,
     verdict,
 )
 from retrieval_gate.decide.signals import PairedSignal
@@ -298,14 +300,22 @@ def test_the_family_counts_the_comparisons_and_cost_gates_that_can_decide() -> N
     assert joined[2].sign_p_holm == joined[2].sign_p  # outside the family: its own p
     with pytest.raises(ValueError, match="at least the 2 comparisons"):
         compare(np.zeros_like(d), d, ("a", "b"), slices, policy, pairs=pairs, family=1)
-    # test holm: Holm over the 2 comparisons at α·2/3, the cost gate spending α/3
+    # test holm: one Holm procedure over the family of 3; the cost gate's p-value, when not
+    # given, counts as never rejected (p = 1)
     holm_policy = dataclasses.replace(policy, regression_test="holm")
     two, three = (compare(np.zeros_like(d), d, ("a", "b"), slices, holm_policy, pairs=pairs,
                           family=family) for family in (None, 3))
     p = [c.p_regression for c in two[:2]]
     assert [c.p_regression_holm for c in two[:2]] == pytest.approx(holm(p).tolist(), rel=1e-12)
     assert [c.p_regression_holm for c in three[:2]] == pytest.approx(
-        np.minimum(1.0, holm(p) * 3 / 2).tolist(), rel=1e-12)
+        holm([*p, 1.0])[:2].tolist(), rel=1e-12)
+    # given, it takes its place in the one step-down procedure
+    rows = paired(np.zeros_like(d), d, ("a", "b"), slices, holm_policy,
+                  [False, False], pairs, 0.05 / 3)
+    for cost_p in (1e-6, 0.5):
+        joined = decide_pairs(rows, holm_policy, 3, [cost_p])
+        assert [c.p_regression_holm for c in joined[:2]] == pytest.approx(
+            holm([*p, cost_p])[:2].tolist(), rel=1e-12)
     # outside the family: as the family's strictest member would be decided, m times its p
     assert three[2].p_regression_holm == min(1.0, 3 * three[2].p_regression)
     # below the policy's min-queries: inconclusive and counted in the verdict, not a member
@@ -324,7 +334,13 @@ def test_a_cost_gate_bound_is_at_the_family_level() -> None:
     alone, joined = (_gated(baseline, candidate, gate_, policy, family)
                      for family in (None, 3))
     assert alone.in_family and alone.ratio_low == joined.ratio_low
-    assert joined.ratio_low_adjusted < alone.ratio_low_adjusted == alone.ratio_low
+    # one-sided at α/m: a family of one's bound is above the shown 1 − α interval's low end
+    # (one-sided α/2), a family of three's below it (α/3 < α/2); test bonferroni's is that
+    # low end (two-sided 1 − α/m)
+    assert joined.ratio_low_adjusted < alone.ratio_low < alone.ratio_low_adjusted
+    rule_before = dataclasses.replace(policy, regression_test="bonferroni")
+    assert _gated(baseline, candidate, gate_, rule_before).ratio_low_adjusted == pytest.approx(
+        alone.ratio_low, rel=1e-9)
 
 
 def test_quality_and_cost_are_one_family_in_the_report(tmp_path: Path) -> None:
@@ -341,7 +357,7 @@ def test_quality_and_cost_are_one_family_in_the_report(tmp_path: Path) -> None:
     assert not costs[("context_tokens", "mean")]["in_family"]
     assert costs[("latency_ms", "p95")]["baseline_bias"] < 0  # a p95 is biased low
     assert ("95% intervals, 98.75% one-sided bound, regression p from the paired t-test and "
-            "the studentized bootstrap, Holm across 3 comparisons at α·3/4 (1 cost gate within α/4)"
+            "the studentized bootstrap, Holm across 4 members (3 comparisons, 1 cost gate)"
             ) in out
     assert "expected bias of the p95 of 89 queries (log-normal model)" in out
     assert labels(GatePolicy(), 4, 1).intervals in out
@@ -379,6 +395,9 @@ def test_one_comparison_and_one_cost_gate_say_how_the_family_spends_alpha(tmp_pa
     document = json.loads((tmp_path / "r.json").read_text(encoding="utf-8"))
     assert document["settings"]["family"] == 2
     (c,) = document["comparisons"]
-    assert c["p_regression_holm"] == pytest.approx(min(1.0, 2 * c["p_regression"]))
-    assert ("regression p from the paired t-test and the studentized bootstrap, one "
-            "comparison at α·1/2 (1 cost gate within α/2)") in out
+    (cost,) = [r for r in document["costs"] if r["in_family"]]
+    # one Holm procedure over the comparison's and the cost gate's regression p-values
+    joint = holm([c["p_regression"], cost["p_regression"]]).tolist()
+    assert [c["p_regression_holm"], cost["p_regression_holm"]] == pytest.approx(joint)
+    assert ("regression p from the paired t-test and the studentized bootstrap, Holm across "
+            "2 members (1 comparison, 1 cost gate)") in out

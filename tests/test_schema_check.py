@@ -263,7 +263,7 @@ def test_the_fuzzing_reaches_both_answers(seeds):
     """Not vacuous: mutants the fast check accepts and refuses itself are both common."""
     answers = {True: 0, False: 0, None: 0}
 
-    @settings(max_examples=60, derandomize=True, deadline=None,
+    @settings(max_examples=150, derandomize=True, deadline=None,
               suppress_health_check=[HealthCheck.too_slow, HealthCheck.data_too_large])
     @given(data=st.data())
     def count(data):

@@ -6,27 +6,52 @@ Each is summarised by a statistic — ``p50``, ``p95`` (numpy's linear-interpola
 percentiles) or ``mean`` — over the queries both runs give it for, and compared as the ratio
 candidate / baseline.
 
-**The interval** of a relatively gated statistic is a paired percentile bootstrap of that
-ratio: the same resampled queries for both runs, ``policy.resamples`` resamples from
-``numpy.random.default_rng(policy.seed)``. A statistic that is shown but not gated that way
-gets no interval (the report shows its values and ratio): it decides nothing, and at 5,000
-queries its 10,000 resamples would cost more than scoring the runs.
+**The test** of a relatively gated statistic (``max_increase`` δ: the candidate's statistic may
+be at most (1 + δ) × the baseline's), one-sided on each side, ``policy.resamples`` resamples
+of the queries from ``numpy.random.default_rng(policy.seed)``, the same resampled queries for
+both runs:
 
-**Gates.** A relative gate (``max_increase`` δ: the candidate's statistic may be at most
-(1 + δ) × the baseline's) decides like a quality measure, in the same words, as a member of
-the gate's one family of m (the quality comparisons that can decide and the relative cost
-gates that can: see :mod:`retrieval_gate.decide.policy`):
+- a **percentile** (p50, p95): the paired percentile bootstrap of the ratio. The regression
+  p-value against a ratio r₀ is ``(1 + #{resampled ratios ≤ r₀}) / (B + 1)``; the interval's
+  ends are the resampled ratios' quantiles. A resample whose baseline statistic is 0 has an
+  infinite ratio when the candidate's is not: a large increase, which counts against the
+  baseline on both sides; one where both are 0 counts against a regression on the low side and
+  against a pass on the high side (nothing is known of it). Each side is decided on its own
+  end, so an unbounded high end never hides a low end that clears the bar;
+- the **mean**: the ratio exceeds r₀ exactly when the mean of ``candidate − r₀·baseline``
+  exceeds 0, so the regression p-value is that of a one-sided paired test of those
+  differences — the larger of the paired t-test's and the studentized bootstrap's, as for a
+  quality measure (the t-test's alone when no resample is as extreme as the data). The
+  interval's ends are the ratios this test rejects at α/2 on either side (a Fieller-type
+  interval, found by bisection). The percentile bootstrap of the ratio of means (the rule
+  before) is not used: on interchangeable runs its p-value falls below α/m up to 2.3 times as
+  often as α/m (0.029 at α/4 = 0.0125 on 25 pydoc queries; 0.089 at α on 25 log-normal σ =
+  0.85 ones), where this test's stays within 2 standard errors of its level in every cell
+  (``benchmarks/calibration.py --costs``).
 
-- ``regression`` — rule ``estimate``: the ratio's estimate ≥ 1 + δ and the low end of its
-  two-sided 1 − α/m interval (Bonferroni over the family) is above 1: clearly more costly, by
-  the margin; rule ``interval``: that low end is above 1 + δ — the increase exceeds the margin
-  with confidence;
+A statistic that is shown but not gated that way gets no interval (the report shows its values
+and ratio): it decides nothing, and at 5,000 queries its 10,000 resamples would cost more than
+scoring the runs.
+
+**Gates.** A relative gate decides like a quality measure, in the same words, as a member of
+the gate's one family of m (the quality comparisons that can decide and the relative cost gates
+that can: see :mod:`retrieval_gate.decide.policy`); its regression p-value is Holm-adjusted
+over the whole family, quality comparisons included (``p_regression_holm``):
+
+- ``regression`` — rule ``estimate``: the ratio's estimate ≥ 1 + δ and the Holm-adjusted
+  p-value against a ratio of 1 is below α: clearly more costly, by the margin; rule
+  ``interval``: the Holm-adjusted p-value against 1 + δ is below α — the increase exceeds the
+  margin with confidence. Test ``bonferroni`` (the rule before): the unadjusted p-value below
+  α/(2m), the low end of the two-sided 1 − α/m interval above 1 (1 + δ);
 - ``pass`` — the high end of the 1 − α interval is below 1 + δ;
 - ``inconclusive`` — otherwise, and with fewer queries than the statistic's minimum
   (:func:`min_queries`), which is then outside the family;
 
 a gate with fewer queries than its own ``min_queries`` is *too small to decide*, as a quality
 gate is: shown, its decision None (it does not count in the verdict), outside the family.
+``ratio_low_adjusted`` is the one-sided 1 − α/m lower bound of the ratio (test ``bonferroni``:
+the low end of the two-sided 1 − α/m interval): above 1 (1 + δ), the gate's test rejects at
+Holm's strictest level.
 
 ``improved`` when the whole 1 − α interval is below 1. An absolute gate (``max``: e.g. mean
 context tokens ≤ 1,800) is a budget, not an estimate: ``pass`` when the candidate's statistic
@@ -51,36 +76,49 @@ from __future__ import annotations
 
 import functools
 import math
-from collections.abc import Sequence
-from dataclasses import dataclass
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass, replace
 from statistics import NormalDist
 
 import numpy as np
 
-from retrieval_gate.decide.policy import CostGate, Decision, GatePolicy, family_level
+from retrieval_gate.decide.policy import (
+    CostGate,
+    Decision,
+    GatePolicy,
+    family_holm,
+    family_level,
+    family_size,
+)
 from retrieval_gate.decide.signals import PairedSignal
+from retrieval_gate.decide.student_t import t_cdf, t_quantile
 
 METRICS = ("latency_ms", "context_tokens")
 STATS = ("p50", "p95", "mean")
 SHOWN = {"latency_ms": ("p50", "p95"), "context_tokens": ("mean", "p95")}
 # The fewest queries from which a relative gate on a percentile decides, when the policy's
 # min-queries is lower: the smallest test set at which the calibration kept its false-alarm
-# rate within α under both rules and the estimator's bias within 5 %, on real and log-normal
-# latencies (docs/concepts/pipelines.md, "Cost gates, measured").
-PERCENTILE_MIN_QUERIES = {"p50": 15, "p95": 50}
+# rate within α under both rules and the estimator's bias within 5 % (the log-normal models'
+# exact bias), on real, log-normal and Pareto latencies (docs/concepts/how-the-gate-decides.md,
+# "Cost gates, measured"): a p50 of 15 queries is biased +5.2 % under a log-normal σ = 1.
+PERCENTILE_MIN_QUERIES = {"p50": 20, "p95": 50}
 _BATCH = 250  # resamples per block: bounds memory at _BATCH × queries
+_BISECTIONS = 200  # at most this many halvings of a bound's bracket
 
 
 @dataclass(frozen=True)
 class CostRow:
     """One statistic of one cost for both runs over the ``n`` queries both give it for: the
-    values, their ratio and its bootstrap interval (None when undefined), and, when gated, the
-    gate and its decision; each run's expected bias at n as a share of its statistic
-    (``baseline_bias``, ``candidate_bias``: :func:`expected_bias`, None when no log-normal
-    fits). ``min_queries``: the fewest queries on which the gate
+    values, their ratio and its bootstrap interval (None when undefined or unbounded), and,
+    when gated, the gate and its decision; each run's expected bias at n as a share of its
+    statistic (``baseline_bias``, ``candidate_bias``: :func:`expected_bias`, None when no
+    log-normal fits). ``min_queries``: the fewest queries on which the gate
     decides (None when not gated relatively); ``in_family``: whether the gate is a member of
     the family (it can say ``regression``); ``too_small``: fewer queries than the gate's own
-    ``min_queries`` — shown, not decided, not counted."""
+    ``min_queries`` — shown, not decided, not counted. ``p_regression``: the one-sided p-value
+    that the ratio is at most 1 (rule ``interval``: 1 + max-increase), None when not gated
+    relatively; ``p_regression_holm``: that p-value Holm-adjusted over the family (m times it
+    outside the family)."""
 
     metric: str
     stat: str
@@ -100,6 +138,8 @@ class CostRow:
     min_queries: int | None = None
     in_family: bool = False
     too_small: bool = False
+    p_regression: float | None = None
+    p_regression_holm: float | None = None
 
 
 def min_queries(gate: CostGate, policy: GatePolicy) -> int:
@@ -117,7 +157,7 @@ def too_small(gate: CostGate, n: int) -> bool:
 def in_family(gate: CostGate, n: int, policy: GatePolicy) -> bool:
     """Whether ``gate`` on ``n`` paired queries is a member of the family: a relative gate
     that is not too small, with at least its :func:`min_queries` (only those can say
-    ``regression`` from an interval)."""
+    ``regression``)."""
     return (gate.max_increase is not None and not too_small(gate, n)
             and n >= min_queries(gate, policy))
 
@@ -138,13 +178,24 @@ def statistic(values: np.ndarray, stat: str, axis: int | None = None) -> np.ndar
 
 
 def compare_costs(signals: Sequence[PairedSignal], gates: Sequence[CostGate],
-                  policy: GatePolicy, family: int | None = None) -> tuple[CostRow, ...]:
+                  policy: GatePolicy, family: int | None = None,
+                  others: Sequence[float] = ()) -> tuple[CostRow, ...]:
     """A row per shown statistic of each cost signal (a cost both runs record:
     :meth:`~retrieval_gate.decide.signals.PairedSignal.cost`), and per gated one; paired over
-    the queries both runs give it for. ``family``: the size m of the family the gate decides
-    as one (the quality comparisons and the relative cost gates that can decide); None: these
-    gates' members alone (:func:`family_members`). A gated cost a run does not record is the
-    caller's error to raise (see :func:`missing_costs`)."""
+    the queries both runs give it for, decided (:func:`measure_costs`, then
+    :func:`decide_costs`). ``family``: the size m of the family the gate decides as one (the
+    quality comparisons and the relative cost gates that can decide); None: these gates'
+    members and ``others``. ``others``: the regression p-values of the family's other members
+    (its quality comparisons), Holm-adjusted together with these gates'. A gated cost a run
+    does not record is the caller's error to raise (see :func:`missing_costs`)."""
+    return decide_costs(measure_costs(signals, gates, policy, family), policy, family, others)
+
+
+def measure_costs(signals: Sequence[PairedSignal], gates: Sequence[CostGate],
+                  policy: GatePolicy, family: int | None = None) -> tuple[CostRow, ...]:
+    """The rows of :func:`compare_costs` before the family decides: values, ratios, intervals,
+    bounds at the family's level α/m and raw regression p-values; every decision None (the
+    bootstrap: numpy work that can run beside the quality comparisons')."""
     family_alpha = family_level(policy.alpha, family, family_members(signals, gates, policy),
                                 "cost gates")
     by_metric = {s.name: s for s in signals}
@@ -155,8 +206,27 @@ def compare_costs(signals: Sequence[PairedSignal], gates: Sequence[CostGate],
         b, c = by_metric[metric].paired()
         gated = {g.stat: g for g in gates if g.metric == metric}
         for stat in dict.fromkeys((*SHOWN[metric], *gated)):
-            rows.append(_row(metric, stat, b, c, gated.get(stat), policy, family_alpha))
+            rows.append(_measured(metric, stat, b, c, gated.get(stat), policy, family_alpha))
     return tuple(rows)
+
+
+def decide_costs(rows: Sequence[CostRow], policy: GatePolicy, family: int | None = None,
+                 others: Sequence[float] = ()) -> tuple[CostRow, ...]:
+    """``rows`` (of :func:`measure_costs`) decided in the family of ``family`` members (None:
+    these rows' members and ``others``): the members' regression p-values Holm-adjusted
+    together with ``others`` (the family's quality comparisons'; members not given count as
+    never rejected: :func:`~retrieval_gate.decide.policy.family_holm`), a relative gate
+    outside the family m times its own."""
+    members = [i for i, row in enumerate(rows) if row.in_family]
+    m = family_size(family, len(members) + len(others), "members")
+    adjusted = family_holm([*others, *(_p(rows[i]) for i in members)], m)[len(others):]
+    holm_of = dict(zip(members, adjusted.tolist()))
+    return tuple(_decided(row, holm_of.get(i), policy, m) for i, row in enumerate(rows))
+
+
+def member_p_values(rows: Sequence[CostRow]) -> list[float]:
+    """The regression p-values of the family's cost gates among ``rows``, in order."""
+    return [_p(row) for row in rows if row.in_family]
 
 
 def missing_costs(baseline: dict[str, np.ndarray | None], candidate: dict[str, np.ndarray | None],
@@ -167,47 +237,93 @@ def missing_costs(baseline: dict[str, np.ndarray | None], candidate: dict[str, n
             if side.get(g.metric) is None]
 
 
-def _row(metric: str, stat: str, b: np.ndarray, c: np.ndarray, gate: CostGate | None,
-         policy: GatePolicy, family_alpha: float) -> CostRow:
+def _p(row: CostRow) -> float:
+    """A member's regression p-value; 1 (never rejected) for one with no ratio (both runs'
+    statistic 0: a member by its number of queries, known before any resampling)."""
+    return 1.0 if row.p_regression is None else row.p_regression
+
+
+def _ratio_of(base: float, cand: float) -> float | None:
+    """candidate / baseline: ∞ when only the baseline's is 0 (an increase from nothing),
+    None when both are (no ratio)."""
+    if base > 0:
+        return cand / base
+    return math.inf if cand > 0 else None
+
+
+def _measured(metric: str, stat: str, b: np.ndarray, c: np.ndarray, gate: CostGate | None,
+              policy: GatePolicy, family_alpha: float) -> CostRow:
+    """One row with everything but its decision (see :func:`measure_costs`)."""
     n = len(b)
     if n == 0:
-        return CostRow(metric, stat, 0, None, None, None, None, None, None, gate,
-                       None if gate is None else "inconclusive", False,
+        return CostRow(metric, stat, 0, None, None, None, None, None, None, gate, None, False,
                        "no query has this cost in both runs")
     base, cand = float(statistic(b, stat)), float(statistic(c, stat))
-    ratio = cand / base if base > 0 else None
-    low = high = low_adjusted = None
-    least = None if gate is None else min_queries(gate, policy)
+    ratio = _ratio_of(base, cand)
     relative = gate is not None and gate.max_increase is not None
-    if ratio is not None and relative:
-        low, high, low_adjusted = (finite_or_none(v) for v in
-                                   _ratio_interval(b, c, stat, policy, family_alpha))
+    low = high = bound = p = None
+    if relative and ratio is not None:
+        assert gate is not None and gate.max_increase is not None
+        test = _ratio_test(b, c, stat, policy)
+        low, high = test.interval(policy.alpha)
+        bound = test.bound(family_alpha if policy.regression_test == "holm"
+                           else family_alpha / 2)
+        p = test.p(1 + gate.max_increase if policy.regression_rule == "interval" else 1.0)
     bias_b, bias_c = expected_bias(b, stat), expected_bias(c, stat)
     small = gate is not None and too_small(gate, n)
-    decision, note = _decide(gate, n, base, cand, ratio, high, low_adjusted, policy)
-    if small:
-        assert gate is not None and gate.min_queries is not None
-        decision, note = None, (f"too small to decide: {n} {'query' if n == 1 else 'queries'}, "
-                                f"fewer than this gate's min-queries ({gate.min_queries})")
-    elif gate is not None and least is not None and n < least and stat != "mean":
-        note = _joined(note, _few(metric, stat, n, least, relative))
-    if relative and bias_b is not None and bias_c is not None and stat != "mean":
+    return CostRow(metric, stat, n, base, cand, finite_or_none(ratio), finite_or_none(low),
+                   finite_or_none(high), finite_or_none(bound), gate, None, False,
+                   _measured_note(metric, stat, n, gate, policy, (bias_b, bias_c), small),
+                   bias_b, bias_c, min_queries(gate, policy) if relative and gate else None,
+                   relative and gate is not None and in_family(gate, n, policy), small, p)
+
+
+def _measured_note(metric: str, stat: str, n: int, gate: CostGate | None, policy: GatePolicy,
+                   bias: tuple[float | None, float | None], small: bool) -> str | None:
+    """What a row says whatever its decision: a percentile of fewer queries than its minimum,
+    and a relatively gated percentile's expected bias."""
+    if gate is None or stat == "mean":
+        return None
+    relative = gate.max_increase is not None
+    least = min_queries(gate, policy)
+    note = None if small or n >= least else _few(metric, stat, n, least, relative)
+    if relative and bias[0] is not None and bias[1] is not None:
         note = _joined(note, f"expected bias of the {stat} of {n} queries (log-normal model): "
-                             f"baseline {_signed_share(bias_b)}, candidate "
-                             f"{_signed_share(bias_c)}")
-    improvement = (relative and not small and least is not None and n >= least
-                   and high is not None and high < 1)
-    return CostRow(metric, stat, n, base, cand, ratio, low, high, low_adjusted, gate, decision,
-                   improvement, note, bias_b, bias_c, least if relative else None,
-                   relative and gate is not None and in_family(gate, n, policy), small)
+                             f"baseline {_signed_share(bias[0])}, candidate "
+                             f"{_signed_share(bias[1])}")
+    return note
+
+
+def _decided(row: CostRow, p_holm: float | None, policy: GatePolicy, family: int) -> CostRow:
+    """``row`` with its decision, its note and whether it improved, at ``p_holm`` (the
+    family's adjustment of its regression p-value; None outside the family: m times it)."""
+    gate = row.gate
+    if gate is None:
+        return row
+    if p_holm is None and row.p_regression is not None:
+        p_holm = min(1.0, row.p_regression * family)
+    if row.too_small:
+        assert gate.min_queries is not None
+        small = (f"too small to decide: {row.n} {'query' if row.n == 1 else 'queries'}, "
+                 f"fewer than this gate's min-queries ({gate.min_queries})")
+        return replace(row, note=_joined(small, row.note),
+                       p_regression_holm=p_holm)
+    decision, note = _decide(row, p_holm, policy, family)
+    relative = gate.max_increase is not None
+    improvement = (relative and row.n >= min_queries(gate, policy)
+                   and row.ratio_high is not None and row.ratio_high < 1)
+    return replace(row, decision=decision, note=_joined(note, row.note),
+                   improvement=improvement, p_regression_holm=p_holm)
 
 
 def _signed_share(share: float) -> str:
     return f"{100 * share:+.1f}%".replace("-", "−")
 
 
-def _joined(first: str | None, second: str) -> str:
-    return second if first is None else f"{first}; {second}"
+def _joined(first: str | None, second: str | None) -> str | None:
+    if first is None or second is None:
+        return second if first is None else first
+    return f"{first}; {second}"
 
 
 def _few(metric: str, stat: str, n: int, least: int, relative: bool) -> str:
@@ -236,23 +352,212 @@ def _ordinal(k: int) -> str:
     return f"{k}{suffix}-"
 
 
-def _ratio_interval(b: np.ndarray, c: np.ndarray, stat: str, policy: GatePolicy,
-                    family_alpha: float) -> tuple[float, float, float]:
-    """Percentile bootstrap of candidate stat / baseline stat, the same queries resampled for
-    both: (low, high) of the 1 − α interval and the low end of the 1 − family_alpha one."""
-    rng = np.random.default_rng(policy.seed)
-    n = len(b)
-    sides = [_Sorted(b), _Sorted(c)]
-    ratios = []
-    for start in range(0, policy.resamples, _BATCH):
-        size = min(_BATCH, policy.resamples - start)
-        picks = rng.integers(0, n, size=(size, n))
-        sb, sc = (side.resampled(picks, stat) for side in sides)
-        with np.errstate(divide="ignore", invalid="ignore"):
-            ratios.append(np.where(sb > 0, sc / np.where(sb > 0, sb, 1), np.inf))
-    draws = np.concatenate(ratios)
-    low, high = np.quantile(draws, [policy.alpha / 2, 1 - policy.alpha / 2])
-    return float(low), float(high), float(np.quantile(draws, family_alpha / 2))
+class _RatioTest:
+    """One-sided tests of the ratio candidate / baseline of one statistic (see the module
+    docstring): ``p(r)``, the regression p-value against a ratio of at most r; ``bound(level)``,
+    the one-sided 1 − level lower bound (the ratios r whose p(r) is below level lie under it;
+    None when no ratio is); ``interval(alpha)``, the two-sided 1 − alpha interval, each end a
+    one-sided α/2 bound (an end of +∞: unbounded)."""
+
+    def p(self, null: float) -> float:
+        raise NotImplementedError
+
+    def bound(self, level: float) -> float | None:
+        raise NotImplementedError
+
+    def interval(self, alpha: float) -> tuple[float, float]:
+        raise NotImplementedError
+
+
+def _ratio_test(b: np.ndarray, c: np.ndarray, stat: str, policy: GatePolicy) -> _RatioTest:
+    """The test of ``stat``'s ratio: :class:`_MeanTest` or :class:`_PercentileTest`."""
+    return _MeanTest(b, c, policy) if stat == "mean" else _PercentileTest(b, c, stat, policy)
+
+
+class _PercentileTest(_RatioTest):
+    """The paired percentile bootstrap of a percentile's ratio: the same queries resampled for
+    both runs, each resample's ratio kept twice, sorted — ``low`` with 0/0 as 0 (for the low
+    end and the regression p-value) and ``high`` with 0/0 as +∞ (for the high end); x/0 is
+    +∞ in both."""
+
+    def __init__(self, b: np.ndarray, c: np.ndarray, stat: str, policy: GatePolicy):
+        rng = np.random.default_rng(policy.seed)
+        n = len(b)
+        sides = [_Sorted(b), _Sorted(c)]
+        lows, highs = [], []
+        for start in range(0, policy.resamples, _BATCH):
+            size = min(_BATCH, policy.resamples - start)
+            picks = rng.integers(0, n, size=(size, n))
+            sb, sc = (side.resampled(picks, stat) for side in sides)
+            lows.append(_ratios(sb, sc, 0.0))
+            highs.append(_ratios(sb, sc, math.inf))
+        self.low = np.sort(np.concatenate(lows))
+        self.high = np.sort(np.concatenate(highs))
+
+    def p(self, null: float) -> float:
+        """``(1 + #{ratio ≤ null}) / (B + 1)``."""
+        count = int(np.searchsorted(self.low, null, side="right"))
+        return (1 + count) / (len(self.low) + 1)
+
+    def bound(self, level: float) -> float | None:
+        """The k-th smallest ratio, k = ⌈level·(B + 1)⌉ − 2 (0-based): p(r) < level exactly
+        when r is below it."""
+        k = math.ceil(level * (len(self.low) + 1)) - 2
+        return float(self.low[k]) if k >= 0 else None
+
+    def interval(self, alpha: float) -> tuple[float, float]:
+        return _quantile(self.low, alpha / 2), _quantile(self.high, 1 - alpha / 2)
+
+
+def _ratios(sb: np.ndarray, sc: np.ndarray, undefined: float) -> np.ndarray:
+    """sc / sb, +∞ where only sb is 0, ``undefined`` where both are (costs are ≥ 0)."""
+    out = np.full(sb.shape, math.inf)
+    positive = sb > 0
+    np.divide(sc, sb, out=out, where=positive)
+    out[~positive & ~(sc > 0)] = undefined
+    return out
+
+
+def _quantile(ordered: np.ndarray, q: float) -> float:
+    """numpy's linear-interpolation quantile of sorted values that may hold +∞ (+∞ where an
+    interpolated neighbour is), without ∞ − ∞."""
+    at = q * (len(ordered) - 1)
+    low = int(at)
+    t = at - low
+    below = float(ordered[low])
+    if t == 0:
+        return below
+    above = float(ordered[min(low + 1, len(ordered) - 1)])
+    return math.inf if math.isinf(above) else below + (above - below) * t
+
+
+class _MeanTest(_RatioTest):
+    """The ratio of means exceeds r exactly when the mean of ``c − r·b`` exceeds 0: a paired
+    test of those differences for every r, from each run's mean and the (co)variances of the
+    data and of each resample (the same resampled queries as a percentile's).
+
+    ``p(r)``: the larger of the paired t-test's p-value and the studentized bootstrap's
+    (t* = (d̄* − d̄)/(s*/√n) against t = d̄/(s/√n), p = (1 + #{t* ≥ t})/(B + 1)); the
+    t-test's alone when no resample is as extreme as the data (the bootstrap's floor, as for
+    a quality comparison); without spread (``c − r·b`` the same for every query, to rounding)
+    the exact sign test's 2⁻ⁿ when that difference is positive, else 1. The bounds invert it
+    by bisection."""
+
+    def __init__(self, b: np.ndarray, c: np.ndarray, policy: GatePolicy):
+        self.n = n = len(b)
+        self.mb, self.mc = float(np.mean(b)), float(np.mean(c))
+        self.scale = float(max(np.max(np.abs(b)), np.max(np.abs(c))))
+        cb, cc = b - self.mb, c - self.mc  # centred: no cancellation in the moments
+        _, _, var_b, var_c, cov = _moments(cb[None, :], cc[None, :])
+        self.observed = (var_b, var_c, cov)
+        rng = np.random.default_rng(policy.seed)
+        blocks = []
+        for start in range(0, policy.resamples, _BATCH):
+            size = min(_BATCH, policy.resamples - start)
+            picks = rng.integers(0, n, size=(size, n))
+            blocks.append(_moments(cb[picks], cc[picks]))
+        self.resampled = [np.concatenate(parts) for parts in zip(*blocks)]
+        self.criticals: dict[float, float] = {}
+
+    def _spread(self, var_b: np.ndarray, var_c: np.ndarray, cov: np.ndarray, r: float
+                ) -> np.ndarray:
+        return np.maximum(var_c - 2 * r * cov + r * r * var_b, 0.0)
+
+    def _statistics(self, r: float, up: bool) -> tuple[float, float, int] | None:
+        """At ratio r on one side: the observed t, its standard error and how many resamples
+        are as extreme (t* ≥ t); None without spread (``c − r·b`` the same for every query, to
+        rounding)."""
+        sign = 1.0 if up else -1.0
+        d = sign * (self.mc - r * self.mb)
+        var = float(self._spread(*self.observed, r)[0])
+        if var <= (4 * np.finfo(np.float64).eps * (1 + r) * self.scale) ** 2 or self.n < 2:
+            return None
+        error = math.sqrt(var / self.n)
+        shift_b, shift_c, var_b, var_c, cov = self.resampled
+        spread = np.sqrt(self._spread(var_b, var_c, cov, r) / self.n)
+        shift = sign * (shift_c - r * shift_b)
+        extreme = np.where(spread > 0, shift * error >= d * spread, shift > 0)
+        return d / error, error, int(np.count_nonzero(extreme))
+
+    def p_side(self, r: float, up: bool) -> float:
+        """The one-sided p-value against a ratio of at most r (``up``), or at least r."""
+        found = self._statistics(r, up)
+        if found is None:
+            return 0.5 ** self.n if (self.mc - r * self.mb) * (1 if up else -1) > 0 else 1.0
+        t, _, extreme = found
+        t_p = t_cdf(-t, self.n - 1)
+        boot_p = (1 + extreme) / (self.resampled[0].size + 1)
+        return t_p if extreme == 0 else max(boot_p, t_p)
+
+    def rejects(self, r: float, up: bool, level: float) -> bool:
+        """Whether ``p_side(r, up) < level``, without the t distribution's function: the
+        t-test rejects when t is above its critical value (computed once per level)."""
+        found = self._statistics(r, up)
+        if found is None:
+            return self.p_side(r, up) < level
+        t, _, extreme = found
+        if t <= self._critical(level):
+            return False
+        return extreme == 0 or (1 + extreme) / (self.resampled[0].size + 1) < level
+
+    def _critical(self, level: float) -> float:
+        """The t above which the one-sided t-test rejects at ``level``."""
+        if level not in self.criticals:
+            self.criticals[level] = -t_quantile(level, self.n - 1)
+        return self.criticals[level]
+
+    def p(self, null: float) -> float:
+        return self.p_side(null, True)
+
+    def bound(self, level: float) -> float | None:
+        return self._lower(level)
+
+    def interval(self, alpha: float) -> tuple[float, float]:
+        return self._lower(alpha / 2), self._upper(alpha / 2)
+
+    def _lower(self, level: float) -> float:
+        """The largest r with p(r) < level (bisection between 0 and the estimate, where the
+        t-test's p-value is ½); 0 when no ratio is rejected, +∞ for a baseline mean of 0
+        whose candidate is significantly above it."""
+        if not self.rejects(0.0, True, level):
+            return 0.0
+        if self.mb <= 0:
+            return math.inf
+        return _bisect(lambda r: self.rejects(r, True, level), 0.0, self.mc / self.mb)
+
+    def _upper(self, level: float) -> float:
+        """The smallest r with p(r, below) < level: +∞ when none is (a baseline mean not
+        clearly above 0)."""
+        if self.mb <= 0:
+            return math.inf
+        low = self.mc / self.mb
+        high = max(2 * low, 1e-300)
+        for _ in range(64):
+            if self.rejects(high, False, level):
+                return _bisect(lambda r: not self.rejects(r, False, level), low, high)
+            low, high = high, 2 * high
+        return math.inf
+
+
+def _moments(b: np.ndarray, c: np.ndarray) -> tuple[np.ndarray, ...]:
+    """Per row of paired values: both means, both variances and the covariance (ddof = 1;
+    0 for one value)."""
+    mb, mc = b.mean(axis=1), c.mean(axis=1)
+    db, dc = b - mb[:, None], c - mc[:, None]
+    dof = max(b.shape[1] - 1, 1)
+    return (mb, mc, np.einsum("ij,ij->i", db, db) / dof, np.einsum("ij,ij->i", dc, dc) / dof,
+            np.einsum("ij,ij->i", db, dc) / dof)
+
+
+def _bisect(holds: Callable[[float], bool], low: float, high: float) -> float:
+    """The point where ``holds`` (true at ``low``, false at ``high``) stops holding, to a
+    relative 1e-12."""
+    for _ in range(_BISECTIONS):
+        middle = 0.5 * (low + high)
+        if high - low <= 1e-12 * high:
+            break
+        low, high = (middle, high) if holds(middle) else (low, middle)
+    return low
 
 
 _NORMAL = NormalDist()
@@ -374,32 +679,33 @@ class _Sorted:
         return lows, highs
 
 
-def _decide(gate: CostGate | None, n: int, base: float, cand: float, ratio: float | None,
-            high: float | None, low_adjusted: float | None, policy: GatePolicy
+def _decide(row: CostRow, p_holm: float | None, policy: GatePolicy, family: int
             ) -> tuple[Decision | None, str | None]:
-    if gate is None:
-        return None, None
+    """A gated row's decision and why it is not a plain one (see the module docstring)."""
+    gate = row.gate
+    assert gate is not None
     if gate.max is not None:
-        return ("pass" if cand <= gate.max else "regression"), None
+        return ("pass" if row.candidate is not None and row.candidate <= gate.max
+                else "regression"), None
     assert gate.max_increase is not None
-    if ratio is None:
-        return "inconclusive", f"the baseline's {gate.stat} is {base:g}: no ratio"
-    if high is None or low_adjusted is None:
-        return "inconclusive", ("the interval is unbounded: the baseline's statistic is 0 in "
-                                "some resamples")
+    if row.p_regression is None or p_holm is None:
+        return "inconclusive", f"the baseline's {gate.stat} is {row.baseline or 0:g}: no ratio"
     least = min_queries(gate, policy)
-    if n < least:
+    if row.n < least:
         return "inconclusive", (None if gate.stat != "mean" else  # the percentile's own note
-                                f"only {n} {'query' if n == 1 else 'queries'}, fewer than "
-                                f"min-queries = {least}")
+                                f"only {row.n} {'query' if row.n == 1 else 'queries'}, fewer "
+                                f"than min-queries = {least}")
     limit = 1 + gate.max_increase
-    if policy.regression_rule == "interval":
-        if low_adjusted > limit:
-            return "regression", None
-    elif ratio >= limit and low_adjusted > 1:
+    significant = (p_holm < policy.alpha if policy.regression_test == "holm"
+                   else row.p_regression < policy.alpha / (2 * family))
+    reaches = row.ratio is None or row.ratio >= limit  # None here: an increase from 0
+    if significant and (policy.regression_rule == "interval" or reaches):
         return "regression", None
-    if high < limit:
+    if row.ratio_high is not None and row.ratio_high < limit:
         return "pass", None
+    if row.ratio_high is None:
+        return "inconclusive", (f"no pass: the interval's high end is unbounded (the "
+                                f"baseline's {gate.stat} is 0 in some resamples)")
     return "inconclusive", None
 
 

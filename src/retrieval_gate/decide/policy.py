@@ -14,10 +14,10 @@ queries:
   under rule ``interval``): the larger of the paired t-test's and the studentized bootstrap's,
   with few changed queries or a 0/1 outcome an exact test's too, at most 2⁻ⁿ when every query
   loses beyond the margin (:func:`regression_p`);
-- ``p_regression_holm`` — ``p_regression`` Holm-adjusted over the family's m_q quality
-  comparisons, times m/m_q when the family also holds m − m_q relative cost gates (each of
-  which spends at most α/m): the family-wise error stays ≤ α; outside the family, m times
-  its own p-value;
+- ``p_regression_holm`` — ``p_regression`` Holm-adjusted over the whole family: one step-down
+  procedure over the regression p-values of its quality comparisons and of its relative cost
+  gates (each a one-sided p-value of its own: :mod:`retrieval_gate.decide.cost`), so the
+  family-wise error stays ≤ α; outside the family, m times its own p-value;
 - ``ci_high_adjusted`` — the one-sided 1 − α/m upper bound of d̄ (the larger of the t and the
   bootstrap-t bounds), shown beside the p-values: below 0 (−δ) both tests reject at Holm's
   strictest level (the p-values decide: for a 0/1 outcome the sign test must agree too);
@@ -41,10 +41,11 @@ What each verdict guarantees (up to the approximations of the tests; measured by
 
 - ``regression``, rule ``estimate``: when no member of the family is truly worse (every true
   mean difference ≥ 0, no gated cost truly higher), the gate says ``regression`` with
-  probability ≤ α: Holm's procedure over valid one-sided p-values. No test is valid for every
-  distribution with mean 0; the calibration measures the rule within Monte-Carlo error of α on
-  real-pair and symmetric nulls, and on right-skewed ones only up to a skewness that grows
-  with n (:mod:`retrieval_gate.decide.skew`: beyond it the report says α is not guaranteed).
+  probability ≤ α: Holm's procedure over valid one-sided p-values, the relative cost gates'
+  included (their level measured by ``benchmarks/calibration.py --costs``). No test is valid
+  for every distribution with mean 0; the calibration measures the rule within Monte-Carlo
+  error of α on real-pair and symmetric nulls, and on right-skewed ones only up to a skewness
+  that grows with n (:mod:`retrieval_gate.decide.skew`: beyond it the report says α is not guaranteed).
   The rule before's conditions and the all-lose rule, which also decide, add at most a few
   false alarms in a thousand there; test ``bonferroni`` alone spends about α/2.
 - ``regression``, rule ``interval``: the same bound when every true drop is smaller than its
@@ -261,12 +262,28 @@ def exit_code(overall: Decision, fail_on: FailOn) -> int:
     return EXIT_INCONCLUSIVE if fail_on == "inconclusive" else EXIT_PASS
 
 
-def family_level(alpha: float, family: int | None, members: int, what: str) -> float:
-    """α/m, the Bonferroni level of a family of m = ``family`` members (None: the ``members``
-    counted by the caller alone); ValueError when ``family`` counts fewer than those."""
+def family_size(family: int | None, members: int, what: str) -> int:
+    """m, the size of the family: ``family``, or (None) the ``members`` counted by the caller
+    alone; at least 1. ValueError when ``family`` counts fewer than those."""
     if family is not None and family < members:
         raise ValueError(f"family must count at least the {members} {what} in it, got {family}")
-    return alpha / max(members if family is None else family, 1)
+    return max(members if family is None else family, 1)
+
+
+def family_level(alpha: float, family: int | None, members: int, what: str) -> float:
+    """α/m, the level of the strictest member of a family of m = ``family`` members (None: the
+    ``members`` counted by the caller alone); ValueError when ``family`` counts fewer than
+    those."""
+    return alpha / family_size(family, members, what)
+
+
+def family_holm(p_values: Sequence[float], family: int) -> np.ndarray:
+    """Holm's adjustment of the regression p-values of a family of ``family`` members, of which
+    ``p_values`` are given (in order; the quality comparisons' and the relative cost gates',
+    whatever their kind): the members not given count as never rejected (p = 1), which keeps
+    the family-wise error ≤ α whatever their p-values are."""
+    padded = [*p_values, *[1.0] * max(family - len(p_values), 0)]
+    return holm(padded)[:len(p_values)]
 
 
 # --------------------------------------------------------------------------------------------
@@ -532,28 +549,27 @@ def _null(pair: PairPolicy | None, policy: GatePolicy) -> float:
     return -pair.margin if pair is not None and policy.regression_rule == "interval" else 0.0
 
 
-def decide_pairs(rows: Sequence[Paired], policy: GatePolicy, family: int | None = None
-                 ) -> tuple[Comparison, ...]:
+def decide_pairs(rows: Sequence[Paired], policy: GatePolicy, family: int | None = None,
+                 others: Sequence[float] = ()) -> tuple[Comparison, ...]:
     """The comparisons of ``rows`` decided as one family of ``family`` members (None: the
-    rows' members alone; more when relative cost gates belong to it): the sign tests and the
-    regression p-values of its members Holm-adjusted together, then each decided by
-    :func:`decide` (or too small).
+    rows' members and ``others``): the sign tests of its quality comparisons Holm-adjusted
+    together, its regression p-values Holm-adjusted over the whole family
+    (:func:`family_holm`) — the quality comparisons' and ``others``, the regression p-values
+    of its relative cost gates (:func:`retrieval_gate.decide.cost.member_p_values`), members
+    not given counting as never rejected — then each decided by :func:`decide` (or too small).
 
-    The regression p-values of the m_q member comparisons are Holm-adjusted among themselves
-    and multiplied by m/m_q (at most 1): Holm's procedure at level α·m_q/m, while each of the
-    family's m − m_q cost gates spends at most α/m (its bound is at one-sided α/(2m)). The
-    family-wise error is at most the sum, α. A comparison outside the family (report-only)
-    gets m times its own p-value: it is shown as the family's strictest member would be
-    decided."""
+    Holm's procedure over valid one-sided p-values keeps the family-wise error ≤ α, whatever
+    the kinds of its members. A comparison outside the family (report-only) gets m times its
+    own p-value: it is shown as the family's strictest member would be decided."""
     gating = [i for i, r in enumerate(rows) if r.fields["in_family"]]
-    members = max(len(gating) if family is None else family, len(gating), 1)
+    members = family_size(family, len(gating) + len(others), "members")
     adjusted = _holm_over([r.fields["sign_p"] for r in rows], gating)
-    # the members: Holm at α·m_q/m; outside the family: as the family's strictest member
-    # would be (Bonferroni at m)
-    regression = [(p if members == len(gating) else min(1.0, p * members / len(gating)))
-                  if r.fields["in_family"] else min(1.0, p * members)
-                  for r, p in zip(rows, _holm_over([r.fields["p_regression"] for r in rows],
-                                                   gating))]
+    # outside the family: as the family's strictest member would be (Bonferroni at m)
+    regression = [min(1.0, r.fields["p_regression"] * members) for r in rows]
+    joint = family_holm([rows[i].fields["p_regression"] for i in gating] + list(others),
+                        members)
+    for i, p in zip(gating, joint.tolist()):
+        regression[i] = p
     holm_test = policy.regression_test == "holm"
     comparisons = []
     for pair, p_holm, p_regression_holm in zip(rows, adjusted, regression):

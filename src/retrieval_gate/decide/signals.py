@@ -32,6 +32,7 @@ from retrieval_gate.decide.policy import (
     Comparison,
     GatePolicy,
     Missing,
+    Paired,
     PairPolicy,
     decide_pairs,
     family_level,
@@ -149,18 +150,29 @@ def family_of(signals: Sequence[PairedSignal], slices: Mapping[str, np.ndarray],
 
 def compare_signals(signals: Sequence[PairedSignal], slices: Mapping[str, np.ndarray],
                     pairs: Mapping[tuple[str, str], PairPolicy], policy: GatePolicy,
-                    family: int) -> tuple[Comparison, ...]:
+                    family: int, others: Sequence[float] = ()) -> tuple[Comparison, ...]:
     """Every (signal, slice) of ``pairs`` decided in the family of ``family`` members (see
-    :func:`retrieval_gate.decide.policy.compare`): signals covering the same rows are
-    resampled together, slice by slice; the sign tests of all members are Holm-adjusted
-    together. Comparisons come slice by slice, signals in order, for the signals covering
-    every row; then those of each signal with dropped pairs."""
+    :func:`retrieval_gate.decide.policy.compare`): :func:`paired_signals`, then
+    :func:`~retrieval_gate.decide.policy.decide_pairs` with ``others``, the regression
+    p-values of the family's relative cost gates. Comparisons come slice by slice, signals in
+    order, for the signals covering every row; then those of each signal with dropped
+    pairs."""
+    return decide_pairs(paired_signals(signals, slices, pairs, policy, family), policy, family,
+                        others)
+
+
+def paired_signals(signals: Sequence[PairedSignal], slices: Mapping[str, np.ndarray],
+                   pairs: Mapping[tuple[str, str], PairPolicy], policy: GatePolicy,
+                   family: int) -> list[Paired]:
+    """The paired statistics of every (signal, slice) of ``pairs`` at the family's level,
+    before the family decides: signals covering the same rows are resampled together, slice
+    by slice."""
     alpha = family_level(policy.alpha, family, family_of(signals, slices, pairs, policy),
                          "comparisons")
     groups: dict[bytes, list[PairedSignal]] = {}
     for signal in signals:
         groups.setdefault(np.packbits(signal.covers).tobytes(), []).append(signal)
-    rows = []
+    rows: list[Paired] = []
     for group in groups.values():
         covers = group[0].covers
         names = [s.name for s in group]
@@ -169,4 +181,4 @@ def compare_signals(signals: Sequence[PairedSignal], slices: Mapping[str, np.nda
         within = {name: at[covers[at]] for name, at in slices.items()}
         rows += paired(base, cand, names, within, policy, [s.lower_is_better for s in group],
                        {key: pair for key, pair in pairs.items() if key[0] in names}, alpha)
-    return decide_pairs(rows, policy, family)
+    return rows

@@ -26,7 +26,13 @@ from retrieval_gate.core.errors import InputError, NotComparableError
 from retrieval_gate.core.parallel import both
 from retrieval_gate.core.stages import REACHED, Funnel, loss_labels
 from retrieval_gate.decide import skew
-from retrieval_gate.decide.cost import CostRow, compare_costs, missing_costs
+from retrieval_gate.decide.cost import (
+    CostRow,
+    decide_costs,
+    measure_costs,
+    member_p_values,
+    missing_costs,
+)
 from retrieval_gate.decide.cost import family_members as cost_members
 from retrieval_gate.decide.policy import (
     SCORE_PREFIX,
@@ -34,12 +40,20 @@ from retrieval_gate.decide.policy import (
     Decision,
     GatedMeasure,
     GatePolicy,
+    Paired,
     PairPolicy,
+    decide_pairs,
     exit_code,
     resolution_warning,
     verdict,
 )
-from retrieval_gate.decide.signals import MissingCount, PairedSignal, compare_signals, family_of
+from retrieval_gate.decide.signals import (
+    MissingCount,
+    PairedSignal,
+    compare_signals,
+    family_of,
+    paired_signals,
+)
 from retrieval_gate.gating.cut_spans import distrust_cut_spans, favoured
 from retrieval_gate.gating.instead import Instead, retrieved_instead
 from retrieval_gate.gating.outcome import (
@@ -122,23 +136,28 @@ def run_gate(snapshot: str | os.PathLike[str], baseline: str | os.PathLike[str],
     costs_paired, uncompared = _compared_costs(base, cand)
     family = (family_of(signals, rows, pairs, policy)
               + cost_members(costs_paired, policy.costs, policy))
-    # the costs' bootstrap is numpy work that releases the GIL: it runs beside the rest
+    # the costs' bootstrap is numpy work that releases the GIL: it runs beside the quality
+    # comparisons' (the family's Holm procedure then needs both)
     with ThreadPoolExecutor(max_workers=1, thread_name_prefix="cost-bootstrap") as pool:
-        pending_costs = pool.submit(compare_costs, costs_paired, policy.costs, policy, family)
-        comparisons, nothing = _decided(signals, rows, pairs, policy, family, base, cand, gated)
-        spans_cut = _spans_cut(manifests, (base, cand))
-        if not policy.accept_cut_spans:
-            comparisons = distrust_cut_spans(comparisons, [str(m) for m in gated.measures
-                                                           if not m.lower_is_better],
-                                             favoured(spans_cut, (manifests[0].chunking,
-                                                                  manifests[1].chunking)))
-        comparisons, unjudged = check_regressions(
-            comparisons, gated.measures, slices, snap, test_set,
-            _rescorer(snap, test_set, runs, manifests),
-            _redecider(signals, rows, pairs, policy, family, len(test_set.unanswerable)))
-        found = _findings(snap, test_set, base, cand, signals, comparisons, slices, gated, cover,
-                          nothing, policy)
-        costs = pending_costs.result()
+        pending_costs = pool.submit(measure_costs, costs_paired, policy.costs, policy, family)
+        quality = paired_signals(signals, rows, pairs, policy, family)
+        measured = pending_costs.result()
+    cost_p = member_p_values(measured)
+    comparisons, nothing = _decided(quality, policy, family, cost_p, base, cand, gated, signals)
+    costs = decide_costs(measured, policy, family,
+                         [row.fields["p_regression"] for row in quality if row.fields["in_family"]])
+    spans_cut = _spans_cut(manifests, (base, cand))
+    if not policy.accept_cut_spans:
+        comparisons = distrust_cut_spans(comparisons, [str(m) for m in gated.measures
+                                                       if not m.lower_is_better],
+                                         favoured(spans_cut, (manifests[0].chunking,
+                                                              manifests[1].chunking)))
+    comparisons, unjudged = check_regressions(
+        comparisons, gated.measures, slices, snap, test_set,
+        _rescorer(snap, test_set, runs, manifests),
+        _redecider(signals, rows, pairs, policy, family, len(test_set.unanswerable), cost_p))
+    found = _findings(snap, test_set, base, cand, signals, comparisons, slices, gated, cover,
+                      nothing, policy)
     warnings = [*found.warnings, *uncompared, *_cost_warnings(manifests, costs),
                 *_input_warnings(snap, manifests, (base, cand)),
                 *filter(None, [resolution_warning(policy, family)])]
@@ -211,13 +230,13 @@ def _signals(test_set: TestSet, base: RunScores, cand: RunScores, gated: Gated,
     return signals + scored, missing
 
 
-def _decided(signals: list[PairedSignal], rows: dict[str, np.ndarray],
-             pairs: dict[tuple[str, str], PairPolicy], policy: GatePolicy, family: int,
-             base: RunScores, cand: RunScores, gated: Gated
+def _decided(quality: list[Paired], policy: GatePolicy, family: int, cost_p: list[float],
+             base: RunScores, cand: RunScores, gated: Gated, signals: list[PairedSignal]
              ) -> tuple[tuple[Comparison, ...], tuple[str, ...]]:
-    """Every (signal, slice) decided in the family; those of a measure (or score) on which
-    both runs score 0 everywhere certify nothing. Also the measures that scored nothing."""
-    comparisons = compare_signals(signals, rows, pairs, policy, family)
+    """Every (signal, slice) decided in the family, whose relative cost gates' regression
+    p-values are ``cost_p``; those of a measure (or score) on which both runs score 0
+    everywhere certify nothing. Also the measures that scored nothing."""
+    comparisons = decide_pairs(quality, policy, family, cost_p)
     nothing = _scored_nothing(base.scores, cand.scores, gated.measures)
     credited = _credited_nothing(signals)
     return tuple(_certifies_nothing(c) if c.measure in nothing else
@@ -638,15 +657,16 @@ def _rescorer(snap: Snapshot, test_set: TestSet, runs: tuple[Path, Path],
 
 def _redecider(signals: list[PairedSignal], rows: dict[str, np.ndarray],
                pairs: dict[tuple[str, str], PairPolicy], policy: GatePolicy, family: int,
-               unanswerable: int) -> Redecide:
+               unanswerable: int, cost_p: list[float]) -> Redecide:
     """Deciding the family again with one measure's per-query values replaced (its condensed
-    values, for the unjudged items' check)."""
+    values, for the unjudged items' check); the relative cost gates' regression p-values
+    ``cost_p`` stay as they were."""
     def redecide(name: str, base: np.ndarray, cand: np.ndarray) -> tuple[Comparison, ...]:
         zeros = np.zeros(unanswerable)
         replaced = [PairedSignal.of(name, np.concatenate([base, zeros]),
                                     np.concatenate([cand, zeros]), s.lower_is_better, "score")
                     if s.name == name else s for s in signals]
-        return compare_signals(replaced, rows, pairs, policy, family)
+        return compare_signals(replaced, rows, pairs, policy, family, cost_p)
     return redecide
 
 

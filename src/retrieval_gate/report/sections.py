@@ -74,20 +74,24 @@ def statistics(report: Report, lab: Labels) -> str:
 def holm_phrase(report: Report) -> str:
     """The regression test's p-values and their multiplicity in words. Test ``holm``:
     ``regression p from the paired t-test and the studentized bootstrap, Holm across 3
-    comparisons``, and with relative cost gates in the family ``… at α·3/4 (1 cost gate within
-    α/4)``; test ``bonferroni``: ``sign test with Holm across 3 comparisons``; or what there
-    is to adjust when the family holds one comparison or none."""
+    comparisons``, and with relative cost gates in the family ``… Holm across 4 members (3
+    comparisons, 1 cost gate)``; test ``bonferroni``: ``sign test with Holm across 3
+    comparisons``; or what there is to adjust when the family holds one member or none."""
     n, m = report.holm_family, report.family
     holm = report.policy.regression_test == "holm"
     test = ("regression p from the paired t-test and the studentized bootstrap" if holm
             else "sign test")
     costs = m - n
-    spent = (f" at α·{n}/{m} ({costs} cost {'gate' if costs == 1 else 'gates'} within α/{m})"
-             if holm and costs > 0 and n else "")
+    if holm and costs > 0:
+        gates = f"{costs} cost {'gate' if costs == 1 else 'gates'}"
+        if m == 1:
+            return f"{test}, one cost gate in the family (no Holm)"
+        if n == 0:
+            return f"{test}, Holm across {gates}"
+        return (f"{test}, Holm across {m} members ({n} "
+                f"{'comparison' if n == 1 else 'comparisons'}, {gates})")
     if n > 1:
-        return f"{test}{',' if holm else ' with'} Holm across {n} comparisons{spent}"
-    if n == 1 and spent:
-        return f"{test}, one comparison{spent}"
+        return f"{test}{',' if holm else ' with'} Holm across {n} comparisons"
     return f"{test}, {'one comparison' if n else 'no comparison'} in the family (no Holm)"
 
 
@@ -168,16 +172,22 @@ def timed_on(report: Report, shown: Callable[[str], str]) -> str | None:
 
 def cost_rule(report: Report) -> str:
     """The cost gates' rule in one sentence, at the level of the family the decision used."""
-    shown = percent(1 - report.policy.alpha)
-    family = percent(1 - report.policy.alpha / max(report.family, 1))
-    regression = (f"the low end of its {family}% paired bootstrap interval is above 1 + "
-                  "max-increase" if report.policy.regression_rule == "interval" else
-                  f"the ratio ≥ 1 + max-increase and the low end of its {family}% paired "
-                  "bootstrap interval is above 1")
-    return (f"a relative cost gate: regression when {regression}; pass when the high end of "
-            f"the {shown}% interval is below 1 + max-increase; neither with fewer queries than "
-            "its min-queries; an absolute one: pass when the candidate's statistic is at most "
-            "max")
+    policy = report.policy
+    shown = percent(1 - policy.alpha)
+    null = "1 + max-increase" if policy.regression_rule == "interval" else "1"
+    if policy.regression_test == "holm":
+        significant = (f"its Holm-adjusted regression p (the ratio above {null}) < "
+                       f"{policy.alpha:g}")
+    else:
+        family = percent(1 - policy.alpha / max(report.family, 1))
+        significant = f"the low end of its {family}% interval is above {null}"
+    regression = (significant if policy.regression_rule == "interval"
+                  else f"the ratio ≥ 1 + max-increase and {significant}")
+    return (f"a relative cost gate: regression when {regression} (a percentile: paired "
+            "percentile bootstrap of the ratio; the mean: paired t-test and studentized "
+            f"bootstrap of candidate − ratio × baseline); pass when the high end of the {shown}% "
+            "interval is below 1 + max-increase; neither with fewer queries than its "
+            "min-queries; an absolute one: pass when the candidate's statistic is at most max")
 
 
 # --------------------------------------------------------------------------------------------
