@@ -105,6 +105,25 @@ def test_sign_test_mirrored_seed_is_a_regression_signal():
     assert s.p_two_sided == pytest.approx(2 * s.p_regression, rel=1e-14)
 
 
+def test_sign_test_with_a_margin_counts_only_the_losses_beyond_it():
+    """Margin 0.02: a loss is d < −0.02 (beyond the tie band); a query that lost less is
+    neither a loss nor a win; a win is still any d > tie band."""
+    d = [-0.019] * 18 + [-1.0, -1.0, -0.5, -1.0, -0.5, -1.0, 0.5, 0.0, -0.02]
+    s = sign_test(d, margin=0.02)
+    assert (s.wins, s.losses, s.ties) == (1, 6, 20)  # −0.02 itself is not beyond the margin
+    assert s.p_regression == pytest.approx(float(_exact_tail_ge(6, 7)), rel=1e-15)  # 8/128
+    assert s.p_regression == pytest.approx(
+        stats.binomtest(6, 7, 0.5, alternative="greater").pvalue, rel=1e-14)
+    plain = sign_test(d)
+    assert (plain.wins, plain.losses, plain.ties) == (1, 25, 1)
+    # the tie band widens both sides: a loss is below −margin − band
+    banded = sign_test(d, tie_band=0.6, margin=0.02)
+    assert (banded.wins, banded.losses) == (0, 4)  # the four −1s
+    assert sign_test(d, margin=0.0) == plain
+    with pytest.raises(ValueError, match="margin must be a finite number"):
+        sign_test(d, margin=-0.01)
+
+
 def _grid():
     for n in range(1, 31):
         for k in range(n + 1):

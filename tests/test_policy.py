@@ -319,7 +319,8 @@ def _significant(c, *, null: float, test: str) -> bool:
     α; under ``holm`` the Holm p-value below α, or the rule before's conditions (its bound
     ``ci_high_before`` below the null and the Holm sign test) — never weaker than it."""
     before = c.ci_high_before if test == "holm" else c.ci_high_adjusted
-    by_rule_before = before < null and c.sign_p_holm < 0.05
+    signs = c.sign_p_holm if c.sign_p_margin_holm is None else c.sign_p_margin_holm
+    by_rule_before = before < null and signs < 0.05
     return by_rule_before or (test == "holm" and c.p_regression_holm < 0.05)
 
 
@@ -463,5 +464,30 @@ def test_the_gate_is_never_weaker_than_the_rule_before():
     before, *_ = run(d, dataclasses.replace(policy, regression_test="bonferroni"), slices=3)
     assert gate.p_regression_holm > 0.05 and gate.sign_p_holm < 0.05
     assert gate.ci_high_before == before.ci_high_adjusted < -0.02
+    # the queries that did not change are neither wins nor losses either way
+    assert gate.sign_p_margin_holm == gate.sign_p_holm
     assert before.decision == gate.decision == "regression"
-    assert before.ci_high_before is None
+    assert before.ci_high_before is None and before.sign_p_margin_holm is None
+
+
+def test_under_rule_interval_only_losses_beyond_the_margin_count_in_the_rule_before():
+    """18 of 25 queries lose 0.019 — less than the margin 0.02 — six lose a lot, one gains:
+    the rule before's sign test counts 24 losses to 1 win (Holm 2.3e-6 over a family of
+    three) and its bound lies below −margin, so it flags the change. Those 18 say nothing of
+    a drop beyond the margin: counting them, the rule before flagged changes that every query
+    made by just under the margin up to twice as often as α allows. The gate counts the
+    losses beyond the margin, 6 to 1: P(X ≥ 6 | 7) = 8/128, times 3 by Holm = 0.1875 — and
+    with the regression p-value above α too, the change is inconclusive."""
+    d = np.array([-0.019] * 18 + [-1.0, -1.0, -0.5, 0.5, -1.0, -0.5, -1.0])
+    policy = dataclasses.replace(ONE, regression_rule="interval")
+    gate, *_ = run(d, policy, slices=3)
+    before, *_ = run(d, dataclasses.replace(policy, regression_test="bonferroni"), slices=3)
+    assert before.decision == "regression" and before.ci_high_adjusted < -0.02
+    assert gate.ci_high_before == before.ci_high_adjusted
+    assert gate.sign_p_holm == before.sign_p_holm < 1e-5
+    assert gate.sign_p_margin_holm == pytest.approx(3 * 8 / 128, rel=1e-15)
+    assert gate.p_regression_holm > 0.05
+    assert gate.decision == "inconclusive"
+    # under rule estimate the rule before's sign test counts every loss, as it always did
+    estimate, *_ = run(d, ONE, slices=3)
+    assert estimate.sign_p_margin_holm is None and estimate.decision == "regression"

@@ -161,12 +161,15 @@ class SignTest:
         return self.wins + self.losses + self.ties
 
 
-def sign_test(d: np.ndarray | Sequence[float], tie_band: float = 0.0) -> SignTest:
+def sign_test(d: np.ndarray | Sequence[float], tie_band: float = 0.0, margin: float = 0.0
+              ) -> SignTest:
     """Exact sign test on per-query differences ``d`` (candidate − baseline).
 
-    A query is a win if ``d > tie_band``, a loss if ``d < −tie_band`` and a tie otherwise
-    (``|d| ≤ tie_band``; with the default band 0 only exact zeros tie). Ties are discarded and the
-    test is the exact binomial test of ``losses`` among ``N = wins + losses`` trials at p = 1/2:
+    A query is a win if ``d > tie_band``, a loss if ``d < −margin − tie_band`` and a tie
+    otherwise (with the default band and margin 0 only exact zeros tie; with a ``margin``,
+    losses are only those beyond it: a query that lost less is neither). Ties are discarded
+    and the test is the exact binomial test of ``losses`` among ``N = wins + losses`` trials at
+    p = 1/2:
 
     - ``p_regression = P(X ≥ losses)`` — equal to
       ``scipy.stats.binomtest(losses, N, 0.5, alternative='greater').pvalue``;
@@ -181,14 +184,16 @@ def sign_test(d: np.ndarray | Sequence[float], tie_band: float = 0.0) -> SignTes
     ``scipy.special.bdtrc`` (relative error about 1e-11).
 
     Edge cases: empty ``d`` or ``N = 0`` (all ties) → both p-values 1.0; ``losses = 0`` →
-    ``p_regression = 1.0``. ``tie_band`` must be finite and ≥ 0; ``d`` must be finite and 1-D.
+    ``p_regression = 1.0``. ``tie_band`` and ``margin`` must be finite and ≥ 0; ``d`` must be
+    finite and 1-D.
     """
     arr = _as_differences(d, 1)
     band = float(tie_band)
-    if not (math.isfinite(band) and band >= 0.0):
-        raise ValueError(f"tie_band must be a finite number ≥ 0, got {tie_band!r}")
+    for name, value in (("tie_band", tie_band), ("margin", margin)):
+        if not (math.isfinite(float(value)) and float(value) >= 0.0):
+            raise ValueError(f"{name} must be a finite number ≥ 0, got {value!r}")
     wins = int(np.count_nonzero(arr > band))
-    losses = int(np.count_nonzero(arr < -band))
+    losses = int(np.count_nonzero(arr < -float(margin) - band))
     ties = int(arr.size) - wins - losses
     trials = wins + losses
     if trials == 0:

@@ -22,15 +22,23 @@ queries:
   bootstrap-t bounds), shown beside the p-values: below 0 (−δ) both tests reject at Holm's
   strictest level (the p-values decide: for a 0/1 outcome the sign test must agree too);
 - ``sign_p_holm`` — the one-sided sign-test p-value toward regression, Holm-adjusted over the
-  family's quality comparisons; a comparison outside the family keeps its own.
+  family's quality comparisons; a comparison outside the family keeps its own;
+- ``sign_p_margin_holm`` — test ``holm``, rule ``interval``: the same test with only the losses
+  beyond the margin counted (d < −δ; a query that lost less is neither a loss nor a win),
+  the sign test of the rule before's conditions; None otherwise.
 
 Decision, with n ≥ ``min_queries`` (fewer queries certify nothing: ``inconclusive``, and
 ``decision_note`` says why):
 
 - ``regression`` — test ``holm`` (default): d̄ ≤ −δ and either ``p_regression_holm`` < α or
-  the rule before's conditions below (``ci_high_before``): never weaker than the rule before
-  (rule ``estimate``: a significant drop whose estimate reaches the margin; rule ``interval``:
-  a drop significantly larger than the margin). Test ``bonferroni`` (the rule before, kept by
+  the rule before's conditions below (``ci_high_before``; under rule ``interval`` with
+  ``sign_p_margin_holm`` for its sign test): never weaker than the rule before where the rule
+  before is valid (rule ``estimate``: a significant drop whose estimate reaches the margin;
+  rule ``interval``: a drop significantly larger than the margin). The rule before's sign test
+  counts every loss, however small; under rule ``interval`` it then says little of a drop
+  beyond the margin — when every query moves by just under the margin, every query is a
+  "loss" — and the studentized bound alone flagged such a change up to twice as often as α
+  allows, so there only the losses beyond the margin count. Test ``bonferroni`` (the rule before, kept by
   name): d̄ ≤ −δ, the studentized upper end of the two-sided 1 − α/m interval below 0 (below
   −δ under rule ``interval``) and ``sign_p_holm`` < α;
 - ``pass`` — ``ci_low`` > −δ: non-inferior (any drop is smaller than the margin);
@@ -208,20 +216,23 @@ class GatePolicy:
 def decide(n: int, mean_diff: float, ci_low: float, ci_high: float, sign_p_holm: float,
            margin: float, alpha: float, *, ci_high_adjusted: float | None = None,
            rule: RegressionRule = "estimate", min_queries: int = DEFAULT_MIN_QUERIES,
-           p_regression_holm: float | None = None, ci_high_before: float | None = None
-           ) -> Decision:
+           p_regression_holm: float | None = None, ci_high_before: float | None = None,
+           sign_p_margin_holm: float | None = None) -> Decision:
     """The decision rule of the module docstring. A drop is significant by the rule before
     (test ``bonferroni``) when its bound — ``ci_high_before`` under test ``holm``, else the
     family's bound ``ci_high_adjusted`` (``None``: ``ci_high``, a family of one) — lies below
     0 (−margin under rule ``interval``) and ``sign_p_holm`` is below α; with
-    ``p_regression_holm`` (test ``holm``) also when that p-value is below α. ``n <
-    min_queries`` (and ``n == 0``) → ``inconclusive``."""
+    ``p_regression_holm`` (test ``holm``) also when that p-value is below α. Under test
+    ``holm`` the rule before's sign test is ``sign_p_margin_holm`` when given (rule
+    ``interval``: only losses beyond the margin count). ``n < min_queries`` (and ``n == 0``)
+    → ``inconclusive``."""
     if n == 0 or n < min_queries:
         return "inconclusive"
     null = -margin if rule == "interval" else 0.0
     if p_regression_holm is not None:
+        signs = sign_p_holm if sign_p_margin_holm is None else sign_p_margin_holm
         significant = p_regression_holm < alpha or (
-            ci_high_before is not None and ci_high_before < null and sign_p_holm < alpha)
+            ci_high_before is not None and ci_high_before < null and signs < alpha)
     else:
         bound = ci_high if ci_high_adjusted is None else ci_high_adjusted
         significant = bound < null and sign_p_holm < alpha
@@ -325,6 +336,7 @@ class Comparison:
     improvement: bool
     skewness: float | None = None
     skew_queries: int | None = None
+    sign_p_margin_holm: float | None = None
     lower_is_better: bool = False
     report_only: bool = False
     too_small: bool = False
@@ -469,6 +481,8 @@ def _paired_row(measure: str, slice_name: str, b: np.ndarray, c: np.ndarray, d: 
         "ci_high_before": interval.family_upper if holm_test else None,
         "wins": signs.wins, "losses": signs.losses, "ties": signs.ties,
         "sign_p": signs.p_regression, "sign_p_two_sided": signs.p_two_sided,
+        "sign_p_margin": (sign_test(d, policy.tie_band, own.margin).p_regression
+                          if holm_test and policy.regression_rule == "interval" else None),
         "p_regression": regression_p(d, null, interval.p_lower, signs, policy.resamples,
                                      policy.tie_band, own.margin),
         "mde": minimum_detectable_drop(d, family_alpha, policy.power, one_sided=holm_test),
@@ -564,6 +578,7 @@ def decide_pairs(rows: Sequence[Paired], policy: GatePolicy, family: int | None 
     gating = [i for i, r in enumerate(rows) if r.fields["in_family"]]
     members = family_size(family, len(gating) + len(others), "members")
     adjusted = _holm_over([r.fields["sign_p"] for r in rows], gating)
+    beyond = _holm_over([r.fields["sign_p_margin"] for r in rows], gating)
     # outside the family: as the family's strictest member would be (Bonferroni at m)
     regression = [min(1.0, r.fields["p_regression"] * members) for r in rows]
     joint = family_holm([rows[i].fields["p_regression"] for i in gating] + list(others),
@@ -572,28 +587,30 @@ def decide_pairs(rows: Sequence[Paired], policy: GatePolicy, family: int | None 
         regression[i] = p
     holm_test = policy.regression_test == "holm"
     comparisons = []
-    for pair, p_holm, p_regression_holm in zip(rows, adjusted, regression):
-        row = pair.fields
+    for pair, p_holm, p_regression_holm, p_beyond in zip(rows, adjusted, regression, beyond):
+        row = {key: value for key, value in pair.fields.items() if key != "sign_p_margin"}
         decision: Decision = "inconclusive" if row["too_small"] else decide(
             row["n"], pair.mean_turned, pair.low_turned, row["ci_high_adjusted"], p_holm,
             row["margin"], policy.alpha, ci_high_adjusted=row["ci_high_adjusted"],
             rule=policy.regression_rule, min_queries=policy.min_queries,
             p_regression_holm=p_regression_holm if holm_test else None,
-            ci_high_before=row["ci_high_before"])
+            ci_high_before=row["ci_high_before"], sign_p_margin_holm=p_beyond)
         note = (f"too small to decide: {row['n']} queries, fewer than this gate's min-queries "
                 f"= {row['min_queries']}" if row["too_small"]
                 else decision_note(row["n"], policy.min_queries))
-        comparisons.append(Comparison(**row, sign_p_holm=p_holm,
+        comparisons.append(Comparison(**row, sign_p_holm=p_holm, sign_p_margin_holm=p_beyond,
                                       p_regression_holm=p_regression_holm, decision=decision,
                                       decision_note=note,
                                       improvement=note is None and pair.low_turned > 0))
     return tuple(comparisons)
 
 
-def _holm_over(values: list[float], members: list[int]) -> list[float]:
+def _holm_over(values: list[Any], members: list[int]) -> list[Any]:
     """``values`` with those at the positions ``members`` Holm-adjusted together, the others as
-    they are."""
+    they are; all of them as they are when the first is None (not computed)."""
     adjusted = list(values)
+    if not values or values[0] is None:
+        return adjusted
     for i, p in zip(members, holm([values[i] for i in members]).tolist()):
         adjusted[i] = p
     return adjusted
