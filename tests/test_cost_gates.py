@@ -140,7 +140,7 @@ def test_an_increase_from_nothing_is_an_increase(stat: str) -> None:
     gate_ = CostGate("latency_ms", stat, 0.2)
     for rule in ("estimate", "interval"):
         policy = GatePolicy(costs=(gate_,), regression_rule=rule)  # type: ignore[arg-type]
-        (row,) = [r for r in compare_costs([PairedSignal.cost("latency_ms", base, cand)],
+        (row,) = [r for r in compare_costs([PairedSignal.cost(gate_.metric, base, cand)],
                                            (gate_,), policy) if r.gate is not None]
         assert row.decision == "regression" and row.ratio is None
         assert row.ratio_high is None
@@ -152,8 +152,13 @@ def test_an_increase_from_nothing_is_an_increase(stat: str) -> None:
 
 def _row(base: np.ndarray, cand: np.ndarray, stat: str, policy: GatePolicy):
     (gate_,) = policy.costs
-    (row,) = [r for r in compare_costs([PairedSignal.cost("latency_ms", base, cand)],
-                                       policy.costs, policy) if r.gate == gate_]
+    return _row_of(compare_costs([PairedSignal.cost(gate_.metric, base, cand)], policy.costs,
+                                 policy), gate_)
+
+
+def _row_of(rows, gate_: CostGate):
+    """The one row of ``rows`` that ``gate_`` decides."""
+    (row,) = [r for r in rows if r.gate == gate_]
     return row
 
 
@@ -213,3 +218,48 @@ def test_the_bound_is_where_the_p_value_crosses_the_level(stat: str) -> None:
     if stat != "mean":  # the percentile bootstrap's quantiles, as numpy computes them
         assert low == pytest.approx(float(np.quantile(test.low, 0.025)), rel=1e-12)
         assert high == pytest.approx(float(np.quantile(test.high, 0.975)), rel=1e-12)
+
+
+def test_a_mean_gate_does_not_pass_when_the_largest_ratios_are_not_rejected() -> None:
+    """The t statistic of r·b − c is not monotone in r: it tends to the baseline's own,
+    √n·b̄/s_b, as r grows. When that is below the critical value, the test rejects only a
+    band of ratios and every ratio above it stays possible (Fieller's unbounded set): the
+    interval's high end is unbounded and the gate cannot pass. 25 log-normal latencies with
+    σ = 1.4 (seed 34): √n·b̄/s_b = 1.93 < t₂₄'s 2.06; the high end was ×1.184 — a false
+    `pass`."""
+    from scipy import stats
+
+    rng = np.random.default_rng(34)
+    base = rng.lognormal(0.0, 1.4, 25)
+    cand = base ** 1.1
+    cand *= base.mean() / cand.mean() * rng.uniform(0.95, 1.1)
+    gate_ = CostGate("latency_ms", "mean", 0.2)
+    row = _row(base, cand, "mean", GatePolicy(costs=(gate_,)))
+    # the baseline's own one-sided t-test does not reject a mean of 0 at α/2 (SciPy's)
+    assert stats.ttest_1samp(base, 0.0, alternative="greater").pvalue > 0.025
+    assert row.ratio_high is None and row.decision == "inconclusive" and not row.improvement
+    assert 1.0 < row.ratio < 1.2
+
+
+def test_a_candidate_of_nothing_does_not_pass_on_a_baseline_of_one_query() -> None:
+    """Every candidate context empty, the baseline's 1,000 tokens on one query of 25: the
+    ratio is 0, but the baseline's mean is not clearly above 0 (a t-test p 0.16), so no
+    ratio is excluded from above — no pass, no improvement (the search once reached a
+    ratio of 1e-300, where the spread underflowed to 0 and seemed to reject)."""
+    base, cand = np.array([0.0] * 24 + [1000.0]), np.zeros(25)
+    gate_ = CostGate("context_tokens", "mean", 0.2)
+    row = _row(base, cand, "mean", GatePolicy(costs=(gate_,)))
+    assert row.ratio == 0.0 and row.ratio_high is None
+    assert row.decision == "inconclusive" and not row.improvement
+
+
+def test_without_a_family_size_the_bound_and_holm_count_the_same_members() -> None:
+    """``compare_costs(family=None, others=…)``: m counts these gates and the others, for the
+    bound's level as for the Holm procedure — the same row as with that m given."""
+    base, cand = _skewed(40, 0, 1.5)
+    gate_ = CostGate("latency_ms", "mean", 0.2)
+    policy = GatePolicy(costs=(gate_,), regression_test="bonferroni")
+    rows = [_row_of(compare_costs([PairedSignal.cost("latency_ms", base, cand)], (gate_,),
+                                  policy, family=family, others=[0.5] * 3), gate_)
+            for family in (None, 4)]
+    assert rows[0] == rows[1]

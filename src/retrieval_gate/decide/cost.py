@@ -23,7 +23,8 @@ both runs:
   differences — the larger of the paired t-test's and the studentized bootstrap's, as for a
   quality measure (the t-test's alone when no resample is as extreme as the data). The
   interval's ends are the ratios this test rejects at α/2 on either side (a Fieller-type
-  interval, found by bisection). The percentile bootstrap of the ratio of means (the rule
+  interval, found by bisection; its high end unbounded when the baseline's mean is not
+  clearly above 0). The percentile bootstrap of the ratio of means (the rule
   before) is not used: on interchangeable runs its p-value falls below α/m up to 2.3 times as
   often as α/m (0.029 at α/4 = 0.0125 on 25 pydoc queries; 0.089 at α on 25 log-normal σ =
   0.85 ones), where this test's stays within 2 standard errors of its level in every cell
@@ -188,6 +189,8 @@ def compare_costs(signals: Sequence[PairedSignal], gates: Sequence[CostGate],
     members and ``others``. ``others``: the regression p-values of the family's other members
     (its quality comparisons), Holm-adjusted together with these gates'. A gated cost a run
     does not record is the caller's error to raise (see :func:`missing_costs`)."""
+    if family is None:  # the bounds' level and the Holm procedure count the same m
+        family = family_members(signals, gates, policy) + len(others)
     return decide_costs(measure_costs(signals, gates, policy, family), policy, family, others)
 
 
@@ -463,10 +466,9 @@ class _MeanTest(_RatioTest):
                 ) -> np.ndarray:
         return np.maximum(var_c - 2 * r * cov + r * r * var_b, 0.0)
 
-    def _statistics(self, r: float, up: bool) -> tuple[float, float, int] | None:
-        """At ratio r on one side: the observed t, its standard error and how many resamples
-        are as extreme (t* ≥ t); None without spread (``c − r·b`` the same for every query, to
-        rounding)."""
+    def _statistics(self, r: float, up: bool) -> tuple[float, int] | None:
+        """At ratio r on one side: the observed t and how many resamples are as extreme
+        (t* ≥ t); None without spread (``c − r·b`` the same for every query, to rounding)."""
         sign = 1.0 if up else -1.0
         d = sign * (self.mc - r * self.mb)
         var = float(self._spread(*self.observed, r)[0])
@@ -477,14 +479,14 @@ class _MeanTest(_RatioTest):
         spread = np.sqrt(self._spread(var_b, var_c, cov, r) / self.n)
         shift = sign * (shift_c - r * shift_b)
         extreme = np.where(spread > 0, shift * error >= d * spread, shift > 0)
-        return d / error, error, int(np.count_nonzero(extreme))
+        return d / error, int(np.count_nonzero(extreme))
 
     def p_side(self, r: float, up: bool) -> float:
         """The one-sided p-value against a ratio of at most r (``up``), or at least r."""
         found = self._statistics(r, up)
         if found is None:
             return 0.5 ** self.n if (self.mc - r * self.mb) * (1 if up else -1) > 0 else 1.0
-        t, _, extreme = found
+        t, extreme = found
         t_p = t_cdf(-t, self.n - 1)
         boot_p = (1 + extreme) / (self.resampled[0].size + 1)
         return t_p if extreme == 0 else max(boot_p, t_p)
@@ -495,7 +497,7 @@ class _MeanTest(_RatioTest):
         found = self._statistics(r, up)
         if found is None:
             return self.p_side(r, up) < level
-        t, _, extreme = found
+        t, extreme = found
         if t <= self._critical(level):
             return False
         return extreme == 0 or (1 + extreme) / (self.resampled[0].size + 1) < level
@@ -516,9 +518,12 @@ class _MeanTest(_RatioTest):
         return self._lower(alpha / 2), self._upper(alpha / 2)
 
     def _lower(self, level: float) -> float:
-        """The largest r with p(r) < level (bisection between 0 and the estimate, where the
-        t-test's p-value is ½); 0 when no ratio is rejected, +∞ for a baseline mean of 0
-        whose candidate is significantly above it."""
+        """The lower end of the ratios not rejected at ``level``: the largest r with p(r) <
+        level (bisection between 0 and the estimate, where the t-test's p-value is ½); 0 when
+        the ratio 0 is not rejected — the set of ratios not rejected then reaches 0, even if
+        the t statistic of ``c − r·b``, which need not be monotone in r, rejects a band of
+        ratios above it —, +∞ for a baseline mean of 0 whose candidate is significantly above
+        it."""
         if not self.rejects(0.0, True, level):
             return 0.0
         if self.mb <= 0:
@@ -526,11 +531,18 @@ class _MeanTest(_RatioTest):
         return _bisect(lambda r: self.rejects(r, True, level), 0.0, self.mc / self.mb)
 
     def _upper(self, level: float) -> float:
-        """The smallest r with p(r, below) < level: +∞ when none is (a baseline mean not
-        clearly above 0)."""
+        """The upper end of the ratios not rejected at ``level`` (toward a smaller ratio): the
+        smallest r with p(r, below) < level, or +∞ when the largest ratios are not rejected.
+        As r grows, the t statistic of ``r·b − c`` tends to the baseline's own, √n·b̄/s_b, and
+        is not monotone on the way: when the baseline's mean is not clearly above 0 (its own
+        one-sided test at ``level`` does not reject, tried at a ratio 10⁶ times the
+        estimate's), the rejected ratios are a bounded band and the ratios not rejected
+        reach +∞ (Fieller's unbounded case), whatever band the search would find."""
         if self.mb <= 0:
             return math.inf
         low = self.mc / self.mb
+        if not self.rejects(1e6 * max(low, 1.0), False, level):
+            return math.inf
         high = max(2 * low, 1e-300)
         for _ in range(64):
             if self.rejects(high, False, level):
@@ -571,7 +583,8 @@ def expected_bias(values: np.ndarray, stat: str) -> float | None:
     distribution: 0. A percentile (numpy's linear interpolation between the order statistics
     at 0-based position q·(n − 1)) is an order statistic of the model, whose expectation is a
     one-dimensional integral against the normal order statistic's density, computed here on
-    a grid. None for fewer than 2 queries or a value ≤ 0 (no log-normal fits).
+    a grid. None for fewer than 2 queries or a value ≤ 0 (no log-normal fits), and for a
+    spread so wide that the model's bias is not a finite number.
 
     The model is needed: a p95 is biased low by what the test set's tail lacks, which no
     resampling of the test set can see (a bootstrap draws only its own values). Against the
@@ -586,7 +599,9 @@ def expected_bias(values: np.ndarray, stat: str) -> float | None:
     if sigma == 0.0:
         return 0.0
     offsets, weights = _order_statistic(n, 0.5 if stat == "p50" else 0.95)
-    return float(np.dot(weights, np.exp(sigma * offsets))) - 1.0
+    with np.errstate(over="ignore"):  # a spread of tens of orders of magnitude: no model
+        bias = float(np.dot(weights, np.exp(sigma * offsets))) - 1.0
+    return bias if math.isfinite(bias) else None
 
 
 @functools.lru_cache(maxsize=32)

@@ -167,9 +167,10 @@ def sign_test(d: np.ndarray | Sequence[float], tie_band: float = 0.0, margin: fl
 
     A query is a win if ``d > tie_band``, a loss if ``d < −margin − tie_band`` and a tie
     otherwise (with the default band and margin 0 only exact zeros tie; with a ``margin``,
-    losses are only those beyond it: a query that lost less is neither). Ties are discarded
-    and the test is the exact binomial test of ``losses`` among ``N = wins + losses`` trials at
-    p = 1/2:
+    losses are only those beyond it: a query that lost less is neither, and only
+    ``p_regression`` is meant — wins and losses are then not mirror images). Ties are
+    discarded and the test is the exact binomial test of ``losses`` among ``N = wins +
+    losses`` trials at p = 1/2:
 
     - ``p_regression = P(X ≥ losses)`` — equal to
       ``scipy.stats.binomtest(losses, N, 0.5, alternative='greater').pvalue``;

@@ -24,7 +24,8 @@ queries:
 - ``sign_p_holm`` — the one-sided sign-test p-value toward regression, Holm-adjusted over the
   family's quality comparisons; a comparison outside the family keeps its own;
 - ``sign_p_margin_holm`` — test ``holm``, rule ``interval``: the same test with only the losses
-  beyond the margin counted (d < −δ; a query that lost less is neither a loss nor a win),
+  beyond the margin counted (d < −δ − tie band; a query that lost less is neither a loss nor
+  a win),
   the sign test of the rule before's conditions; None otherwise.
 
 Decision, with n ≥ ``min_queries`` (fewer queries certify nothing: ``inconclusive``, and
