@@ -899,37 +899,49 @@ def _warnings(base_run: RunScores, cand_run: RunScores, comparisons: tuple[Compa
         warnings.append(pool_bias)
     if nothing:
         warnings.append(f"{', '.join(nothing)}: {NOTHING_SCORED} — {CHECK_IDS}")
-    grouped: dict[tuple[tuple[str, ...], ...], list[Measure]] = {}
-    for measure in gated:
-        short = tuple(run.short_lists.get(str(measure), ()) for run in (base_run, cand_run))
-        if short[0] or short[1]:
-            grouped.setdefault(short, []).append(measure)
-    for (base_short, cand_short), named in grouped.items():
-        k = named[0].k
-        warnings.append(f"{', '.join(map(str, named))}: {len(cand_short)} "
-                        f"{_plural(len(cand_short))} of the candidate (baseline "
-                        f"{len(base_short)}) rank fewer than {k} items — an empty slot counts "
-                        "as a non-relevant, unjudged item"
-                        + (f": {_listed(list(cand_short))}" if cand_short else ""))
-    for c in comparisons:
-        if unchanged or c.measure in nothing:  # the line above says it once
-            continue
-        if c.decision_note:
-            warnings.append(f"{c.measure} on slice '{c.slice}': {c.decision_note}")
-        elif c.n < SMALL_N:
-            warnings.append(f"{c.measure} on slice '{c.slice}': only {c.n} queries — drops "
-                            "smaller than the detectable drop "
-                            f"({'undefined' if c.mde is None else f'{c.mde:.3f}'}) go unseen")
-        if c.ci_method == "percentile" and c.ci_note:
-            warnings.append(f"{c.measure} on slice '{c.slice}': {c.ci_note}")
-        if c.skew_queries is not None and c.skewness is not None:
-            warnings.append(skew.warning(c.measure, c.slice, c.skewness, c.n, c.skew_queries))
+    warnings += _short_list_warnings(base_run, cand_run, gated)
+    if not unchanged:  # an unchanged candidate's line says it once
+        warnings += [w for c in comparisons if c.measure not in nothing
+                     for w in _comparison_warnings(c)]
     if newly_failing:
         ids = [q.query for q in newly_failing]
         shown = _listed(ids)
         warnings.append(f"{len(ids)} newly failing {'query' if len(ids) == 1 else 'queries'} "
                         f"(a relevant item within {cutoff or 'the ranking'} in the baseline, "
                         f"none in the candidate): {shown}")
+    return warnings
+
+
+def _short_list_warnings(base_run: RunScores, cand_run: RunScores, gated: tuple[Measure, ...]
+                         ) -> list[str]:
+    """One line per group of gated measures whose rankings fall short of their k in the same
+    queries: how many of the candidate's (and the baseline's) do, and which."""
+    grouped: dict[tuple[tuple[str, ...], ...], list[Measure]] = {}
+    for measure in gated:
+        short = tuple(run.short_lists.get(str(measure), ()) for run in (base_run, cand_run))
+        if short[0] or short[1]:
+            grouped.setdefault(short, []).append(measure)
+    return [f"{', '.join(map(str, named))}: {len(cand_short)} {_plural(len(cand_short))} of "
+            f"the candidate (baseline {len(base_short)}) rank fewer than {named[0].k} items — "
+            "an empty slot counts as a non-relevant, unjudged item"
+            + (f": {_listed(list(cand_short))}" if cand_short else "")
+            for (base_short, cand_short), named in grouped.items()]
+
+
+def _comparison_warnings(c: Comparison) -> list[str]:
+    """What one comparison warns of: why it certifies nothing, or how few queries it has; a
+    percentile interval's note; differences more skewed than the calibration covers."""
+    where = f"{c.measure} on slice '{c.slice}'"
+    warnings = []
+    if c.decision_note:
+        warnings.append(f"{where}: {c.decision_note}")
+    elif c.n < SMALL_N:
+        warnings.append(f"{where}: only {c.n} queries — drops smaller than the detectable "
+                        f"drop ({'undefined' if c.mde is None else f'{c.mde:.3f}'}) go unseen")
+    if c.ci_method == "percentile" and c.ci_note:
+        warnings.append(f"{where}: {c.ci_note}")
+    if c.skew_queries is not None and c.skewness is not None:
+        warnings.append(skew.warning(c.measure, c.slice, c.skewness, c.n, c.skew_queries))
     return warnings
 
 
