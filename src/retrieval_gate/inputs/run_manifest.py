@@ -333,8 +333,14 @@ def scores_record(scores: Blob, scores_path: str | os.PathLike[str],
 
 def write_run_manifest(document: Mapping[str, Any], output: str | os.PathLike[str]) -> None:
     """Validate ``document`` against the run-manifest schema and write it atomically."""
+    write_text_atomic(output, run_manifest_text(document, output))
+
+
+def run_manifest_text(document: Mapping[str, Any], output: str | os.PathLike[str]) -> str:
+    """The text of a run manifest to be written to ``output``, validated against the
+    run-manifest schema."""
     schema.validate(document, "run-manifest", str(output))
-    write_text_atomic(output, json.dumps(document, indent=2, ensure_ascii=False) + "\n")
+    return json.dumps(document, indent=2, ensure_ascii=False) + "\n"
 
 
 def utc_now() -> str:
