@@ -19,6 +19,7 @@ from retrieval_gate.inputs.answer_scores import QueryScores, load_run_scores
 from retrieval_gate.inputs.run_manifest import (
     RunManifest,
     chunking_record,
+    failed_queries,
     load_run_chunks,
     make_run_manifest,
     manifest_path,
@@ -62,6 +63,7 @@ def check_run(snapshot: Snapshot, test_set: TestSet, run: str | os.PathLike[str]
     run = resolve_run(run)
     loaded = read_run_manifest(run, manifest)
     require_made_on(snapshot, (loaded, role))
+    failed_queries(snapshot, loaded, role)  # refused under missing: error
     rows = (*test_set.answerable, *test_set.unanswerable)
     if not loaded.ranked:
         return CheckedRun(loaded.run, loaded, unranked(snapshot, test_set).scores,

@@ -287,10 +287,16 @@ def write_run(loaded: Snapshot, test_set: TestSet, records: Sequence[dict[str, A
                          + loaded.policy.fix("missing", "zero"))
     runner["failed"] = [{"query_id": q, "error": e} for q, e in failed]
     answered = [r for r in records if "rankings" in r]
+    names = stage_names(answered, source)
+    if loaded.stages and not names and answered:
+        contract = ", ".join(c.name for c in loaded.stages)
+        raise InputError(source, f"query {shown(answered[0]['query_id'])} returned one ranking, "
+                         f"and the snapshot's pipeline has stages {contract}", "return a dict "
+                         "of the stages' rankings, in pipeline order: {"
+                         + ", ".join(f'"{c.name}": [...]' for c in loaded.stages) + "}")
     texts = run_texts(answered, output, loaded.unit, source)
     blobs = {str(Path(file)): Blob(display_name(file), text.encode("utf-8"))
              for file, text in texts}
-    names = stage_names(answered, source)
     trec = is_trec(output)
     document, manifest = run_manifest_document(
         loaded, test_set, output, system, commit, created, None, chunks, chunking_version, None,
