@@ -115,6 +115,7 @@ def _ranking(hits: Any, qid: str, rules: HitRules, stage: str | None) -> list[It
     seen: set[str] = set()
     scored = None
     last = math.inf
+    by_id, documents = rules.unit == "document", rules.documents  # the common case, inline
     for rank, hit in enumerate(hits, 1):
         if type(hit) is tuple and len(hit) == 2 and type(hit[0]) is str \
                 and type(hit[1]) is float:  # the common case, checked without the general path
@@ -145,7 +146,9 @@ def _ranking(hits: Any, qid: str, rules: HitRules, stage: str | None) -> list[It
             _refuse(rules, qid, hits, f"id {shown(item[0])} twice (again at "
                     f"{_where(stage, rank)})", "return each id once per ranking")
         seen.add(item[0])
-        _in_snapshot(item, qid, rules, stage, rank, hits)
+        if not (by_id and item[2] is None and item[3] is None and (
+                documents is None or item[0] in documents)):
+            _in_snapshot(item, qid, rules, stage, rank, hits)
         items.append(item)
     return items
 

@@ -35,6 +35,7 @@ from retrieval_gate.core.errors import InputError
 from retrieval_gate.runner.hits import shown
 
 TREC_TAG = "gate-run"
+_ENCODER = json.JSONEncoder(ensure_ascii=False, allow_nan=False)
 _TREC_UNSAFE = re.compile(r"\s")
 
 
@@ -128,7 +129,7 @@ def _jsonl(rows: list[tuple[str, list[list[Any]], float | None]]) -> str:
         line: dict[str, Any] = {"query_id": qid, "items": written}
         if latency is not None:
             line["latency_ms"] = round(latency, 3)
-        lines.append(json.dumps(line, ensure_ascii=False, allow_nan=False))
+        lines.append(_ENCODER.encode(line))
     return "\n".join(lines) + "\n" if lines else ""
 
 

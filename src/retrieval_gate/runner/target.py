@@ -10,7 +10,6 @@ from __future__ import annotations
 
 import importlib
 import inspect
-import json
 import os
 import sys
 from collections.abc import Callable, Iterator, Sequence
@@ -64,7 +63,17 @@ def query_lines(snapshot: Snapshot) -> list[dict[str, Any]]:
 
 def fresh(fields: dict[str, Any]) -> RunnerQuery:
     """A query object for one call, with its own copies of the line's values."""
-    return RunnerQuery(json.loads(json.dumps(fields)))
+    return RunnerQuery({key: _copied(value) for key, value in fields.items()})
+
+
+def _copied(value: Any) -> Any:
+    """A JSON value's own copy: lists and dicts copied all the way down (strings, numbers,
+    booleans and None are immutable)."""
+    if isinstance(value, list):
+        return [_copied(v) for v in value]
+    if isinstance(value, dict):
+        return {k: _copied(v) for k, v in value.items()}
+    return value
 
 
 class Target(Protocol):
