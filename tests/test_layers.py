@@ -11,7 +11,7 @@ PACKAGE = Path(__file__).resolve().parents[1] / "src" / "retrieval_gate"
 
 # Lowest first. The package's own modules at its top (api, cli, pytest_plugin) are the surface.
 LAYERS = ("core", "formats", "scoring", "decide", "inputs", "gating", "report", "commands",
-          "surface")
+          "runner", "surface")
 
 
 def layer_of(module: str) -> str:

@@ -2,7 +2,8 @@
 
 One call runs the gate as ``gate check`` does: :func:`check` (the project's configuration,
 arguments winning over it) returns a :class:`Report`; :func:`score` scores one run as
-``gate score`` does, and :func:`load_snapshot` loads a snapshot. Underneath, the library
+``gate score`` does, :func:`run` runs a retriever over a snapshot's queries as ``gate run``
+does, and :func:`load_snapshot` loads a snapshot. Underneath, the library
 mirrors the command line: read inputs with :mod:`retrieval_gate.formats`, parse measures with
 :func:`parse_measure`, score a run with :func:`score_run`, and run the orchestrator
 :func:`run_gate` on paths and a :class:`GatePolicy`. The names below are
@@ -16,7 +17,7 @@ import importlib
 from typing import TYPE_CHECKING, Any
 
 if TYPE_CHECKING:  # what type checkers see; at run time __getattr__ imports on first use
-    from retrieval_gate.api import check, score
+    from retrieval_gate.api import check, run, score
     from retrieval_gate.core.errors import GateError, InputError, NotComparableError, OutOfMemory
     from retrieval_gate.core.model import Qrels, Query
     from retrieval_gate.decide.policy import GatedMeasure, GatePolicy
@@ -31,6 +32,7 @@ __version__ = "0.1.0"
 
 _EXPORTS = {
     "check": "retrieval_gate.api",
+    "run": "retrieval_gate.api",
     "score": "retrieval_gate.api",
     "GatePolicy": "retrieval_gate.decide.policy",
     "GatedMeasure": "retrieval_gate.decide.policy",
@@ -69,6 +71,7 @@ __all__ = [
     "load_snapshot",
     "parse_measure",
     "parse_measures",
+    "run",
     "run_gate",
     "score",
     "score_run",

@@ -1,7 +1,8 @@
 """The one-call library API: :func:`check` runs the gate as ``gate check`` does, :func:`score`
-scores one run as ``gate score`` does.
+scores one run as ``gate score`` does, :func:`run` runs a retriever over a snapshot's queries as
+``gate run`` does.
 
-Both are exported at the top level (``retrieval_gate.check``, ``retrieval_gate.score``) and
+All are exported at the top level (``retrieval_gate.check``, ``retrieval_gate.score``) and
 raise :class:`~retrieval_gate.core.errors.GateError` for input the gate refuses: an
 :class:`~retrieval_gate.core.errors.InputError` (exit code 2) or a
 :class:`~retrieval_gate.core.errors.NotComparableError` (exit code 3), with the same one-line
@@ -12,7 +13,7 @@ report's ``verdict`` and ``exit_code``.
 from __future__ import annotations
 
 import os
-from collections.abc import Iterable
+from collections.abc import Callable, Iterable
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, Literal, Union, get_args
 
@@ -25,7 +26,7 @@ if TYPE_CHECKING:
     from retrieval_gate.scoring.measures import Measure
     from retrieval_gate.scoring.scores import Scores
 
-__all__ = ["check", "score"]
+__all__ = ["check", "run", "score"]
 
 PathLike = Union[str, "os.PathLike[str]"]
 """A path given to the API: a string or a :class:`pathlib.Path`."""
@@ -76,6 +77,26 @@ def score(qrels: Qrels | Source, run: RunRows | Source,
     judged = qrels if isinstance(qrels, Qrels) else read_qrels(qrels)
     ranked = run if isinstance(run, RunRows) else read_run(run)
     return score_run(judged, ranked, _measures(measures), ScoringPolicy(**policy))
+
+
+def run(retriever: str | Callable[..., Any], *, snapshot: PathLike, output: PathLike,
+        **options: Any) -> Path:
+    """Run ``retriever`` over every query of ``snapshot`` and write the run ``output`` and its
+    manifest, as ``gate run`` does; returns the run's path, ready for :func:`check`.
+
+    ``retriever`` is the function itself (or ``"module:function"``): it takes one query — an
+    object with ``.id``, ``.text`` and the query's other fields as attributes — and returns its
+    ranked hits (``(id, score)`` pairs, ids, or dicts with ``id``, ``score``, ``doc_id``,
+    ``start``, ``end``, ``tokens``; or a dict of named stages); ``async def`` functions are
+    awaited. ``options`` are ``gate run``'s options by their Python names: ``system`` (a dict),
+    ``batch_size``, ``concurrency``, ``timeout``, ``retries``, ``on_error`` (``"fail"`` or
+    ``"record"``), ``resume``, ``shard`` (``"I/N"``: then ``output`` is a shard file),
+    ``commit``, ``created``, ``timed_on``, ``chunks``, ``chunking_version``, and ``progress``
+    (called with queries done, queries in all, failures, seconds). Bad input raises
+    InputError (exit code 2), as the command line reports it."""
+    from retrieval_gate.runner.run import run_retriever
+
+    return run_retriever(retriever, snapshot, output, **options).output
 
 
 def _inputs(folder: Path, paths: tuple[PathLike | None, PathLike | None, PathLike | None],

@@ -375,6 +375,174 @@ def validate(snapshot_file, runs, run_manifest):
     _print(validation_text(validate_all(snapshot_file, runs, run_manifest)), nl=False)
 
 
+def _manifest_options(command):
+    """The run-manifest options ``gate run`` and ``gate run merge`` pass on."""
+    for option in reversed([
+            click.option("--system", "system", multiple=True, metavar="KEY=VALUE",
+                         help="What produced the run: retriever, model, index, parameters "
+                              "(repeatable)."),
+            click.option("--timed-on", metavar="TEXT",
+                         help="Where the latencies were measured.  [default: this machine: "
+                              "system, cores, Python, concurrency]"),
+            click.option("--commit", help="Source commit; 'none' to record none on purpose.  "
+                         "[default: $GITHUB_SHA, else git rev-parse HEAD]"),
+            click.option("--created", help="Creation time, YYYY-MM-DDTHH:MM:SSZ.  [default: "
+                         "now, UTC]"),
+            click.option("--chunks", type=click.Path(dir_okay=False),
+                         help="The run's chunk table, pinned in its manifest (as gate "
+                              "run-manifest --chunks)."),
+            click.option("--chunking-version",
+                         help="The run's chunking (needed on a snapshot of chunk judgments, "
+                              "unless --chunks is compared with its pinned table).")]):
+        command = option(command)
+    return command
+
+
+@cli.group("run", invoke_without_command=True, subcommand_metavar="[merge]")
+@click.option("--snapshot", "snapshot_file", type=click.Path(dir_okay=False),
+              help="The snapshot whose queries are run.  [default: from the config]")
+@click.option("--retriever", metavar="MODULE:FUNCTION",
+              help="The function to call: one query (.id, .text and its other fields as "
+                   "attributes) → ranked hits: (id, score) pairs, ids, or dicts with id, "
+                   "score, doc_id, start, end, tokens; or a dict of named stages. async def "
+                   "is awaited. Imported with the current folder first on sys.path.")
+@click.option("-o", "--output", type=click.Path(dir_okay=False),
+              help="The run to write: JSON Lines with each query's latency_ms, or TREC when "
+                   "the name ends in .trec (no costs). Its manifest goes beside it.")
+@_manifest_options
+@click.option("--batch-size", type=click.IntRange(min=1),
+              help="Call the function with lists of up to N queries; it returns a list of "
+                   "rankings. Each query's latency_ms is then its batch call's.")
+@click.option("--concurrency", type=click.IntRange(min=1), default=1, show_default=True,
+              help="Calls at once: threads for a function, tasks for an async def. The run "
+                   "is the same for every value.")
+@click.option("--timeout", type=click.FloatRange(min=0, min_open=True), metavar="SECONDS",
+              help="A call with no answer by then has failed.")
+@click.option("--retries", type=click.IntRange(min=0), default=0, show_default=True,
+              help="Calls again after a failure (waiting 0.1 s, 0.2 s, 0.4 s, ... up to 5 s).")
+@click.option("--on-error", type=click.Choice(["fail", "record"]), default="fail",
+              show_default=True,
+              help="A query that still fails: stop (fail, exit 2), or leave it out of the run "
+                   "and list it in the manifest (record; gate check then applies the "
+                   "snapshot's missing policy).")
+@click.option("--resume", is_flag=True,
+              help="Keep the answers of an interrupted run (its journal, OUTPUT.journal) and "
+                   "call only the other queries.")
+@click.option("--shard", metavar="I/N",
+              help="Run only the queries at positions I, I+N, I+2N, ... of the query set "
+                   "(from 1), into a shard file for gate run merge.")
+@click.option("--progress", "show_progress", is_flag=True,
+              help="Show a progress line on standard error even when it is not a terminal.")
+@click.pass_context
+def run_command(ctx, snapshot_file, retriever, output, system, timed_on, commit, created,
+                chunks, chunking_version, batch_size, concurrency, timeout, retries, on_error,
+                resume, shard, show_progress):
+    """Run your retriever over the snapshot's frozen queries, and write the run and its
+    manifest (ready for gate check), or with --shard one shard of it.
+
+    Every query is called, answerable and unanswerable alike; each call's wall time is its
+    latency_ms. A bad result (not a ranking, an id twice or outside the snapshot's corpus, a
+    score that is not finite) stops the run with exit 2, naming the query; nothing is
+    written but the journal, which --resume continues."""
+    if ctx.invoked_subcommand is not None:
+        if any(v not in (None, (), False) for v in (snapshot_file, retriever, output, system,
+                                                    timed_on, commit, created, chunks,
+                                                    chunking_version, batch_size, timeout,
+                                                    shard)) or resume or show_progress:
+            from retrieval_gate.core.errors import InputError
+
+            raise InputError("gate run merge", "takes its options after merge",
+                             "write gate run merge SHARD... --snapshot S -o RUN")
+        return
+    from retrieval_gate.core.errors import InputError
+    from retrieval_gate.inputs.config import snapshot_path
+    from retrieval_gate.runner.run import run_retriever
+
+    for option, value in (("--retriever", retriever), ("--output", output)):
+        if value is None:
+            raise InputError(option, "is required", "write gate run --snapshot S --retriever "
+                             "MODULE:FUNCTION -o RUN")
+    done = run_retriever(
+        _utf8("--retriever", retriever), snapshot_path(snapshot_file), output,
+        system=_key_values("--system", system), batch_size=batch_size,
+        concurrency=concurrency, timeout=timeout, retries=retries, on_error=on_error,
+        resume=resume, shard=shard, progress=_progress_line(show_progress),
+        commit=commit, created=created,
+        timed_on=None if timed_on is None else _utf8("--timed-on", timed_on), chunks=chunks,
+        chunking_version=chunking_version)
+    _run_summary(done)
+
+
+def _progress_line(asked: bool):
+    """A progress printer for standard error — on a terminal (one line, rewritten at most ten
+    times a second) or when ``asked`` (a line every 5 seconds) — else None."""
+    import time
+
+    terminal = sys.stderr.isatty()
+    if not (terminal or asked):
+        return None
+    every = 0.1 if terminal else 5.0
+    shown = [0.0]
+
+    def show(done: int, total: int, failed: int, seconds: float) -> None:
+        now = time.monotonic()
+        if done < total and now - shown[0] < every:
+            return
+        shown[0] = now
+        rate = done / seconds if seconds > 0 else 0.0
+        left = f", ETA {(total - done) / rate:.0f} s" if rate > 0 and done < total else ""
+        line = (f"gate run: {done:,}/{total:,} queries, {rate:,.1f}/s{left}, "
+                f"{failed:,} failed")
+        end = "\n" if not terminal or done == total else ""
+        click.echo(("\r\x1b[2K" if terminal else "") + line, err=True, nl=False)
+        click.echo(end, err=True, nl=False)
+
+    return show
+
+
+def _run_summary(done) -> None:
+    """The one summary line of gate run (and merge), and the notes it owes the reader."""
+    from retrieval_gate.runner.output import is_trec
+
+    failed = (f"; {_count(len(done.failed), 'query')} failed, left out of the run (first: "
+              f"{_shown(done.failed[0][0])}: {_shown(done.failed[0][1])})" if done.failed
+              else "")
+    if done.manifest is None:
+        _print(f"{_shown(done.output)}: shard of {_count(done.queries, 'query')} on snapshot "
+               f"'{_shown(done.snapshot.name)}' ({_count(done.called, 'call')} made in "
+               f"{done.seconds:.1f} s){failed} — merge the shards with gate run merge")
+        return
+    if is_trec(done.output):
+        _report("the run is TREC, which holds no costs: latency_ms is not recorded (write "
+                "JSON Lines to keep it)", "note")
+    _print(f"{_shown(done.output)}: run of {_count(done.queries, 'query')} on snapshot "
+           f"'{_shown(done.snapshot.name)}', manifest {_shown(done.manifest)}"
+           + (f" ({_count(done.called, 'query')} called in {done.seconds:.1f} s)"
+              if done.called or done.seconds else "") + failed)
+
+
+@run_command.command("merge")
+@click.argument("shards", nargs=-1, required=True, metavar="SHARD...",
+                type=click.Path(dir_okay=False))
+@click.option("--snapshot", "snapshot_file", type=click.Path(dir_okay=False),
+              help="The snapshot the shards were run on.  [default: from the config]")
+@click.option("-o", "--output", required=True, type=click.Path(dir_okay=False),
+              help="The run to write (JSON Lines, or TREC when the name ends in .trec).")
+@_manifest_options
+def run_merge(shards, snapshot_file, output, system, timed_on, commit, created, chunks,
+              chunking_version):
+    """Merge the shard files of one sharded gate run (every shard of one target and one
+    snapshot, each query once) into the run and its manifest."""
+    from retrieval_gate.inputs.config import snapshot_path
+    from retrieval_gate.runner.run import merge_shards
+
+    done = merge_shards(shards, snapshot_path(snapshot_file), output,
+                        system=_key_values("--system", system), commit=commit, created=created,
+                        timed_on=None if timed_on is None else _utf8("--timed-on", timed_on),
+                        chunks=chunks, chunking_version=chunking_version)
+    _run_summary(done)
+
+
 @cli.command("run-manifest")
 @click.option("--snapshot", "snapshot_file", required=True, type=click.Path(dir_okay=False),
               help="The snapshot the run was made on.")

@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 import os
-from collections.abc import Mapping, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -13,12 +13,13 @@ from retrieval_gate.core.stages import StageContract
 from retrieval_gate.core.untrusted import visible
 from retrieval_gate.formats import Source
 from retrieval_gate.formats.corpus import read_chunk_table
-from retrieval_gate.formats.source import read_blob
+from retrieval_gate.formats.source import Blob, read_blob
 from retrieval_gate.gating.pipeline import match_stages, score_stages, stage_sources, unranked
 from retrieval_gate.inputs.answer_scores import QueryScores, load_run_scores
 from retrieval_gate.inputs.run_manifest import (
     RunManifest,
     chunking_record,
+    failed_queries,
     load_run_chunks,
     make_run_manifest,
     manifest_path,
@@ -62,6 +63,7 @@ def check_run(snapshot: Snapshot, test_set: TestSet, run: str | os.PathLike[str]
     run = resolve_run(run)
     loaded = read_run_manifest(run, manifest)
     require_made_on(snapshot, (loaded, role))
+    failed_queries(snapshot, loaded, role)  # refused under missing: error
     rows = (*test_set.answerable, *test_set.unanswerable)
     if not loaded.ranked:
         return CheckedRun(loaded.run, loaded, unranked(snapshot, test_set).scores,
@@ -133,7 +135,21 @@ def record_run(snapshot: str | os.PathLike[str], run: str | os.PathLike[str] | N
                          "only, --scores FILE)")
     loaded = load_snapshot(snapshot)
     test_set = load_test_set(loaded)
-    judged = loaded.document["chunking"]
+    document, target = run_manifest_document(
+        loaded, test_set, run, system, commit, created, output, chunks, chunking_version,
+        chunking_params, stages, timed_on)
+    if scores is not None:
+        document["scores"] = _scores(scores, scores_format, judge, test_set, target)
+    write_run_manifest(document, target)
+    return target, loaded
+
+
+def require_chunking_named(snapshot: Snapshot, chunks: object, chunking_version: str | None
+                           ) -> None:
+    """InputError (exit 2) when the snapshot judges chunks and the run's manifest could not say
+    which chunking the run was made with: neither ``chunking_version`` nor a chunk table
+    ``chunks`` whose hash can be compared with a pinned one."""
+    judged = snapshot.document["chunking"]
     if judged.get("unit") == "chunk" and chunking_version is None and (
             chunks is None or "sha256" not in judged):
         said = ("a run's manifest must say which chunking the run was made with" if chunks is None
@@ -142,8 +158,25 @@ def record_run(snapshot: str | os.PathLike[str], run: str | os.PathLike[str] | N
                          f"chunking '{judged.get('version')}', and {said}", "pass "
                          "--chunking-version (the run's chunking)" + (
                              " or --chunks FILE (its chunk table)" if chunks is None else ""))
-    blobs = {name: read_run_file(file) for name, file in stages}
-    blob = blobs[stages[-1][0]] if stages else read_run_file(run)
+
+
+def run_manifest_document(
+        loaded: Snapshot, test_set: TestSet, run: str | os.PathLike[str],
+        system: Mapping[str, Any] | None = None, commit: str | None = None,
+        created: str | None = None, output: str | os.PathLike[str] | None = None,
+        chunks: str | os.PathLike[str] | None = None, chunking_version: str | None = None,
+        chunking_params: Mapping[str, Any] | None = None,
+        stages: Sequence[tuple[str, str | os.PathLike[str]]] = (),
+        timed_on: str | None = None, read: Callable[[str | os.PathLike[str]], Blob] = read_run_file
+        ) -> tuple[dict[str, Any], Path]:
+    """The manifest document of ``run`` (a pipeline run: ``stages``, the last one being
+    ``run``) made on the snapshot ``loaded`` (its ``test_set``), checked as :func:`record_run`
+    checks it, and where it goes (``output``, default beside the run); not written. ``read`` gives
+    each run file's bytes (default: read from the disk): ``gate run`` passes the bytes it is
+    about to write, so that the run files and the manifest are written together."""
+    require_chunking_named(loaded, chunks, chunking_version)
+    blobs = {name: read(file) for name, file in stages}
+    blob = blobs[stages[-1][0]] if stages else read(run)
     table_blob = None if chunks is None else read_blob(chunks)
     table = None if table_blob is None else read_chunk_table(table_blob)
     if loaded.stages:
@@ -161,10 +194,7 @@ def record_run(snapshot: str | os.PathLike[str], run: str | os.PathLike[str] | N
     last = recorded.get(None, recorded.get(stages[-1][0]) if stages else None)
     document = make_run_manifest(loaded, blob, system, commit, created, chunking, records,
                                  timed_on, last)
-    if scores is not None:
-        document["scores"] = _scores(scores, scores_format, judge, test_set, target)
-    write_run_manifest(document, target)
-    return target, loaded
+    return document, target
 
 
 def _record_scores_only(snapshot: str | os.PathLike[str], scores: str | os.PathLike[str],

@@ -85,6 +85,7 @@ from retrieval_gate.gating.sources import (
 from retrieval_gate.gating.unjudged import Redecide, Rescore, check_regressions
 from retrieval_gate.inputs.run_manifest import (
     RunManifest,
+    failed_queries,
     load_run_chunks,
     read_run_file,
     read_run_manifest,
@@ -341,6 +342,8 @@ def _inputs(snapshot: str | os.PathLike[str], baseline: str | os.PathLike[str],
     manifests = (read_run_manifest(runs[0], baseline_manifest),
                  read_run_manifest(runs[1], candidate_manifest))
     require_made_on(snap, (manifests[0], "baseline"), (manifests[1], "candidate"))
+    for manifest, role in zip(manifests, ("baseline", "candidate")):
+        failed_queries(snap, manifest, role)  # refused under missing: error
     return snap, test_set, runs, manifests
 
 
@@ -472,6 +475,8 @@ def _input_warnings(snap: Snapshot, manifests: tuple[RunManifest, RunManifest],
                         "runs are checked against it")
     warnings += [w for role, m, run in zip(("baseline", "candidate"), manifests, runs)
                  if (w := cut_warning(role, m.chunking, run.cut)) is not None]
+    warnings += [w for role, m in zip(("baseline", "candidate"), manifests)
+                 if (w := failed_queries(snap, m, role)) is not None]
     warnings += [f"{role}: stage {name} is not in the snapshot's pipeline and is not scored"
                  for role, m in zip(("baseline", "candidate"), manifests)
                  for name in ignored_stages(snap, m)]

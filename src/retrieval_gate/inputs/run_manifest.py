@@ -111,6 +111,13 @@ class RunManifest:
         return self.document["provenance"].get("timed_on")
 
     @property
+    def failed(self) -> tuple[tuple[str, str], ...]:
+        """The queries whose call failed when ``gate run`` made the run (they are absent from
+        it), each with its error, in query-set order; empty for any other run."""
+        runner = self.document["provenance"].get("runner", {})
+        return tuple((f["query_id"], f["error"]) for f in runner.get("failed", ()))
+
+    @property
     def scores(self) -> dict[str, Any] | None:
         """The run's score file record (file, hash, format, tool, judge), or None."""
         return self.document.get("scores")
@@ -217,6 +224,31 @@ def _require_beside_scores(document: dict[str, Any], source: str, where: str | o
                          f"given for {display_name(run)}", "give the score file itself as the "
                          "run (its manifest lies beside it), or rewrite the manifest with gate "
                          "run-manifest --run", json_path("scores", "file"))
+
+
+def failed_queries(snapshot: Snapshot, manifest: RunManifest, role: str) -> str | None:
+    """What the snapshot's ``missing`` policy makes of the queries that failed when ``gate
+    run`` made the run (:attr:`RunManifest.failed`): InputError (exit 2) under ``error``;
+    under ``zero`` the warning to show — an answerable one scores 0, an unanswerable one is
+    shown as returning nothing, as for any query a run lacks; None when none failed. A failed
+    query is never taken for a ranking the system returned."""
+    failed = manifest.failed
+    if not failed:
+        return None
+    qid, error = failed[0]
+    listed = ", ".join(f"'{q}'" for q, _ in failed[:5]) + (
+        f" and {len(failed) - 5} more" if len(failed) > 5 else "")
+    if snapshot.policy.missing == "error":
+        raise InputError(manifest.source, f"query '{qid}' failed when the {role} was run "
+                         f"({error}): {len(failed)} failed ({listed}), and the snapshot's "
+                         "missing policy is error", "run it again (gate run --resume calls "
+                         "only the queries not answered), or score failed queries 0: "
+                         + snapshot.policy.fix("missing", "zero"),
+                         json_path("provenance", "runner", "failed"))
+    return (f"{role}: {len(failed)} {'query' if len(failed) == 1 else 'queries'} failed when "
+            f"the run was made ({listed}; first: {error}) and {'is' if len(failed) == 1 else 'are'}"
+            " scored as missing (missing: zero): 0 when answerable; an unanswerable one "
+            "counts as returning nothing")
 
 
 def verify_run_hash(manifest: RunManifest, actual: str, pinned: str | None = None,
@@ -333,8 +365,14 @@ def scores_record(scores: Blob, scores_path: str | os.PathLike[str],
 
 def write_run_manifest(document: Mapping[str, Any], output: str | os.PathLike[str]) -> None:
     """Validate ``document`` against the run-manifest schema and write it atomically."""
+    write_text_atomic(output, run_manifest_text(document, output))
+
+
+def run_manifest_text(document: Mapping[str, Any], output: str | os.PathLike[str]) -> str:
+    """The text of a run manifest to be written to ``output``, validated against the
+    run-manifest schema."""
     schema.validate(document, "run-manifest", str(output))
-    write_text_atomic(output, json.dumps(document, indent=2, ensure_ascii=False) + "\n")
+    return json.dumps(document, indent=2, ensure_ascii=False) + "\n"
 
 
 def utc_now() -> str:

@@ -1,0 +1,29 @@
+"""``gate run``: the gate calls the retriever once per frozen query and writes the run it judges.
+
+The layer above ``commands/``: it reads a snapshot (``inputs/``), calls a target, and writes the
+run with its manifest through :func:`retrieval_gate.commands.validate.run_manifest_document`,
+all files in one transaction (:func:`retrieval_gate.formats.atomic.write_texts`).
+
+**The seam.** Everything the loop knows of a retriever is a
+:class:`~retrieval_gate.runner.target.Target`: its ``identity`` (what the journal and the
+manifest record), its ``batch_size`` (None: one query per call), whether it ``is_async``, the
+``package`` that provides it, and ``call(queries)``, which returns one raw result per query —
+a list (or, for an async target, an awaitable of one). Each raw result is read by
+:func:`retrieval_gate.runner.hits.rankings_of`: a list of hits — ``(id, score)`` pairs, ids,
+or dicts with ``id``, ``score`` and optional ``doc_id``, ``start``, ``end``, ``tokens`` — or a
+dict of named stages, each such a list.
+
+:func:`retrieval_gate.runner.target.load_target` turns what the user named (``module:function``,
+or the object itself from the library) into a Target: first through each adapter of
+:data:`retrieval_gate.runner.adapters.ADAPTERS` (a library's retriever object — LangChain
+``invoke``/``batch``, LlamaIndex ``retrieve``, Haystack ``run``, an HTTP endpoint — becomes a
+Target whose ``call`` returns hits in the forms above; duck-typed, no import of those
+libraries), then as a plain callable. A new adapter is one function appended there; the loop
+(:mod:`retrieval_gate.runner.calls`), the checks of what comes back, the journal and the
+writers do not change.
+
+Modules: ``target`` (queries as the target sees them, targets), ``adapters`` (the registry),
+``hits`` (a target's result → checked rankings), ``calls`` (concurrency, timeouts, retries),
+``journal`` (resuming, shards), ``output`` (the run files' text), ``run`` (``gate run`` and
+``gate run merge`` as library calls).
+"""

@@ -1,0 +1,289 @@
+"""A target's result for one query → checked rankings, or one clear error naming the query.
+
+**A ranking** is a list (or tuple) of hits, best first. A hit is
+
+- an ``(id, score)`` pair;
+- an id alone (a string);
+- a dict with ``id`` and, optionally, ``score``, ``doc_id``, ``start`` and ``end`` (code-point
+  offsets into the document's text, end exclusive) and ``tokens`` (its size, counted by the
+  pipeline's tokenizer); other keys (``text``, metadata) are ignored — the gate does not
+  tokenize.
+
+**Scores.** Every hit of a ranking has a finite score, or none has. Scores may not increase
+down the ranking: the gate orders a run by score (ties by id, trec_eval's rule), so a
+ranking whose scores disagree with its order would be judged in another order than the one the
+target returned — refused (a distance: return its negative). A ranking without scores keeps the
+target's order: its hit at rank r is written with the score 1/r, strictly decreasing, so no
+two of its hits tie. Tied scores the target gives are written as given, and the gate breaks
+them by id as it does for every run.
+
+**Ids by evidence unit** (the snapshot's ``chunking.unit``):
+
+- ``document``: a hit names a document — its ``id``, or its ``doc_id`` when it carries one
+  (the id is then a chunk's, collapsed to its document);
+- ``chunk``: a hit names a chunk of the judged chunking — its ``id``;
+- ``span``: a hit is a place: ``doc_id``, ``start`` and ``end`` are required (its ``id``,
+  when it gives none, is ``doc[start:end]``).
+
+When the snapshot pins a corpus, every document a hit names must be in it (and a place must
+lie inside its text); when it pins a chunk table (chunk unit), every id must be a chunk of it.
+
+**A result with stages** is a dict of named rankings in pipeline order (``{"candidates": [...],
+"reranked": [...], "context": [...]}``); every query must return the same stages.
+
+Refused, naming the query and what it returned (capped, escaped: ids and texts are user
+data): anything else — a result that is not a list or dict of lists, a hit of another kind, an
+id that is not a non-empty string of at most 1,024 UTF-8 bytes without NUL, a score that is not
+a finite number, scores on some hits only or increasing, an id repeated in one ranking, an id
+or place outside the pinned corpus or chunk table, a span hit without its place.
+"""
+
+from __future__ import annotations
+
+import math
+import numbers
+import reprlib
+from collections.abc import Mapping
+from dataclasses import dataclass
+from typing import Any
+
+from retrieval_gate.core.errors import InputError
+from retrieval_gate.core.limits import MAX_ID_BYTES
+from retrieval_gate.core.stages import STAGE_NAME
+from retrieval_gate.core.untrusted import capped
+from retrieval_gate.inputs.snapshot import Snapshot, TestSet
+
+# A checked hit: [id, score or None, doc_id or None, start or None, end or None, tokens or None]
+Item = list[Any]
+Rankings = list[list[Any]]  # [[stage name or None, [Item, ...]], ...]
+
+
+@dataclass(frozen=True)
+class HitRules:
+    """What a hit must be on this snapshot: its evidence ``unit``, the pinned corpus's
+    documents with their text lengths (None: no corpus pinned; a length of -1: no text), the
+    pinned chunk table's ids (None: none pinned), and ``source``, the target's name for
+    messages."""
+
+    unit: str
+    documents: dict[str, int] | None
+    chunks: frozenset[str] | None
+    source: str
+
+    @staticmethod
+    def of(snapshot: Snapshot, test_set: TestSet, source: str) -> HitRules:
+        corpus, table = test_set.corpus, test_set.chunks
+        documents = None
+        if corpus is not None:
+            ids = corpus.ids.astype(str).tolist()
+            lengths = (corpus.lengths.tolist() if corpus.lengths is not None
+                       else [-1] * len(ids))
+            documents = dict(zip(ids, lengths))
+        chunks = (None if table is None or snapshot.unit != "chunk"
+                  else frozenset(table.ids.astype(str).tolist()))
+        return HitRules(snapshot.unit, documents, chunks, source)
+
+
+def rankings_of(result: Any, query_id: str, rules: HitRules) -> Rankings:
+    """The checked rankings of one query's ``result``: ``[[None, items]]`` for one ranking,
+    ``[[stage, items], ...]`` for named stages (see the module docstring); InputError naming
+    the query otherwise."""
+    if isinstance(result, (list, tuple)):
+        return [[None, _ranking(result, query_id, rules, None)]]
+    if isinstance(result, Mapping) and result:
+        rankings: Rankings = []
+        for name, ranking in result.items():
+            if not isinstance(name, str) or not STAGE_NAME.fullmatch(name):
+                _refuse(rules, query_id, result, f"stage name {shown(name)} is not a name of "
+                        "letters, digits, _ . - (at most 64)", "name each stage as the "
+                        "snapshot's pipeline does, e.g. candidates, reranked, context")
+            if not isinstance(ranking, (list, tuple)):
+                _refuse(rules, query_id, result, f"stage '{name}' is a "
+                        f"{type(ranking).__name__}, not a list of hits",
+                        "give each stage a list of hits, best first")
+            rankings.append([name, _ranking(ranking, query_id, rules, name)])
+        return rankings
+    _refuse(rules, query_id, result, "that is not a ranking", "return a list of hits, best "
+            "first — (id, score) pairs, ids, or dicts with id and score — or a dict of named "
+            "stages, each such a list")
+    raise AssertionError  # _refuse raised
+
+
+def _ranking(hits: Any, qid: str, rules: HitRules, stage: str | None) -> list[Item]:
+    """One ranking's hits checked: see the module docstring."""
+    items: list[Item] = []
+    seen: set[str] = set()
+    scored = None
+    last = math.inf
+    by_id, documents = rules.unit == "document", rules.documents  # the common case, inline
+    for rank, hit in enumerate(hits, 1):
+        if type(hit) is tuple and len(hit) == 2 and type(hit[0]) is str \
+                and type(hit[1]) is float:  # the common case, checked without the general path
+            item: Item = [hit[0], hit[1], None, None, None, None]
+            if not (0 < len(hit[0]) <= MAX_ID_BYTES // 4) or "\x00" in hit[0]:
+                item = _item(hit, qid, rules, stage, rank)
+        else:
+            item = _item(hit, qid, rules, stage, rank)
+        score = item[1]
+        if scored is None:
+            scored = score is not None
+        elif scored != (score is not None):
+            _refuse(rules, qid, hits, f"{_where(stage, rank)} has {'no ' if scored else ''}"
+                    f"score and hit 1 {'has' if scored else 'has none'}", "give every hit "
+                    "a score, or none (the order is then the ranking)")
+        if score is not None:
+            if not math.isfinite(score):
+                _refuse(rules, qid, hits, f"{_where(stage, rank)} has score {score}, not a "
+                        "finite number", "return finite scores (or none: the order is then "
+                        "the ranking)")
+            if score > last:
+                _refuse(rules, qid, hits, f"{_where(stage, rank)} scores {score!r}, above "
+                        f"hit {rank - 1}'s {last!r}: the gate ranks by score", "return the "
+                        "hits best first with scores that do not increase (a distance: "
+                        "return its negative), or without scores")
+            last = score
+        if item[0] in seen:
+            _refuse(rules, qid, hits, f"id {shown(item[0])} twice (again at "
+                    f"{_where(stage, rank)})", "return each id once per ranking")
+        seen.add(item[0])
+        if not (by_id and item[2] is None and item[3] is None and (
+                documents is None or item[0] in documents)):
+            _in_snapshot(item, qid, rules, stage, rank, hits)
+        items.append(item)
+    return items
+
+
+def _item(hit: Any, qid: str, rules: HitRules, stage: str | None, rank: int) -> Item:
+    """One hit of any accepted kind as an :data:`Item`, its values checked for type."""
+    where = _where(stage, rank)
+    if isinstance(hit, str):
+        return [_id(hit, "id", qid, rules, where, hit), None, None, None, None, None]
+    if isinstance(hit, (tuple, list)):
+        if len(hit) != 2:
+            _refuse(rules, qid, hit, f"{where} has {len(hit)} values, not (id, score)",
+                    "return (id, score) pairs, ids, or dicts with id and score")
+        return [_id(hit[0], "id", qid, rules, where, hit), _score(hit[1], qid, rules, where,
+                                                                   hit), None, None, None, None]
+    if isinstance(hit, Mapping):
+        return _dict_item(hit, qid, rules, where)
+    _refuse(rules, qid, hit, f"{where} is a {type(hit).__name__}", "return (id, score) pairs, "
+            "ids, or dicts with id and score (and optional doc_id, start, end, tokens)")
+    raise AssertionError  # _refuse raised
+
+
+def _dict_item(hit: Mapping[str, Any], qid: str, rules: HitRules, where: str) -> Item:
+    """A dict hit: ``id`` (for a span, ``doc[start:end]`` when absent), ``score``, ``doc_id``,
+    ``start`` and ``end`` (together), ``tokens``."""
+    doc = None if hit.get("doc_id") is None else _id(hit["doc_id"], "doc_id", qid, rules,
+                                                     where, hit)
+    start = end = None
+    if "start" in hit or "end" in hit:
+        start, end = (_count(hit.get(k), k, qid, rules, where, hit) for k in ("start", "end"))
+        if end <= start:
+            _refuse(rules, qid, hit, f"{where} ends at {end}, not after its start {start}",
+                    "give start < end (code points, end exclusive)")
+        if doc is None:
+            _refuse(rules, qid, hit, f"{where} has start and end but no doc_id",
+                    "give the document the offsets point into as doc_id")
+    if "id" not in hit and rules.unit == "span" and doc is not None and start is not None:
+        ident = f"{doc}[{start}:{end}]"
+    else:
+        ident = _id(hit.get("id"), "id", qid, rules, where, hit)
+    score = None if hit.get("score") is None else _score(hit["score"], qid, rules, where, hit)
+    tokens = (None if hit.get("tokens") is None
+              else _count(hit["tokens"], "tokens", qid, rules, where, hit))
+    return [ident, score, doc, start, end, tokens]
+
+
+def _in_snapshot(item: Item, qid: str, rules: HitRules, stage: str | None, rank: int,
+                 hits: Any) -> None:
+    """The hit names what the snapshot's unit judges, inside the pinned corpus or chunk
+    table (see the module docstring)."""
+    ident, _, doc, start, end, _ = item
+    where = _where(stage, rank)
+    if rules.unit == "span" and start is None:
+        _refuse(rules, qid, hits, f"{where} has no place: the snapshot judges spans",
+                "give each hit doc_id, start and end (code points into the document's "
+                "text, end exclusive)")
+    if rules.unit == "chunk":
+        if rules.chunks is not None and ident not in rules.chunks:
+            _refuse(rules, qid, hits, f"{where}, {shown(ident)}, is not a chunk of the "
+                    "snapshot's chunk table", "return chunk ids of the judged chunking")
+        if doc is None:
+            return
+    if rules.documents is None:
+        return
+    document = doc if doc is not None else ident
+    length = rules.documents.get(document)
+    if length is None:
+        _refuse(rules, qid, hits, f"{where} names document {shown(document)}, which is not in "
+                "the snapshot's corpus", "retrieve from the pinned corpus only (ids of its "
+                "documents, or doc_id for a chunk's document)")
+    if end is not None and length is not None and 0 <= length < end:
+        _refuse(rules, qid, hits, f"{where} ends at {end}, past the {length} characters of "
+                f"document {shown(document)}", "give offsets into the pinned corpus text "
+                "(code points, end exclusive)")
+
+
+def _id(value: Any, what: str, qid: str, rules: HitRules, where: str, hit: Any) -> str:
+    """A hit's id (or doc_id): a non-empty string without NUL of at most 1,024 UTF-8 bytes."""
+    if not isinstance(value, str) or not value or "\x00" in value:
+        _refuse(rules, qid, hit, f"{where}'s {what} is not a non-empty string",
+                f"return each {what} as a string (str(...) of a number)")
+    if len(value) > MAX_ID_BYTES // 4 and len(value.encode("utf-8")) > MAX_ID_BYTES:
+        _refuse(rules, qid, hit, f"{where}'s {what} is longer than {MAX_ID_BYTES} bytes",
+                "map long ids to short ones")
+    return value
+
+
+def _score(value: Any, qid: str, rules: HitRules, where: str, hit: Any) -> float:
+    """A hit's score as a float64 (numpy numbers too); finiteness is checked by the caller."""
+    if isinstance(value, bool) or not isinstance(value, numbers.Real):
+        _refuse(rules, qid, hit, f"{where}'s score is not a number", "return scores as "
+                "numbers (or none: the order is then the ranking)")
+    return float(value)
+
+
+def _count(value: Any, what: str, qid: str, rules: HitRules, where: str, hit: Any) -> int:
+    """A hit's ``start``, ``end`` or ``tokens``: a whole number ≥ 0."""
+    if isinstance(value, bool) or not isinstance(value, numbers.Integral) or value < 0:
+        _refuse(rules, qid, hit, f"{where}'s {what} is not a whole number ≥ 0",
+                f"give {what} as a whole number")
+    return int(value)
+
+
+def _where(stage: str | None, rank: int) -> str:
+    return f"hit {rank}" if stage is None else f"hit {rank} of stage '{stage}'"
+
+
+class _Shown(reprlib.Repr):
+    """A bounded display of what a target returned that runs none of its code: containers,
+    strings and numbers are shown (cut short), any other object by its type's name."""
+
+    def __init__(self) -> None:
+        super().__init__()
+        self.maxlevel, self.maxstring, self.maxother = 3, 60, 40
+        self.maxlist = self.maxtuple = self.maxdict = 4
+
+    def repr_instance(self, x: Any, level: int) -> str:
+        if isinstance(x, (numbers.Number, type(None))):
+            return capped(repr(x), self.maxother)
+        return f"<{type(x).__name__}>"
+
+
+_SHOWN = _Shown()
+
+
+def shown(value: Any) -> str:
+    """``value`` for a message: bounded, safe (see :class:`_Shown`), at most 160 characters."""
+    try:
+        return capped(_SHOWN.repr(value), 160)
+    except Exception:  # noqa: BLE001 — a hostile container may fail to be shown
+        return f"<{type(value).__name__}>"
+
+
+def _refuse(rules: HitRules, qid: str, returned: Any, problem: str, fix: str) -> None:
+    """Raise the InputError for query ``qid``: ``TARGET: query 'q' returned VALUE: problem —
+    fix``."""
+    raise InputError(rules.source, f"query {shown(qid)} returned {shown(returned)}: {problem}",
+                     fix)

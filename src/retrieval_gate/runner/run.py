@@ -1,0 +1,399 @@
+"""``gate run`` and ``gate run merge`` as library calls.
+
+:func:`run_retriever` calls the target once for every query of the snapshot's query set
+(answerable and unanswerable alike; with a shard, its share), checks each result as it comes
+(:mod:`retrieval_gate.runner.hits`), journals it (:mod:`retrieval_gate.runner.journal`), and
+at the end writes the run files (:mod:`retrieval_gate.runner.output`) and the run manifest in
+one transaction: every file, or none, even on Ctrl-C. The manifest is the one ``gate
+run-manifest`` would write for those files — checked and scored on the snapshot the same
+way — with ``provenance.runner``: the target, the package that provides it, the settings, what
+``latency_ms`` measures, and the queries that failed.
+
+**Failures.** A call that still fails after its retries stops the run under ``on_error
+"fail"`` (exit 2, naming the query and the error's first line). Under ``"record"`` the query is
+left out of the run and listed in the manifest's ``provenance.runner.failed``; ``gate check``
+then treats it by the snapshot's ``missing`` policy — refused under ``error`` (so ``gate run``
+refuses to write such a run at all, naming the failed queries), scored 0 under ``zero``, with a
+warning naming the failed queries. A failure is never written as an empty ranking.
+
+**Shards.** ``shard (I, N)`` (1 ≤ I ≤ N) runs the queries at positions I, I + N, I + 2N, ...
+of the query set (counting from 1) and writes a shard file instead of a run;
+:func:`merge_shards` checks that N shard files of one target and one snapshot cover every query
+once, and writes the run and its manifest.
+"""
+
+from __future__ import annotations
+
+import os
+import platform
+import re
+import time
+from collections.abc import Callable, Mapping, Sequence
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+from retrieval_gate.commands.validate import require_chunking_named, run_manifest_document
+from retrieval_gate.core.errors import InputError
+from retrieval_gate.core.untrusted import capped
+from retrieval_gate.formats.atomic import write_text_atomic, write_texts
+from retrieval_gate.formats.source import Blob, display_name
+from retrieval_gate.inputs.run_manifest import run_manifest_text
+from retrieval_gate.inputs.snapshot import Snapshot, TestSet, load_snapshot, load_test_set
+from retrieval_gate.runner.calls import Outcome, Settings, call_all
+from retrieval_gate.runner.hits import HitRules, rankings_of, shown
+from retrieval_gate.runner.journal import (
+    VERSION,
+    Journal,
+    Records,
+    journal_path,
+    read_records,
+    require_bound,
+    shard_text,
+)
+from retrieval_gate.runner.output import is_trec, run_texts, stage_names
+from retrieval_gate.runner.target import Target, batches, load_target, query_lines
+
+ON_ERROR = ("fail", "record")
+Progress = Callable[[int, int, int, float], None]
+"""Called after each call ends: (queries done, queries in all, queries failed, seconds)."""
+
+
+@dataclass(frozen=True)
+class RunResult:
+    """What :func:`run_retriever` or :func:`merge_shards` wrote: the run (or shard file)
+    ``output``, its ``manifest`` (None for a shard file), the ``snapshot``, how many queries
+    the run holds and how many were ``called`` now (the rest came from the journal), the
+    queries that ``failed`` with their errors, and the seconds the calls took."""
+
+    output: Path
+    manifest: Path | None
+    snapshot: Snapshot
+    queries: int
+    called: int
+    failed: tuple[tuple[str, str], ...]
+    seconds: float
+
+
+def parse_shard(text: str | tuple[int, int]) -> tuple[int, int]:
+    """``"I/N"`` (or ``(I, N)``) with 1 ≤ I ≤ N; InputError naming ``--shard`` otherwise."""
+    found = re.fullmatch(r"(\d{1,9})/(\d{1,9})", text) if isinstance(text, str) else None
+    given = (int(found[1]), int(found[2])) if found else text
+    if (isinstance(given, tuple) and len(given) == 2 and all(
+            isinstance(v, int) and not isinstance(v, bool) for v in given)
+            and 1 <= given[0] <= given[1]):
+        return given[0], given[1]
+    raise InputError("--shard", f"'{capped(str(text), 40)}' is not I/N with 1 ≤ I ≤ N",
+                     "write --shard 2/4 for the second of four shards")
+
+
+def run_retriever(retriever: str | Callable[..., Any], snapshot: str | os.PathLike[str],
+                  output: str | os.PathLike[str], *, system: Mapping[str, Any] | None = None,
+                  batch_size: int | None = None, concurrency: int = 1,
+                  timeout: float | None = None, retries: int = 0, on_error: str = "fail",
+                  resume: bool = False, shard: str | tuple[int, int] | None = None,
+                  progress: Progress | None = None, commit: str | None = None,
+                  created: str | None = None, timed_on: str | None = None,
+                  chunks: str | os.PathLike[str] | None = None,
+                  chunking_version: str | None = None) -> RunResult:
+    """Run ``retriever`` over the snapshot's queries and write ``output`` (see the module
+    docstring); ``system``, ``commit``, ``created``, ``timed_on`` (default: this machine, see
+    :func:`machine`), ``chunks`` and ``chunking_version`` go to the run manifest as with ``gate
+    run-manifest``. Raises InputError (exit 2) for bad options, a target that cannot be loaded,
+    a result that is not a ranking, or a failed call under ``on_error="fail"``."""
+    settings = _checked(batch_size, concurrency, timeout, retries, on_error)
+    part = None if shard is None else parse_shard(shard)
+    if part is not None and is_trec(output):
+        raise InputError("--output", "a shard is written as a shard file (JSON Lines), not "
+                         "TREC", "name the shard file e.g. shard-1.jsonl; gate run merge writes "
+                         "the run as TREC when its name ends in .trec")
+    loaded = load_snapshot(snapshot)
+    test_set = load_test_set(loaded)
+    if part is None:
+        require_chunking_named(loaded, chunks, chunking_version)
+    target = load_target(retriever, batch_size)
+    lines = query_lines(loaded)
+    mine = lines if part is None else lines[part[0] - 1::part[1]]
+    header = _header(loaded, target, part, len(mine), settings, on_error)
+    started = time.perf_counter()
+    records, failed, called = _call(target, loaded, test_set, mine, output, header, settings,
+                                    on_error, resume, progress)
+    seconds = time.perf_counter() - started
+    ordered = [records[q["id"]] for q in mine]
+    if part is not None:
+        write_text_atomic(output, shard_text(header, iter(ordered)))
+        _remove(journal_path(output))
+        return RunResult(Path(output), None, loaded, len(mine), called, failed, seconds)
+    manifest = write_run(loaded, test_set, ordered, output, _runner(header, 1), system=system,
+                         commit=commit, created=created, timed_on=timed_on,
+                         chunks=chunks, chunking_version=chunking_version,
+                         machine_note=machine(settings, batch_size))
+    _remove(journal_path(output))
+    return RunResult(Path(output), manifest, loaded, len(mine), called, failed, seconds)
+
+
+def _checked(batch_size: int | None, concurrency: int, timeout: float | None, retries: int,
+             on_error: str) -> Settings:
+    """The call settings, each checked (InputError naming its option)."""
+    for option, value, low in (("--batch-size", batch_size, 1), ("--concurrency", concurrency,
+                                                                 1), ("--retries", retries, 0)):
+        if value is None and option == "--batch-size":
+            continue
+        if isinstance(value, bool) or not isinstance(value, int) or value < low:
+            raise InputError(option, f"{capped(str(value), 40)} is not a whole number ≥ {low}",
+                             f"give {option} {max(low, 1)} or more")
+    if timeout is not None and (isinstance(timeout, bool) or not isinstance(
+            timeout, (int, float)) or not 0 < timeout < float("inf")):
+        raise InputError("--timeout", f"{capped(str(timeout), 40)} is not a number of seconds "
+                         "above 0", "give --timeout 30 for 30 seconds, or leave it out")
+    if on_error not in ON_ERROR:
+        raise InputError("--on-error", f"'{capped(str(on_error), 40)}' is not fail or record",
+                         "give --on-error fail (stop at the first failed query) or record")
+    return Settings(concurrency, None if timeout is None else float(timeout), retries)
+
+
+def _header(loaded: Snapshot, target: Target, part: tuple[int, int] | None, count: int,
+            settings: Settings, on_error: str) -> dict[str, Any]:
+    """The journal's (and shard file's) header: what its records belong to, and how they were
+    made."""
+    package = None if target.package is None else {"name": target.package[0],
+                                                   "version": target.package[1]}
+    return {"gate_run": VERSION, "snapshot": loaded.fingerprint, "target": target.identity,
+            "shard": None if part is None else f"{part[0]}/{part[1]}", "queries": count,
+            "package": package, "latency": "call" if target.batch_size is None else "batch",
+            "settings": {"batch_size": target.batch_size, "concurrency": settings.concurrency,
+                         "timeout": settings.timeout, "retries": settings.retries,
+                         "on_error": on_error}}
+
+
+def _runner(header: Mapping[str, Any], shards: int) -> dict[str, Any]:
+    """The manifest's ``provenance.runner`` from a header, ``shards`` merged (its failures are
+    filled in by :func:`write_run`)."""
+    runner: dict[str, Any] = {"target": header["target"]}
+    if header.get("package") is not None:
+        runner["package"] = dict(header["package"])
+    runner["settings"] = {**header["settings"], "shards": shards}
+    runner["latency"] = header["latency"]
+    runner["failed"] = []
+    return runner
+
+
+def _call(target: Target, loaded: Snapshot, test_set: TestSet, mine: list[dict[str, Any]],
+          output: str | os.PathLike[str], header: dict[str, Any], settings: Settings,
+          on_error: str, resume: bool, progress: Progress | None
+          ) -> tuple[dict[str, dict[str, Any]], tuple[tuple[str, str], ...], int]:
+    """Call the target for every query of ``mine`` the journal does not answer: each query's
+    record by id, the failures in query-set order, and how many queries were called."""
+    where = journal_path(output)
+    kept = _kept(where, header) if resume else None
+    records = {q: r for q, r in (kept.records if kept else {}).items() if "rankings" in r}
+    todo = [q for q in mine if q["id"] not in records]
+    rules = HitRules.of(loaded, test_set, target.identity)
+    journal = Journal(where, header, kept)
+    failures: dict[str, str] = {}
+    started = time.perf_counter()
+
+    def done(outcome: Outcome) -> None:
+        if outcome.error is not None:
+            for qid in outcome.query_ids:
+                records[qid] = {"query_id": qid, "failed": outcome.error}
+                journal.add(records[qid])
+                failures[qid] = outcome.error
+            if on_error == "fail":
+                raise InputError(target.identity, f"query {shown(outcome.query_ids[0])} "
+                                 f"failed{_tries(settings)}: {outcome.error}", "fix the "
+                                 "retriever, give it more time (--timeout, --retries), or "
+                                 "record failed queries with --on-error record")
+        else:
+            for qid, result in zip(outcome.query_ids, _results(outcome, target, rules)):
+                records[qid] = {"query_id": qid, "rankings": rankings_of(result, qid, rules),
+                                "latency_ms": outcome.latency_ms}
+                journal.add(records[qid])
+        if progress is not None:
+            progress(len(records), len(mine), len(failures), time.perf_counter() - started)
+
+    try:
+        call_all(target, list(batches(todo, target.batch_size)), settings, done)
+    except InputError as exc:
+        answered = sum("rankings" in r for r in records.values())
+        raise InputError(exc.source, exc.problem, exc.fix + (
+            f" ({answered} answered {'query is' if answered == 1 else 'queries are'} kept in "
+            f"{display_name(where)}: gate run --resume calls only the others)"
+            if answered else ""), exc.where) from None
+    finally:
+        journal.close()
+    failed = tuple((q["id"], failures[q["id"]]) for q in mine if q["id"] in failures)
+    return records, failed, len(todo)
+
+
+def _tries(settings: Settings) -> str:
+    return "" if not settings.retries else f" {settings.retries + 1} times"
+
+
+def _kept(where: str, header: dict[str, Any]) -> Records | None:
+    """The journal at ``where`` read back for ``--resume`` (None when there is none, or when
+    a kill cut even its header short); InputError when it belongs to another run."""
+    try:
+        with open(where, "rb") as handle:
+            if b"\n" not in handle.read(1 << 20):
+                return None
+    except FileNotFoundError:
+        return None
+    kept = read_records(where, "journal", torn_tail=True)
+    require_bound(kept.header, header, display_name(where))
+    return kept
+
+
+def _results(outcome: Outcome, target: Target, rules: HitRules) -> list[Any]:
+    """One raw result per query of the call: a batch's list must have one per query."""
+    result = outcome.result
+    first = outcome.query_ids[0]
+    if hasattr(result, "__await__") or (isinstance(result, list) and result
+                                        and hasattr(result[0], "__await__")):
+        for value in (result if isinstance(result, list) else [result]):
+            getattr(value, "close", lambda: None)()
+        raise InputError(rules.source, f"query {shown(first)} returned an awaitable (a "
+                         "coroutine)", "declare the function async def, so that gate run "
+                         "awaits it")
+    if target.batch_size is None:
+        return list(result)
+    if not isinstance(result, (list, tuple)) or len(result) != len(outcome.query_ids):
+        count = len(result) if isinstance(result, (list, tuple)) else None
+        raise InputError(rules.source, f"the batch of {len(outcome.query_ids)} queries from "
+                         f"query {shown(first)} returned "
+                         + (f"{count} rankings" if count is not None else shown(result)),
+                         "return a list of rankings, one per query of the batch, in order")
+    return list(result)
+
+
+def write_run(loaded: Snapshot, test_set: TestSet, records: Sequence[dict[str, Any]],
+              output: str | os.PathLike[str], runner: dict[str, Any], *,
+              system: Mapping[str, Any] | None, commit: str | None, created: str | None,
+              timed_on: str | None, chunks: str | os.PathLike[str] | None,
+              chunking_version: str | None, machine_note: str) -> Path:
+    """Write the run files of ``records`` (every query's, in query-set order; failed ones are
+    left out and listed in ``runner``) and their manifest in one transaction; returns the
+    manifest's path. Refused when a query failed and the snapshot's missing policy is
+    ``error``."""
+    failed = [(r["query_id"], r["failed"]) for r in records if "failed" in r]
+    source = runner["target"]
+    if failed and loaded.policy.missing == "error":
+        qid, error = failed[0]
+        raise InputError(source, f"query {shown(qid)} failed ({error}); {len(failed)} of "
+                         f"{len(records)} queries failed, and the snapshot's missing policy is "
+                         "error: a run without them cannot be checked", "make the retriever "
+                         "answer them (gate run --resume calls only the queries the journal "
+                         "does not answer), or let gate check score a failed query 0: "
+                         + loaded.policy.fix("missing", "zero"))
+    runner["failed"] = [{"query_id": q, "error": e} for q, e in failed]
+    answered = [r for r in records if "rankings" in r]
+    names = stage_names(answered, source)
+    if loaded.stages and not names and answered:
+        contract = ", ".join(c.name for c in loaded.stages)
+        raise InputError(source, f"query {shown(answered[0]['query_id'])} returned one ranking, "
+                         f"and the snapshot's pipeline has stages {contract}", "return a dict "
+                         "of the stages' rankings, in pipeline order: {"
+                         + ", ".join(f'"{c.name}": [...]' for c in loaded.stages) + "}")
+    texts = run_texts(answered, output, loaded.unit, source)
+    blobs = {str(Path(file)): Blob(display_name(file), text.encode("utf-8"))
+             for file, text in texts}
+    trec = is_trec(output)
+    document, manifest = run_manifest_document(
+        loaded, test_set, output, system, commit, created, None, chunks, chunking_version, None,
+        list(zip(names, [file for file, _ in texts])) if names else (),
+        None if trec else (timed_on or machine_note),
+        read=lambda file: blobs[str(Path(file))])
+    document["provenance"]["runner"] = runner
+    write_texts([*texts, (manifest, run_manifest_text(document, manifest))])
+    return manifest
+
+
+def machine(settings: Settings, batch_size: int | None) -> str:
+    """The default ``timed_on``: this machine and how it was loaded — system, processor,
+    cores, Python, and the runner's concurrency and batch size."""
+    cores = os.cpu_count() or 0
+    batch = "" if batch_size is None else f", batch size {batch_size}"
+    return capped(f"{platform.system()} {platform.release()} {platform.machine()}, {cores} "
+                  f"cores, Python {platform.python_version()}; gate run, concurrency "
+                  f"{settings.concurrency}{batch}", 200)
+
+
+def _remove(path: str) -> None:
+    try:
+        os.unlink(path)
+    except FileNotFoundError:
+        pass
+
+
+def merge_shards(shards: Sequence[str | os.PathLike[str]], snapshot: str | os.PathLike[str],
+                 output: str | os.PathLike[str], *, system: Mapping[str, Any] | None = None,
+                 commit: str | None = None, created: str | None = None,
+                 timed_on: str | None = None, chunks: str | os.PathLike[str] | None = None,
+                 chunking_version: str | None = None) -> RunResult:
+    """Merge the shard files of one run (see the module docstring) into ``output`` and its
+    manifest. InputError (exit 2) unless they are N shard files 1/N … N/N of one target with
+    one set of settings on this snapshot, each holding exactly its share of the queries."""
+    loaded = load_snapshot(snapshot)
+    test_set = load_test_set(loaded)
+    require_chunking_named(loaded, chunks, chunking_version)
+    read = [(display_name(s), read_records(s, "shard file")) for s in shards]
+    if not read:
+        raise InputError("SHARD", "no shard file is given", "give every shard file")
+    first_name, first = read[0]
+    count = _shard_of(first.header, first_name)[1]
+    lines = query_lines(loaded)
+    seen: dict[int, str] = {}
+    for name, shard in read:
+        index, of = _shard_of(shard.header, name)
+        if shard.header.get("snapshot") != loaded.fingerprint:
+            raise InputError(name, f"was run on snapshot {capped(str(shard.header.get('snapshot')), 80)}, "
+                             f"not on {display_name(snapshot)} ({loaded.fingerprint})",
+                             "merge shards run on this snapshot")
+        for key in ("target", "settings", "package", "latency"):
+            if shard.header.get(key) != first.header.get(key) or of != count:
+                what = "shard count" if of != count else key
+                raise InputError(name, f"differs from {first_name} in its {what}", "merge the "
+                                 "shards of one gate run: one target, one snapshot, the same "
+                                 "settings and --shard I/N of the same N")
+        if index in seen:
+            raise InputError(name, f"is shard {index}/{of}, as {seen[index]} is",
+                             "give each shard once")
+        seen[index] = name
+        _require_share(shard, lines[index - 1::of], name, index, of)
+    missing = [i for i in range(1, count + 1) if i not in seen]
+    if missing:
+        raise InputError("SHARD", f"shard {missing[0]}/{count} is missing ({len(missing)} of "
+                         f"{count} missing)", "give every shard file of the run")
+    records = {qid: r for _, shard in read for qid, r in shard.records.items()}
+    ordered = [records[q["id"]] for q in lines]
+    settings = Settings(first.header["settings"]["concurrency"])
+    manifest = write_run(loaded, test_set, ordered, output, _runner(first.header, count),
+                         system=system, commit=commit, created=created, timed_on=timed_on,
+                         chunks=chunks, chunking_version=chunking_version,
+                         machine_note=machine(settings, first.header["settings"]["batch_size"]))
+    failed = tuple((r["query_id"], r["failed"]) for r in ordered if "failed" in r)
+    return RunResult(Path(output), manifest, loaded, len(ordered), 0, failed, 0.0)
+
+
+def _shard_of(header: dict[str, Any], name: str) -> tuple[int, int]:
+    """(I, N) of a shard file's header; InputError for a journal or a full run's file."""
+    text = header.get("shard")
+    if not isinstance(text, str):
+        raise InputError(name, "is not a shard file (gate run --shard I/N writes those)",
+                         "give the shard files of one sharded run")
+    return parse_shard(text)
+
+
+def _require_share(shard: Records, share: list[dict[str, Any]], name: str, index: int,
+                   of: int) -> None:
+    """InputError unless the shard holds exactly the queries of its share."""
+    expected = [q["id"] for q in share]
+    held = set(shard.records)
+    absent = [q for q in expected if q not in held]
+    extra = sorted(held - set(expected))
+    if absent or extra:
+        problem = (f"lacks query {shown(absent[0])} of shard {index}/{of}" if absent else
+                   f"holds query {shown(extra[0])}, which is not in shard {index}/{of}")
+        raise InputError(name, f"{problem} ({len(absent)} missing, {len(extra)} not its own)",
+                         "run the shard again with gate run --shard "
+                         f"{index}/{of} on this snapshot")
