@@ -566,6 +566,13 @@ def test_the_package_that_defines_the_target_is_recorded(here: Path) -> None:
 
     assert package_of("click.core")[0] == "click"
     assert package_of(module(here)) is None
+    # a package installed under another distribution's name: found through the map
+    from importlib import metadata
+
+    import pytrec_eval  # noqa: F401 — loaded, as a target's module is
+    name, version = package_of("pytrec_eval")
+    assert (name.replace("_", "-"), version) == ("pytrec-eval-terrier",
+                                                 metadata.version("pytrec-eval-terrier"))
 
 
 def test_gate_run_s_help_lists_merge() -> None:
