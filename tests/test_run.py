@@ -283,6 +283,8 @@ def test_non_finite_scores_and_coroutines_from_a_sync_function_are_refused(here:
     code, _, err = run(here, "coroutine")
     assert code == 2 and "query 'q1' returned an awaitable" in err
     assert not (here / "run.jsonl").exists()
+    # the first query refused: nothing to resume from, so no journal is left behind either
+    assert "kept in" not in err and not (here / "run.jsonl.journal").exists()
 
 
 def test_a_batch_that_returns_another_number_of_rankings_is_refused(here: Path) -> None:

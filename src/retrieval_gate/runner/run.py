@@ -216,6 +216,9 @@ def _call(target: Target, loaded: Snapshot, test_set: TestSet, mine: list[dict[s
         call_all(target, list(batches(todo, target.batch_size)), settings, done)
     except InputError as exc:
         answered = sum("rankings" in r for r in records.values())
+        journal.close()
+        if not answered:  # nothing to resume from: no journal is left behind
+            _remove(where)
         raise InputError(exc.source, exc.problem, exc.fix + (
             f" ({answered} answered {'query is' if answered == 1 else 'queries are'} kept in "
             f"{display_name(where)}: gate run --resume calls only the others)"
