@@ -161,3 +161,23 @@ def test_every_export_resolves_and_check_is_the_function():
 def test_importing_the_package_loads_neither_numpy_nor_the_api():
     assert imported_by("import retrieval_gate", ("numpy", "scipy", "retrieval_gate.api",
                                                  "retrieval_gate.gating.gate")) == []
+
+
+def test_check_with_a_retriever_runs_it_then_checks_its_run(tmp_path: Path) -> None:
+    """``check(retriever=…, candidate=PATH)``: ``gate run`` writing PATH, then ``gate check``
+    on it — the same numbers as checking the run the retriever replays."""
+    rows: dict[str, list[tuple[int, str, float]]] = {}
+    for line in (RUNS / "hybrid.trec").read_text().splitlines():
+        query, _, doc, rank, score, _ = line.split()
+        rows.setdefault(query, []).append((int(rank), doc, float(score)))
+
+    def replay(query):
+        return [(doc, score) for _, doc, score in sorted(rows.get(query.id, []))]
+
+    expected = retrieval_gate.check(root=ROOT, candidate=RUNS / "hybrid.trec")
+    report = retrieval_gate.check(root=ROOT, retriever=replay, candidate=tmp_path / "run.jsonl")
+    assert (tmp_path / "run.jsonl").exists() and (tmp_path / "run.jsonl.manifest.json").exists()
+    assert [c.mean_diff for c in report.comparisons] == [c.mean_diff for c in expected.comparisons]
+    assert report.verdict == expected.verdict
+    with pytest.raises(InputError, match="candidate: is where the retriever's run is written"):
+        retrieval_gate.check(root=ROOT, retriever=replay)

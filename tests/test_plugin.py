@@ -104,6 +104,50 @@ def test_a_regression_fails_the_test_with_the_text_report(pytester, project):
     assert "retrieval_gate(candidate" not in result.stdout.str()  # no code: pytrace=False
 
 
+REPLAY = f"""
+    from pathlib import Path
+
+    def replay(name):
+        \"\"\"A retriever that answers each query with a shipped run's ranking.\"\"\"
+        rows = {{}}
+        for line in Path("{RUNS.as_posix()}", name).read_text().splitlines():
+            query, _, doc, rank, score, _ = line.split()
+            rows.setdefault(query, []).append((int(rank), doc, float(score)))
+        return lambda query: [(doc, score) for _, doc, score in sorted(rows.get(query.id, []))]
+"""
+
+
+def test_a_retriever_is_run_then_checked(pytester, project):
+    """``retrieval_gate(retriever=...)``: gate run, then gate check on its run — the same
+    numbers as checking the run the retriever replays; a regressing retriever fails the
+    test with the report; the run lands in the test's temporary folder."""
+    expected = retrieval_gate.check(root=ROOT, candidate=RUNS / "hybrid.trec")
+    pytester.makepyfile(test_gate=REPLAY + f"""
+    def test_hybrid(retrieval_gate, tmp_path):
+        report = retrieval_gate(retriever=replay("hybrid.trec"))
+        assert report.verdict == "pass"
+        assert [c.mean_diff for c in report.comparisons] == {
+            [c.mean_diff for c in expected.comparisons]!r}
+        assert report.candidate.path == str(tmp_path / "candidate.jsonl")
+        report = retrieval_gate(retriever=replay("hybrid.trec"))  # a second call: its own file
+        assert report.candidate.path == str(tmp_path / "candidate-2.jsonl")
+
+    def test_titles(retrieval_gate):
+        retrieval_gate(retriever=replay("bm25-titles.trec"))
+
+    def test_both(retrieval_gate):
+        retrieval_gate(candidate="runs/hybrid.trec", retriever=replay("hybrid.trec"))
+    """)
+    result = pytester.runpytest_inprocess()
+    result.assert_outcomes(passed=1, failed=2)
+    result.stdout.fnmatch_lines([
+        "*REGRESSION: material regression in Recall@10 (all), nDCG@10 (all) (exit 1)*",
+        ("*retriever: and candidate both given — give the run to check (candidate=) or the "
+         "retriever to make it (retriever=), not both*"),
+    ])
+    assert "Traceback" not in result.stdout.str()
+
+
 def test_input_the_gate_refuses_fails_the_test_with_the_error(pytester, project):
     pytester.makepyfile(test_gate="""
         def test_missing_run(retrieval_gate):

@@ -35,8 +35,13 @@ PathLike = Union[str, "os.PathLike[str]"]
 def check(candidate: PathLike | None = None, *, baseline: PathLike | None = None,
           snapshot: PathLike | None = None, config: PathLike | Literal[False] | None = None,
           gates: str | GatedMeasure | Iterable[str | GatedMeasure] = (),
-          fail_on: FailOn | None = None, root: PathLike | None = None) -> Report:
+          fail_on: FailOn | None = None, root: PathLike | None = None,
+          retriever: str | Callable[..., Any] | None = None) -> Report:
     """Run the gate as ``gate check`` does and return its :class:`Report`.
+
+    With ``retriever`` the candidate is made first: :func:`run` calls it over every query of
+    the snapshot and writes the run to ``candidate`` (required then: where the run goes),
+    which is then checked — ``gate run`` then ``gate check``.
 
     The configuration is ``config`` (a ``gate.toml`` or ``pyproject.toml``), else the
     ``gate.toml`` or ``[tool.retrieval-gate]`` table of ``pyproject.toml`` found in ``root``
@@ -52,8 +57,16 @@ def check(candidate: PathLike | None = None, *, baseline: PathLike | None = None
     from retrieval_gate.gating.gate import run_gate
 
     folder = Path(root) if root is not None else Path(".")
+    if retriever is not None and candidate is None:
+        from retrieval_gate.core.errors import InputError
+
+        raise InputError("candidate", "is where the retriever's run is written, and none is "
+                         "given", "pass candidate=PATH for the run (e.g. in a temporary "
+                         "folder)")
     inputs = _inputs(folder, (snapshot, baseline, candidate), config, _gates(gates),
                      _fail_on(fail_on))
+    if retriever is not None:
+        run(retriever, snapshot=inputs.snapshot, output=inputs.candidate)
     return run_gate(inputs.snapshot, inputs.baseline, inputs.candidate, inputs.policy,
                      inputs.config)
 

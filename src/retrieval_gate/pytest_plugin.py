@@ -7,6 +7,12 @@ arguments of :func:`retrieval_gate.check`::
     def test_retrieval_does_not_regress(retrieval_gate):
         retrieval_gate(candidate="runs/candidate.trec")
 
+or, to run the retriever itself first (``gate run`` then ``gate check``; the run is written in
+the test's temporary folder, ``candidate.jsonl``)::
+
+    def test_my_search_does_not_regress(retrieval_gate):
+        retrieval_gate(retriever=my_search)
+
 A call runs the gate as ``gate check`` would in pytest's rootdir: with the configuration found
 there (``gate.toml``, else ``[tool.retrieval-gate]`` of ``pyproject.toml``; ``config=`` names
 another, ``config=False`` reads none), arguments winning over it, relative paths taken from the
@@ -30,9 +36,9 @@ from __future__ import annotations
 
 import hashlib
 import re
-from collections.abc import Iterable
+from collections.abc import Callable, Iterable
 from pathlib import Path
-from typing import TYPE_CHECKING, Literal, NoReturn
+from typing import TYPE_CHECKING, Any, Literal, NoReturn
 
 import pytest
 
@@ -60,40 +66,61 @@ def pytest_addoption(parser: pytest.Parser) -> None:
 
 
 @pytest.fixture
-def retrieval_gate(request: pytest.FixtureRequest) -> GateFixture:
-    """Run the retrieval gate in this test: ``retrieval_gate(candidate=..., **options)``
-    returns the report of a passing verdict and fails the test otherwise (see
-    :mod:`retrieval_gate.pytest_plugin`)."""
-    return GateFixture(request.node, request.config)
+def retrieval_gate(request: pytest.FixtureRequest, tmp_path: Path) -> GateFixture:
+    """Run the retrieval gate in this test: ``retrieval_gate(candidate=..., **options)`` or
+    ``retrieval_gate(retriever=..., **options)`` returns the report of a passing verdict and
+    fails the test otherwise (see :mod:`retrieval_gate.pytest_plugin`)."""
+    return GateFixture(request.node, request.config, tmp_path)
 
 
 class GateFixture:
     """What the ``retrieval_gate`` fixture returns: call it to run the gate."""
 
-    def __init__(self, item: pytest.Item, config: pytest.Config) -> None:
+    def __init__(self, item: pytest.Item, config: pytest.Config, scratch: Path) -> None:
         self._item = item
         self._config = config
+        self._scratch = scratch
 
     def __call__(self, candidate: PathLike | None = None, *, baseline: PathLike | None = None,
                  snapshot: PathLike | None = None,
                  config: PathLike | Literal[False] | None = None,
                  gates: str | GatedMeasure | Iterable[str | GatedMeasure] = (),
-                 fail_on: FailOn | None = None) -> Report:
+                 fail_on: FailOn | None = None,
+                 retriever: str | Callable[..., Any] | None = None) -> Report:
         """Run the gate (arguments as :func:`retrieval_gate.check`, paths relative to the
-        rootdir); return the report if its exit code is 0, else fail the test."""
+        rootdir); return the report if its exit code is 0, else fail the test. With
+        ``retriever`` (a function, or ``"module:function"``) the candidate is its run over the
+        snapshot's queries, written to the test's temporary folder (``candidate.jsonl``; a
+        second call ``candidate-2.jsonl``) — give one of ``candidate`` and ``retriever``."""
         from retrieval_gate.api import check
-        from retrieval_gate.core.errors import GateError
+        from retrieval_gate.core.errors import GateError, InputError
 
         paths = self._report_paths()
         try:
+            if retriever is not None:
+                if candidate is not None:
+                    raise InputError("retriever", "and candidate both given", "give the run "
+                                     "to check (candidate=) or the retriever to make it "
+                                     "(retriever=), not both")
+                candidate = self._run_path()
             report = check(candidate, baseline=baseline, snapshot=snapshot, config=config,
-                           gates=gates, fail_on=fail_on, root=_root(self._config))
+                           gates=gates, fail_on=fail_on, root=_root(self._config),
+                           retriever=retriever)
             text = _written(report, paths)
         except GateError as exc:
             _refused(exc, paths)
         if report.exit_code != 0:
             _fail(text)
         return report
+
+    def _run_path(self) -> Path:
+        """Where this call's retriever run goes: ``candidate.jsonl`` in the test's temporary
+        folder, ``candidate-2.jsonl`` … for later calls."""
+        path, count = self._scratch / "candidate.jsonl", 1
+        while path.exists():
+            count += 1
+            path = self._scratch / f"candidate-{count}.jsonl"
+        return path.absolute()
 
     def _report_paths(self) -> dict[str, str] | None:
         """The report files of this call, format name → path (JSON, HTML), recorded in the
