@@ -302,7 +302,6 @@ def test_a_batch_that_returns_another_number_of_rankings_is_refused(here: Path) 
                               "(ModuleNotFoundError: No module named")),
     ("MODULE:missing", "has no 'missing'"),
     ("MODULE:not_callable", "is a int, not a function"),
-    ("http://localhost:9/search", "is an HTTP endpoint"),
 ])
 def test_a_target_that_cannot_be_loaded_is_refused(here: Path, target: str, said: str) -> None:
     world(here)

@@ -101,12 +101,14 @@ def run(retriever: str | Callable[..., Any], *, snapshot: PathLike, output: Path
     object with ``.id``, ``.text`` and the query's other fields as attributes — and returns its
     ranked hits (``(id, score)`` pairs, ids, or dicts with ``id``, ``score``, ``doc_id``,
     ``start``, ``end``, ``tokens``; or a dict of named stages); ``async def`` functions are
-    awaited. ``options`` are ``gate run``'s options by their Python names: ``system`` (a dict),
-    ``batch_size``, ``concurrency``, ``timeout``, ``retries``, ``on_error`` (``"fail"`` or
-    ``"record"``), ``resume``, ``shard`` (``"I/N"``: then ``output`` is a shard file),
-    ``commit``, ``created``, ``timed_on``, ``chunks``, ``chunking_version``, and ``progress``
-    (called with queries done, queries in all, failures, seconds). Bad input raises
-    InputError (exit code 2), as the command line reports it."""
+    awaited. It may also be an HTTP endpoint's URL (``"http://host:port/path"``: one POST per
+    query). ``options`` are ``gate run``'s options by their Python names: ``system`` (a dict),
+    ``batch_size``, ``concurrency``, ``timeout``, ``retries``, ``hits_path`` (an endpoint's
+    dotted keys to its hits), ``on_error`` (``"fail"`` or ``"record"``), ``resume``,
+    ``shard`` (``"I/N"``: then ``output`` is a shard file), ``commit``, ``created``,
+    ``timed_on``, ``chunks``, ``chunking_version``, and ``progress`` (called with queries
+    done, queries in all, failures, seconds). Bad input raises InputError (exit code 2), as
+    the command line reports it."""
     from retrieval_gate.runner.run import run_retriever
 
     return run_retriever(retriever, snapshot, output, **options).output

@@ -401,11 +401,14 @@ def _manifest_options(command):
 @cli.group("run", invoke_without_command=True, subcommand_metavar="[merge]")
 @click.option("--snapshot", "snapshot_file", type=click.Path(dir_okay=False),
               help="The snapshot whose queries are run.  [default: from the config]")
-@click.option("--retriever", metavar="MODULE:FUNCTION",
+@click.option("--retriever", metavar="MODULE:FUNCTION|URL",
               help="The function to call: one query (.id, .text and its other fields as "
                    "attributes) → ranked hits: (id, score) pairs, ids, or dicts with id, "
                    "score, doc_id, start, end, tokens; or a dict of named stages. async def "
-                   "is awaited. Imported with the current folder first on sys.path.")
+                   "is awaited. Imported with the current folder first on sys.path. Or an "
+                   "HTTP endpoint, http(s)://host:port/path: one POST per query, its fields "
+                   "as a JSON object; the hits are the response's list, or its first list at "
+                   "hits, results or documents.")
 @click.option("-o", "--output", type=click.Path(dir_okay=False),
               help="The run to write: JSON Lines with each query's latency_ms, or TREC when "
                    "the name ends in .trec (no costs). Its manifest goes beside it.")
@@ -420,6 +423,9 @@ def _manifest_options(command):
               help="A call with no answer by then has failed.")
 @click.option("--retries", type=click.IntRange(min=0), default=0, show_default=True,
               help="Calls again after a failure (waiting 0.1 s, 0.2 s, 0.4 s, ... up to 5 s).")
+@click.option("--hits-path", metavar="KEY.KEY...",
+              help="For an HTTP endpoint: the dotted keys that lead to the hits in its "
+                   "response (e.g. data.hits).")
 @click.option("--on-error", type=click.Choice(["fail", "record"]), default="fail",
               show_default=True,
               help="A query that still fails: stop (fail, exit 2), or leave it out of the run "
@@ -435,8 +441,8 @@ def _manifest_options(command):
               help="Show a progress line on standard error even when it is not a terminal.")
 @click.pass_context
 def run_command(ctx, snapshot_file, retriever, output, system, timed_on, commit, created,
-                chunks, chunking_version, batch_size, concurrency, timeout, retries, on_error,
-                resume, shard, show_progress):
+                chunks, chunking_version, batch_size, concurrency, timeout, retries,
+                hits_path, on_error, resume, shard, show_progress):
     """Run your retriever over the snapshot's frozen queries, and write the run and its
     manifest (ready for gate check), or with --shard one shard of it.
 
@@ -448,7 +454,8 @@ def run_command(ctx, snapshot_file, retriever, output, system, timed_on, commit,
         if any(v not in (None, (), False) for v in (snapshot_file, retriever, output, system,
                                                     timed_on, commit, created, chunks,
                                                     chunking_version, batch_size, timeout,
-                                                    shard)) or resume or show_progress:
+                                                    hits_path, shard)) or resume \
+                or show_progress:
             from retrieval_gate.core.errors import InputError
 
             raise InputError("gate run merge", "takes its options after merge",
@@ -469,7 +476,8 @@ def run_command(ctx, snapshot_file, retriever, output, system, timed_on, commit,
         resume=resume, shard=shard, progress=_progress_line(show_progress),
         commit=commit, created=created,
         timed_on=None if timed_on is None else _utf8("--timed-on", timed_on), chunks=chunks,
-        chunking_version=chunking_version)
+        chunking_version=chunking_version,
+        hits_path=None if hits_path is None else _utf8("--hits-path", hits_path))
     _run_summary(done)
 
 

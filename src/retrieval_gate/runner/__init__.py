@@ -14,16 +14,18 @@ or dicts with ``id``, ``score`` and optional ``doc_id``, ``start``, ``end``, ``t
 dict of named stages, each such a list.
 
 :func:`retrieval_gate.runner.target.load_target` turns what the user named (``module:function``,
-or the object itself from the library) into a Target: first through each adapter of
+an ``http(s)://`` URL, or the object itself from the library) into a Target. A URL becomes an
+:class:`~retrieval_gate.runner.endpoint.EndpointTarget`, a sync target that posts each query
+and returns the hits of the response. An object goes first through each adapter of
 :data:`retrieval_gate.runner.adapters.ADAPTERS` (a library's retriever object — LangChain
-``invoke``/``batch``, LlamaIndex ``retrieve``, Haystack ``run``, an HTTP endpoint — becomes a
-Target whose ``call`` returns hits in the forms above; duck-typed, no import of those
-libraries), then as a plain callable. A new adapter is one function appended there; the loop
+``invoke``/``batch``, LlamaIndex ``retrieve``, Haystack ``run`` — becomes a Target whose
+``call`` returns hits in the forms above; duck-typed, no import of those libraries), then is
+taken as a plain callable. A new adapter is one function appended there; the loop
 (:mod:`retrieval_gate.runner.calls`), the checks of what comes back, the journal and the
 writers do not change.
 
-Modules: ``target`` (queries as the target sees them, targets), ``adapters`` (the registry),
-``hits`` (a target's result → checked rankings), ``calls`` (concurrency, timeouts, retries),
-``journal`` (resuming, shards), ``output`` (the run files' text), ``run`` (``gate run`` and
-``gate run merge`` as library calls).
+Modules: ``target`` (queries as the target sees them, targets), ``endpoint`` (HTTP endpoints),
+``adapters`` (the registry), ``hits`` (a target's result → checked rankings), ``calls``
+(concurrency, timeouts, retries), ``journal`` (resuming, shards), ``output`` (the run files'
+text), ``run`` (``gate run`` and ``gate run merge`` as library calls).
 """

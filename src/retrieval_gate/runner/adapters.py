@@ -10,8 +10,9 @@ None when ``obj`` is not its kind. :func:`retrieval_gate.runner.target.load_targ
 adapter of :data:`ADAPTERS` in order before it takes ``obj`` for a plain callable.
 
 None is registered yet: a plain callable (``def search(query) -> hits``, ``async def``, or a
-batch function with ``--batch-size``) is the one kind of target. A library retriever is used
-today by wrapping it in such a function.
+batch function with ``--batch-size``) is the one kind of Python target (an HTTP endpoint is
+named by its URL: :mod:`retrieval_gate.runner.endpoint`). A library retriever is used today
+by wrapping it in such a function.
 """
 
 from __future__ import annotations

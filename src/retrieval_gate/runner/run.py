@@ -95,12 +95,14 @@ def run_retriever(retriever: str | Callable[..., Any], snapshot: str | os.PathLi
                   progress: Progress | None = None, commit: str | None = None,
                   created: str | None = None, timed_on: str | None = None,
                   chunks: str | os.PathLike[str] | None = None,
-                  chunking_version: str | None = None) -> RunResult:
+                  chunking_version: str | None = None, hits_path: str | None = None
+                  ) -> RunResult:
     """Run ``retriever`` over the snapshot's queries and write ``output`` (see the module
     docstring); ``system``, ``commit``, ``created``, ``timed_on`` (default: this machine, see
     :func:`machine`), ``chunks`` and ``chunking_version`` go to the run manifest as with ``gate
-    run-manifest``. Raises InputError (exit 2) for bad options, a target that cannot be loaded,
-    a result that is not a ranking, or a failed call under ``on_error="fail"``."""
+    run-manifest``; ``hits_path`` (an HTTP endpoint's only) is recorded in its settings.
+    Raises InputError (exit 2) for bad options, a target that cannot be loaded, a result that
+    is not a ranking, or a failed call under ``on_error="fail"``."""
     settings = _checked(batch_size, concurrency, timeout, retries, on_error)
     part = None if shard is None else parse_shard(shard)
     if part is not None and is_trec(output):
@@ -111,10 +113,10 @@ def run_retriever(retriever: str | Callable[..., Any], snapshot: str | os.PathLi
     test_set = load_test_set(loaded)
     if part is None:
         require_chunking_named(loaded, chunks, chunking_version)
-    target = load_target(retriever, batch_size)
+    target = load_target(retriever, batch_size, hits_path, settings.timeout)
     lines = query_lines(loaded)
     mine = lines if part is None else lines[part[0] - 1::part[1]]
-    header = _header(loaded, target, part, len(mine), settings, on_error)
+    header = _header(loaded, target, part, len(mine), settings, on_error, hits_path)
     started = time.perf_counter()
     records, failed, called = _call(target, loaded, test_set, mine, output, header, settings,
                                     on_error, resume, progress)
@@ -153,17 +155,18 @@ def _checked(batch_size: int | None, concurrency: int, timeout: float | None, re
 
 
 def _header(loaded: Snapshot, target: Target, part: tuple[int, int] | None, count: int,
-            settings: Settings, on_error: str) -> dict[str, Any]:
+            settings: Settings, on_error: str, hits_path: str | None) -> dict[str, Any]:
     """The journal's (and shard file's) header: what its records belong to, and how they were
-    made."""
+    made (``hits_path`` among the settings only when given)."""
     package = None if target.package is None else {"name": target.package[0],
                                                    "version": target.package[1]}
+    given = {} if hits_path is None else {"hits_path": hits_path}
     return {"gate_run": VERSION, "snapshot": loaded.fingerprint, "target": target.identity,
             "shard": None if part is None else f"{part[0]}/{part[1]}", "queries": count,
             "package": package, "latency": "call" if target.batch_size is None else "batch",
             "settings": {"batch_size": target.batch_size, "concurrency": settings.concurrency,
                          "timeout": settings.timeout, "retries": settings.retries,
-                         "on_error": on_error}}
+                         "on_error": on_error, **given}}
 
 
 def _runner(header: Mapping[str, Any], shards: int) -> dict[str, Any]:

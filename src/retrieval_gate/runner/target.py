@@ -3,7 +3,9 @@
 A target is named ``module:function`` (``my_search:search``, ``pkg.search:Retriever.run``: the
 part after the colon is an attribute path). The module is imported as ``python -c "import
 module"`` would find it, with the current folder first on ``sys.path`` (as pytest and uvicorn
-do), so a ``my_search.py`` beside the snapshot works without installing anything.
+do), so a ``my_search.py`` beside the snapshot works without installing anything. A name
+starting ``http://`` or ``https://`` is an HTTP endpoint
+(:mod:`retrieval_gate.runner.endpoint`).
 """
 
 from __future__ import annotations
@@ -126,16 +128,26 @@ class CallableTarget:
         return await self.function(list(queries))
 
 
-def load_target(retriever: str | Callable[..., Any], batch_size: int | None = None
-                ) -> Target:
-    """The target named by ``retriever``: ``module:function`` (see the module docstring), or
+def load_target(retriever: str | Callable[..., Any], batch_size: int | None = None,
+                hits_path: str | None = None, timeout: float | None = None) -> Target:
+    """The target named by ``retriever``: an HTTP endpoint's URL (with ``hits_path``, the
+    dotted keys to its hits, and ``timeout``, its socket's; see
+    :mod:`retrieval_gate.runner.endpoint`), ``module:function`` (see the module docstring), or
     the object itself (library callers). Each adapter of
     :data:`~retrieval_gate.runner.adapters.ADAPTERS` is asked first; otherwise it must be
     callable. InputError (exit 2, naming ``--retriever``) for a name that is not
     ``module:function``, a module that cannot be imported (with the first line of why), an
-    attribute it lacks, or an object that is neither callable nor adapted."""
+    attribute it lacks, or an object that is neither callable nor adapted; naming
+    ``--hits-path`` when one is given for a target that is not an endpoint."""
     from retrieval_gate.runner.adapters import ADAPTERS
+    from retrieval_gate.runner.endpoint import endpoint_target, is_endpoint
 
+    if is_endpoint(retriever):
+        assert isinstance(retriever, str)
+        return endpoint_target(retriever, hits_path, timeout, batch_size)
+    if hits_path is not None:
+        raise InputError("--hits-path", "applies to an HTTP endpoint only", "leave it out: a "
+                         "Python function returns its hits")
     if isinstance(retriever, str):
         obj, identity = _imported(retriever), retriever
         module = retriever.partition(":")[0]
@@ -156,10 +168,6 @@ def load_target(retriever: str | Callable[..., Any], batch_size: int | None = No
 def _imported(spec: str) -> Any:
     """The object ``module:attribute.path`` names, the current folder first on ``sys.path``."""
     shown = capped(spec, 200)
-    if spec.startswith(("http://", "https://")):
-        raise InputError("--retriever", f"{shown} is an HTTP endpoint, which gate run does not "
-                         "call", "wrap it in a Python function that posts the query and "
-                         "returns its hits, and name that function as module:function")
     module, sep, attributes = spec.partition(":")
     if not sep or not module or not attributes:
         raise InputError("--retriever", f"'{shown}' is not module:function",
@@ -238,14 +246,21 @@ def _in_site_packages(path: str | None) -> bool:
     return any(resolved.startswith(os.path.realpath(root) + os.sep) for root in roots)
 
 
+class TargetFailure(Exception):
+    """A failed call that a target describes itself (``HTTP 503: ...``): its message is the
+    failure's line as it is, without the exception's type."""
+
+
 def first_line(exc: BaseException) -> str:
-    """``Type: the first line of its message`` (just ``Type`` without one), at most 200
-    characters; a message that cannot be made says so."""
+    """``Type: the first line of its message`` (just ``Type`` without one; the line alone for a
+    :class:`TargetFailure`), at most 200 characters; a message that cannot be made says so."""
     try:
         text = str(exc)
     except Exception:  # noqa: BLE001 — the user's exception may fail to print
         text = "(its message could not be read)"
     line = text.strip().splitlines()[0] if text.strip() else ""
+    if isinstance(exc, TargetFailure) and line:
+        return capped(line, 200)
     return capped(f"{type(exc).__name__}: {line}" if line else type(exc).__name__, 200)
 
 
