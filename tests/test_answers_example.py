@@ -4,6 +4,7 @@ line per query (and sample) of the snapshot, in the native JSON Lines score form
 from __future__ import annotations
 
 import json
+import os
 import subprocess
 import sys
 from pathlib import Path
@@ -23,9 +24,15 @@ QUERY_IDS = [json.loads(line)["id"] for line in
              (ROOT / "examples" / "pydoc" / "queries.jsonl").read_text("utf-8").splitlines()]
 
 
-def test_score_files_are_rebuilt_byte_for_byte():
+# The reader's answer breaks ties between sentences sharing the same terms with the question;
+# with a plain sum over a set, the string hash seed 111 broke one differently (one in about 75
+# seeds did). The files are the same whatever the seed.
+@pytest.mark.parametrize("hash_seed", ["0", "111", "random"])
+def test_score_files_are_rebuilt_byte_for_byte(hash_seed):
+    env = {**os.environ, "PYTHONHASHSEED": hash_seed}
     done = subprocess.run([sys.executable, str(ANSWERS / "make_answers.py"), "--check"],
-                          capture_output=True, text=True, cwd=ROOT, check=False, timeout=60)
+                          capture_output=True, text=True, cwd=ROOT, check=False, timeout=60,
+                          env=env)
     assert done.returncode == 0, done.stdout + done.stderr
     assert done.stdout.count("identical") == len(SAMPLES), done.stdout
 

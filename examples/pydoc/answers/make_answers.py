@@ -21,7 +21,9 @@ The reader (deterministic, offline, standard library and numpy):
   sentences of the whole corpus, ``ln(1 + (N - df + 0.5) / (df + 0.5))``: function words
   weigh next to nothing (no stop-word list is needed), a term the corpus never uses the most.
 * **Answer**: the sentence whose distinct terms shared with the question weigh most; ties go
-  to the earlier sentence (higher-ranked chunk first). The reader **abstains** when that
+  to the earlier sentence (higher-ranked chunk first). Weights are summed with ``math.fsum``
+  (correctly rounded): a plain sum over a set would depend on the set's iteration order, which
+  follows the process's string hash seed, and could break a tie differently from run to run. The reader **abstains** when that
   weight is below ``abstain_below`` of the question's total weight, or the context is empty.
 
 Scores, per query (SQuAD v2's rule for questions without an answer):
@@ -210,10 +212,10 @@ def context(chunks: Sequence[str], reader: Reader, rng: np.random.Generator | No
 def answer(question: str, read: list[str], reader: Reader, weight: Weights) -> str | None:
     """The sentence of ``read`` whose terms shared with ``question`` weigh most, or None."""
     asked = terms(question)
-    total = sum(weight(t) for t in asked)
+    total = math.fsum(weight(t) for t in asked)
     best, best_weight = None, 0.0
     for sentence in read:
-        shared = sum(weight(t) for t in asked & terms(sentence))
+        shared = math.fsum(weight(t) for t in asked & terms(sentence))
         if shared > best_weight:
             best, best_weight = sentence, shared
     if best is None or best_weight < reader.abstain_below * total:
