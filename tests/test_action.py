@@ -465,9 +465,68 @@ def test_install_only_exposes_the_gate_and_checks_nothing(tmp_path, runner_temp)
     path as the ``gate`` output, for later steps to run that very version; no check runs."""
     run = run_action(tmp_path, runner_temp, {"install-only": "true"})
     assert run.returncode == 0
-    assert [s.name for s in run.steps if s.ran] == ["Install retrieval-gate"]
+    assert [s.name for s in run.steps if s.ran] == ["Install retrieval-gate",
+                                                    "Run the retriever"]
+    assert run.step("Run the retriever").stdout.startswith("No retriever given")
     gate = Path(run.outputs["gate"])
     assert gate.name == "gate" and gate.is_file()
     version = subprocess.run([str(gate), "--version"], capture_output=True, text=True,
                              check=True)
     assert version.stdout.startswith("retrieval-gate, version ")
+
+
+# --- gate run in the action --------------------------------------------------------------------
+
+
+@pytest.mark.install
+def test_a_python_retriever_is_run_in_its_python_then_gated(tmp_path, runner_temp):
+    """``retriever`` runs ``gate run`` in ``retriever-python``'s environment (here the job's
+    other venv: the action's own, standing in for the job's Python) with the gate installed
+    there from the action's folder; the run it writes is the candidate the check gates."""
+    output = tmp_path / "runs" / "overlap.jsonl"
+    python = runner_temp / "retrieval-gate-venv" / "bin" / "python"
+    run = run_action(tmp_path / "action", runner_temp, {
+        "working-directory": "examples/cranfield", "snapshot": "snapshot.json",
+        "baseline": "../../baselines/cranfield/bm25.trec", "retriever": "overlap_retriever:search",
+        "retriever-python": str(python), "run-output": str(output),
+        "run-options": "--system retriever=overlap --concurrency 2", "comment": "off"})
+    step = run.step("Run the retriever")
+    assert step.ran and step.returncode == 0, step.stdout + step.stderr
+    assert run.outputs["run"] == str(output)
+    assert len(output.read_text(encoding="utf-8").splitlines()) == 225
+    manifest = json.loads(output.with_name("overlap.jsonl.manifest.json").read_text())
+    assert manifest["system"] == {"retriever": "overlap"}
+    assert manifest["provenance"]["runner"]["settings"]["concurrency"] == 2
+    _check_common(run, "regression", 1)
+    report = json.loads(Path(run.outputs["report"]).read_text())
+    assert report["candidate"]["path"] == str(output)
+
+
+@pytest.mark.install
+def test_a_retriever_that_fails_stops_the_job_before_the_check(tmp_path, runner_temp):
+    """An endpoint nobody answers: gate run exits 2 (run by the action's own gate — an HTTP
+    retriever needs nothing of the job's Python), the error is annotated, nothing is checked.
+    The options are split at white space and nothing else: no command substitution, no glob."""
+    run = run_action(tmp_path, runner_temp, {
+        "retriever": "http://127.0.0.1:9/search", "snapshot": "examples/cranfield/snapshot.json",
+        "run-output": str(tmp_path / "endpoint.jsonl"), "retriever-python": "no-such-python",
+        "run-options": "--system retriever=$(touch${IFS}pwned) --timeout 2"})
+    step = run.step("Run the retriever")
+    assert step.returncode == 2
+    assert "failed" in step.stderr and "127.0.0.1:9" in step.stderr
+    assert _line(r"::error title=retrieval-gate::gate run exited with 2", step.stdout)
+    assert not run.step("Run the gate").ran
+    assert run.returncode == 2 and run.outputs["run"] == "" and run.outputs["verdict"] == ""
+    assert not (tmp_path / "endpoint.jsonl").exists()
+    assert not list(ROOT.rglob("pwned")) and not list(tmp_path.rglob("pwned"))
+
+
+@pytest.mark.install
+def test_a_python_retriever_without_its_python_is_refused(tmp_path, runner_temp):
+    run = run_action(tmp_path, runner_temp, {"retriever": "my_search:search",
+                                             "retriever-python": "no-such-python"})
+    step = run.step("Run the retriever")
+    assert step.returncode == 2
+    assert _line(r"::error title=retrieval-gate::retriever-python: no interpreter "
+                 r"'no-such-python' found", step.stdout)
+    assert not run.step("Run the gate").ran and run.returncode == 2

@@ -82,13 +82,13 @@ def initialise(queries: str | os.PathLike[str], qrels: str | os.PathLike[str], *
                f" --chunks {chunks_file} --chunking-version {chunking_version}")
     steps = (
         f"commit {target}, {config} and {workflow} (and the files the snapshot pins)",
-        (f"make your retriever's run of every query in {frozen.source}'s query set, write its "
-        f"manifest: gate run-manifest --snapshot {snapshot_path} --run RUN --system "
-        f"name=my-retriever{declare}"),
+        (f"run your retriever over every query of {frozen.source}'s query set, the run and its "
+        f"manifest: gate run --snapshot {snapshot_path} --retriever MODULE:FUNCTION -o RUN "
+        f"--system retriever=my-retriever{declare}"),
         (f"approve it as the baseline: gate baseline approve --candidate RUN --to {baseline} — "
         "and commit the folder"),
-        (f"edit the REPLACE parts of {workflow} (how your retriever makes {candidate}); from then "
-        "on, every pull request is gated"))
+        (f"edit the REPLACE parts of {workflow} (your retriever's packages and its "
+        f"MODULE:FUNCTION, which makes {candidate}); from then on, every pull request is gated"))
     assert frozen.unit_choice is not None
     return Initialised((target, config, workflow), steps, frozen.unit_choice)
 
