@@ -4,6 +4,7 @@ with a retriever module written there, as a user's would be."""
 
 from __future__ import annotations
 
+import hashlib
 import json
 import os
 import re
@@ -492,6 +493,46 @@ def test_a_journal_of_another_target_or_snapshot_is_refused(here: Path) -> None:
     code, out, err = run(here, "returns", "--resume", env={"RETURNS": "[]"})
     assert code == 0, err  # the same run resumes: q1 came from the journal
     assert "(4 queries called in" in out
+
+
+def test_a_journal_is_bound_to_the_code_and_the_settings_that_change_answers(
+        here: Path) -> None:
+    """--resume refuses a journal when the target's source file changed since (the hash of
+    its bytes), or the batch size (what a latency is) — not when only the concurrency or the
+    retries changed; the manifest records the hash, computed here independently."""
+    world(here)
+    name = module(here)
+    source = here / f"{name}.py"
+    again = ["run", "--snapshot", here / "snapshot.json", "--retriever", f"{name}:returns",
+             "-o", here / "run.jsonl", "--commit", "none", "--resume"]
+    assert run(here, "returns", env={"RETURNS": "null"})[0] == 2
+    source.write_text(SEARCH + "# edited\n")
+    code, _, err = gate(*again, env={"RETURNS": "[]"})
+    assert code == 2 and "the journal belongs to another run: code sha256:" in err
+    source.write_text(SEARCH)
+    code, _, err = gate(*again, "--batch-size", "2", env={"RETURNS": "[]"})
+    assert code == 2 and "batch_size None (this run: 2)" in err
+    code, out, err = gate(*again, "--concurrency", "2", "--retries", "1", env={"RETURNS": "[]"})
+    assert code == 0, err
+    assert "(4 queries called in" in out  # q1 came from the journal
+    runner = json.loads((here / "run.jsonl.manifest.json").read_text())["provenance"]["runner"]
+    assert runner["code"] == "sha256:" + hashlib.sha256(SEARCH.encode()).hexdigest()
+    assert runner["settings"]["concurrency"] == 2
+
+
+def test_shards_of_different_code_are_not_merged(here: Path) -> None:
+    world(here)
+    name = module(here)
+    for i, text in ((1, SEARCH), (2, SEARCH + "# edited\n")):
+        (here / f"{name}.py").write_text(text)
+        assert gate("run", "--snapshot", here / "snapshot.json", "--retriever",
+                    f"{name}:search", "--shard", f"{i}/2", "-o", here / f"shard{i}.jsonl",
+                    "--commit", "none")[0] == 0
+    code, _, err = gate("run", "merge", here / "shard1.jsonl", here / "shard2.jsonl",
+                        "--snapshot", here / "snapshot.json", "-o", here / "run.jsonl",
+                        "--commit", "none")
+    assert code == 2 and "shard2.jsonl: differs from " in err and "in its code — " in err
+    assert not (here / "run.jsonl").exists()
 
 
 def test_shards_merge_into_the_run_of_every_query(here: Path) -> None:

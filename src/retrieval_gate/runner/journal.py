@@ -34,7 +34,12 @@ from retrieval_gate.core.untrusted import capped
 from retrieval_gate.formats.source import display_name
 
 VERSION = 1
-BOUND = ("snapshot", "target", "shard")  # what a journal is bound to
+# What a journal is bound to: its answers came from this snapshot, target (its entry point,
+# the version of the package that provides it, the hash of its source file), shard, and the
+# settings that change what an answer is — not the concurrency, timeout or retries, which a
+# resumed run may change.
+BOUND = ("snapshot", "target", "package", "code", "shard", "latency")
+BOUND_SETTINGS = ("batch_size", "hits_path")
 
 
 def journal_path(output: str | os.PathLike[str]) -> str:
@@ -105,15 +110,20 @@ def _parsed(line: str, name: str, number: int, what: str) -> dict[str, Any]:
 
 
 def require_bound(found: dict[str, Any], expected: dict[str, Any], name: str) -> None:
-    """InputError (exit 2) unless the journal's header ``found`` names the snapshot, target and
-    shard of ``expected``: its answers belong to another run."""
-    differ = [key for key in BOUND if found.get(key) != expected.get(key)]
+    """InputError (exit 2) unless the journal's header ``found`` agrees with ``expected`` on
+    every key of :data:`BOUND` and :data:`BOUND_SETTINGS`: its answers belong to another
+    run."""
+    pairs = [(key, found.get(key), expected.get(key)) for key in BOUND]
+    pairs += [(key, (found.get("settings") or {}).get(key),
+               (expected.get("settings") or {}).get(key)) for key in BOUND_SETTINGS]
+    differ = [(key, was, now) for key, was, now in pairs if was != now]
     if differ:
-        said = "; ".join(f"{key} {capped(str(found.get(key)), 80)} (this run: "
-                         f"{capped(str(expected.get(key)), 80)})" for key in differ)
+        said = "; ".join(f"{key} {capped(str(was), 80)} (this run: {capped(str(now), 80)})"
+                         for key, was, now in differ)
         raise InputError(name, f"the journal belongs to another run: {said}",
-                         "resume with the same snapshot, target and shard, or leave out "
-                         "--resume to start over (the journal is then replaced)")
+                         "resume with the same snapshot, target (its code and package "
+                         "version), shard, batch size and hits path, or leave out --resume to "
+                         "start over (the journal is then replaced)")
 
 
 class Journal:

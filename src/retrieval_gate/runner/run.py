@@ -52,7 +52,7 @@ from retrieval_gate.runner.journal import (
     shard_text,
 )
 from retrieval_gate.runner.output import is_trec, run_texts, stage_names
-from retrieval_gate.runner.target import Target, batches, load_target, query_lines
+from retrieval_gate.runner.target import Target, batches, code_of, load_target, query_lines
 
 ON_ERROR = ("fail", "record")
 Progress = Callable[[int, int, int, float], None]
@@ -163,7 +163,8 @@ def _header(loaded: Snapshot, target: Target, part: tuple[int, int] | None, coun
     given = {} if hits_path is None else {"hits_path": hits_path}
     return {"gate_run": VERSION, "snapshot": loaded.fingerprint, "target": target.identity,
             "shard": None if part is None else f"{part[0]}/{part[1]}", "queries": count,
-            "package": package, "latency": "call" if target.batch_size is None else "batch",
+            "package": package, "code": code_of(target.identity),
+            "latency": "call" if target.batch_size is None else "batch",
             "settings": {"batch_size": target.batch_size, "concurrency": settings.concurrency,
                          "timeout": settings.timeout, "retries": settings.retries,
                          "on_error": on_error, **given}}
@@ -175,6 +176,8 @@ def _runner(header: Mapping[str, Any], shards: int) -> dict[str, Any]:
     runner: dict[str, Any] = {"target": header["target"]}
     if header.get("package") is not None:
         runner["package"] = dict(header["package"])
+    if header.get("code") is not None:
+        runner["code"] = header["code"]
     runner["settings"] = {**header["settings"], "shards": shards}
     runner["latency"] = header["latency"]
     runner["failed"] = []
@@ -355,7 +358,7 @@ def merge_shards(shards: Sequence[str | os.PathLike[str]], snapshot: str | os.Pa
             raise InputError(name, f"was run on snapshot {capped(str(shard.header.get('snapshot')), 80)}, "
                              f"not on {display_name(snapshot)} ({loaded.fingerprint})",
                              "merge shards run on this snapshot")
-        for key in ("target", "settings", "package", "latency"):
+        for key in ("target", "settings", "package", "code", "latency"):
             if shard.header.get(key) != first.header.get(key) or of != count:
                 what = "shard count" if of != count else key
                 raise InputError(name, f"differs from {first_name} in its {what}", "merge the "

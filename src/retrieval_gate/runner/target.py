@@ -233,6 +233,26 @@ def package_of(module: str) -> tuple[str, str] | None:
     return None
 
 
+def code_of(identity: str) -> str | None:
+    """``sha256:HEX`` of the source file of the module a Python target's identity names
+    (``module:function``; the module is imported by then), or None: for an HTTP endpoint, a
+    module without a file, or a file that cannot be read. It binds a journal to the code that
+    answered it — an edit of that file between an interrupted run and its ``--resume`` would
+    mix two retrievers' answers in one run. Only that one file: a module it imports is not
+    hashed (an installed one is covered by the package's version)."""
+    import hashlib
+
+    module, sep, _ = identity.partition(":")
+    path = getattr(sys.modules.get(module), "__file__", None) if sep else None
+    if not path:
+        return None
+    try:
+        with open(path, "rb") as handle:
+            return "sha256:" + hashlib.sha256(handle.read()).hexdigest()
+    except OSError:
+        return None
+
+
 def _in_site_packages(path: str | None) -> bool:
     """Whether a module file lies under one of this interpreter's package directories."""
     import site
