@@ -292,6 +292,18 @@ def test_the_manifest_and_the_journal_name_the_url_without_credentials_or_query(
                                                            "keys")),
     (("--retriever", "MODULE:search", "--hits-path", "a"), ("--hits-path: applies to an HTTP "
                                                            "endpoint only")),
+    (("--retriever", "MODULE:search", "--header", "X-Key: 1"), ("--header: applies to an HTTP "
+                                                               "endpoint only")),
+    (("--retriever", "http://h/x", "--header", "Bearer s3cret"), ("--header: value 1 is not "
+                                                                 "Name: value")),
+    (("--retriever", "http://h/x", "--header", "A: 1", "--header", "X Key: s3cret"),
+     "--header: value 2 is not Name: value"),
+    (("--retriever", "http://h/x", "--header", "Content-Type: text/plain"),
+     "--header: Content-Type is set by gate run"),
+    (("--retriever", "http://h/x", "--header", "X-Key: s3cret\r\nHost: evil"),
+     "--header: the value of X-Key holds a control character"),
+    (("--retriever", "http://h/x", "--header", "x-key: 1", "--header", "X-Key: 2"),
+     "--header: X-Key is given twice"),
 ])
 def test_bad_endpoint_options_are_refused(here: Path, args: tuple[str, ...], said: str
                                           ) -> None:
@@ -299,4 +311,25 @@ def test_bad_endpoint_options_are_refused(here: Path, args: tuple[str, ...], sai
     code, _, err = gate("run", "--snapshot", here / "snapshot.json", *given,
                         "-o", here / "run.jsonl")
     assert code == 2 and said in err, err
+    assert "s3cret" not in err  # a header's value may be a secret: never quoted
     assert not (here / "run.jsonl").exists() and not (here / "run.jsonl.journal").exists()
+
+
+def test_headers_are_sent_with_every_request_and_recorded_by_name_only(
+        here: Path, endpoint: tuple[str, Server]) -> None:
+    """--header adds a header to every request (replacing the default Accept and the URL's
+    basic authentication when it names them); the manifest and journal hold its name, not its
+    value."""
+    url, server = endpoint
+    with_user = url.replace("http://", "http://me:pw@")
+    code, _, err = post(here, f"{with_user}/search", "--header", "Authorization: Bearer s3cret",
+                        "--header", "X-Tenant:  acme  ", "--header", "Accept: application/x")
+    assert code == 0, err
+    assert len(server.received) == len(QUERIES)
+    for _, headers, _ in server.received:
+        assert headers["Authorization"] == "Bearer s3cret"
+        assert headers["X-Tenant"] == "acme" and headers["Accept"] == "application/x"
+        assert headers["Content-Type"] == "application/json"
+    runner = runner_of(here / "run.jsonl")
+    assert runner["settings"]["headers"] == ["Authorization", "X-Tenant", "Accept"]
+    assert "s3cret" not in (here / "run.jsonl.manifest.json").read_text()

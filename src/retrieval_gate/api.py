@@ -104,7 +104,8 @@ def run(retriever: str | Callable[..., Any], *, snapshot: PathLike, output: Path
     awaited. It may also be an HTTP endpoint's URL (``"http://host:port/path"``: one POST per
     query). ``options`` are ``gate run``'s options by their Python names: ``system`` (a dict),
     ``batch_size``, ``concurrency``, ``timeout``, ``retries``, ``hits_path`` (an endpoint's
-    dotted keys to its hits), ``on_error`` (``"fail"`` or ``"record"``), ``resume``,
+    dotted keys to its hits), ``headers`` (an endpoint's extra request headers, ``"Name:
+    value"`` strings), ``on_error`` (``"fail"`` or ``"record"``), ``resume``,
     ``shard`` (``"I/N"``: then ``output`` is a shard file), ``commit``, ``created``,
     ``timed_on``, ``chunks``, ``chunking_version``, and ``progress`` (called with queries
     done, queries in all, failures, seconds). Bad input raises InputError (exit code 2), as

@@ -426,6 +426,10 @@ def _manifest_options(command):
 @click.option("--hits-path", metavar="KEY.KEY...",
               help="For an HTTP endpoint: the dotted keys that lead to the hits in its "
                    "response (e.g. data.hits).")
+@click.option("--header", "headers", metavar="'NAME: VALUE'", multiple=True,
+              help="For an HTTP endpoint: a header sent with every request, e.g. "
+                   "'Authorization: Bearer TOKEN' (repeatable; the manifest records its name, "
+                   "never its value).")
 @click.option("--on-error", type=click.Choice(["fail", "record"]), default="fail",
               show_default=True,
               help="A query that still fails: stop (fail, exit 2), or leave it out of the run "
@@ -442,7 +446,7 @@ def _manifest_options(command):
 @click.pass_context
 def run_command(ctx, snapshot_file, retriever, output, system, timed_on, commit, created,
                 chunks, chunking_version, batch_size, concurrency, timeout, retries,
-                hits_path, on_error, resume, shard, show_progress):
+                hits_path, headers, on_error, resume, shard, show_progress):
     """Run your retriever over the snapshot's frozen queries, and write the run and its
     manifest (ready for gate check), or with --shard one shard of it.
 
@@ -454,7 +458,7 @@ def run_command(ctx, snapshot_file, retriever, output, system, timed_on, commit,
         if any(v not in (None, (), False) for v in (snapshot_file, retriever, output, system,
                                                     timed_on, commit, created, chunks,
                                                     chunking_version, batch_size, timeout,
-                                                    hits_path, shard)) or resume \
+                                                    hits_path, headers, shard)) or resume \
                 or show_progress:
             from retrieval_gate.core.errors import InputError
 
@@ -477,7 +481,8 @@ def run_command(ctx, snapshot_file, retriever, output, system, timed_on, commit,
         commit=commit, created=created,
         timed_on=None if timed_on is None else _utf8("--timed-on", timed_on), chunks=chunks,
         chunking_version=chunking_version,
-        hits_path=None if hits_path is None else _utf8("--hits-path", hits_path))
+        hits_path=None if hits_path is None else _utf8("--hits-path", hits_path),
+        headers=list(headers))
     _run_summary(done)
 
 

@@ -4,7 +4,9 @@
 and the body ``{"id": ..., "text": ..., ...}`` — every field of the query's line, as
 :attr:`~retrieval_gate.runner.target.RunnerQuery.fields` gives them. Credentials in the URL
 (``https://user:secret@host/search``) are sent as HTTP basic authentication, not in the
-request line; the query string is sent as given. Redirects are not followed (a ``POST`` that
+request line; the query string is sent as given. ``--header "Name: value"`` (repeatable) adds
+a header to every request — an API key, a bearer token — (see :func:`parse_headers`); only
+the headers' names are recorded, never their values. Redirects are not followed (a ``POST`` that
 is redirected would arrive as a ``GET``): a 3xx answer is a failure like any other status that
 is not 2xx. Proxies are those of the environment (``https_proxy``, ``no_proxy``), as for
 every client built on ``urllib``.
@@ -34,6 +36,7 @@ from __future__ import annotations
 import base64
 import http.client
 import json
+import re
 import urllib.error
 import urllib.parse
 import urllib.request
@@ -129,11 +132,48 @@ class EndpointTarget:
                             f"with no list at {', '.join(HIT_KEYS)} (give --hits-path)")
 
 
+_TOKEN = re.compile(r"[!#$%&'*+.^_`|~0-9A-Za-z-]{1,100}")  # an HTTP field name (RFC 9110)
+_FIXED = ("content-type", "content-length", "host", "transfer-encoding")  # set by the request
+
+
+def parse_headers(given: Sequence[str]) -> tuple[tuple[str, str], ...]:
+    """``--header`` values, each ``Name: value``, as (name, value) pairs in the order given.
+    The name is an HTTP field name; the value is printable ASCII or Latin-1 (white space
+    around it dropped; no control character: a line break would start a header of its own).
+    Refused (InputError naming ``--header``, its value never quoted — it may be a secret): a
+    value without a colon, a name that is not a field name, ``Content-Type``,
+    ``Content-Length``, ``Host`` and ``Transfer-Encoding`` (the request sets them), and a name
+    given twice."""
+    pairs: list[tuple[str, str]] = []
+    for text in given:
+        name, colon, value = text.partition(":")
+        name, value = name.strip(), value.strip()
+        if not colon or not _TOKEN.fullmatch(name):
+            raise InputError("--header", f"value {len(pairs) + 1} is not Name: value (a field "
+                             "name — letters, digits, - — then a colon)", "write --header "
+                             "'Authorization: Bearer TOKEN'")
+        if name.lower() in _FIXED:
+            raise InputError("--header", f"{name} is set by gate run (a JSON POST)",
+                             "leave it out")
+        if any(ord(c) < 32 and c != "\t" or 127 <= ord(c) < 160 or ord(c) > 255
+               for c in value):
+            raise InputError("--header", f"the value of {name} holds a control character or "
+                             "a character beyond Latin-1", "give the value as it is sent, "
+                             "on one line")
+        if any(name.lower() == seen.lower() for seen, _ in pairs):
+            raise InputError("--header", f"{name} is given twice", "give each header once")
+        pairs.append((name, value))
+    return tuple(pairs)
+
+
 def endpoint_target(url: str, hits_path: str | None, timeout: float | None,
-                    batch_size: int | None) -> EndpointTarget:
-    """The target for ``url`` (see the module docstring); InputError naming the option at
-    fault for a URL that is not ``http(s)://host[:port]/path`` in printable ASCII, or a batch
-    size (an endpoint is called once per query)."""
+                    batch_size: int | None,
+                    extra_headers: Sequence[tuple[str, str]] = ()) -> EndpointTarget:
+    """The target for ``url`` (see the module docstring), sending ``extra_headers`` too (from
+    :func:`parse_headers`; they replace the default ``Accept`` and the URL's basic
+    authentication when they name them); InputError naming the option at fault for a URL that
+    is not ``http(s)://host[:port]/path`` in printable ASCII, or a batch size (an endpoint is
+    called once per query)."""
     shown = visible(capped(url, 200))
     if batch_size is not None:
         raise InputError("--batch-size", "an HTTP endpoint is called with one query per "
@@ -164,6 +204,8 @@ def endpoint_target(url: str, hits_path: str | None, timeout: float | None,
                   f"{urllib.parse.unquote(parts.password or '')}")
         headers.append(("Authorization", "Basic " + base64.b64encode(
             secret.encode("utf-8")).decode("ascii")))
+    named = {name.lower() for name, _ in extra_headers}
+    headers = [h for h in headers if h[0].lower() not in named] + list(extra_headers)
     request_url = urllib.parse.urlunsplit((parts.scheme, host, path, parts.query, ""))
     return EndpointTarget(identity, request_url, tuple(headers),
                           () if hits_path is None else hits_path_keys(hits_path),

@@ -41,6 +41,7 @@ from retrieval_gate.formats.source import Blob, display_name
 from retrieval_gate.inputs.run_manifest import run_manifest_text
 from retrieval_gate.inputs.snapshot import Snapshot, TestSet, load_snapshot, load_test_set
 from retrieval_gate.runner.calls import Outcome, Settings, call_all
+from retrieval_gate.runner.endpoint import parse_headers
 from retrieval_gate.runner.hits import HitRules, rankings_of, shown
 from retrieval_gate.runner.journal import (
     VERSION,
@@ -95,12 +96,13 @@ def run_retriever(retriever: str | Callable[..., Any], snapshot: str | os.PathLi
                   progress: Progress | None = None, commit: str | None = None,
                   created: str | None = None, timed_on: str | None = None,
                   chunks: str | os.PathLike[str] | None = None,
-                  chunking_version: str | None = None, hits_path: str | None = None
-                  ) -> RunResult:
+                  chunking_version: str | None = None, hits_path: str | None = None,
+                  headers: Sequence[str] = ()) -> RunResult:
     """Run ``retriever`` over the snapshot's queries and write ``output`` (see the module
     docstring); ``system``, ``commit``, ``created``, ``timed_on`` (default: this machine, see
     :func:`machine`), ``chunks`` and ``chunking_version`` go to the run manifest as with ``gate
-    run-manifest``; ``hits_path`` (an HTTP endpoint's only) is recorded in its settings.
+    run-manifest``; ``hits_path`` and ``headers`` (``"Name: value"`` strings) are an HTTP
+    endpoint's only: the path is recorded in the settings, the headers by name alone.
     Raises InputError (exit 2) for bad options, a target that cannot be loaded, a result that
     is not a ranking, or a failed call under ``on_error="fail"``."""
     settings = _checked(batch_size, concurrency, timeout, retries, on_error)
@@ -113,10 +115,12 @@ def run_retriever(retriever: str | Callable[..., Any], snapshot: str | os.PathLi
     test_set = load_test_set(loaded)
     if part is None:
         require_chunking_named(loaded, chunks, chunking_version)
-    target = load_target(retriever, batch_size, hits_path, settings.timeout)
+    extra = parse_headers(headers)
+    target = load_target(retriever, batch_size, hits_path, settings.timeout, extra)
     lines = query_lines(loaded)
     mine = lines if part is None else lines[part[0] - 1::part[1]]
-    header = _header(loaded, target, part, len(mine), settings, on_error, hits_path)
+    header = _header(loaded, target, part, len(mine), settings, on_error, hits_path,
+                     [name for name, _ in extra])
     started = time.perf_counter()
     records, failed, called = _call(target, loaded, test_set, mine, output, header, settings,
                                     on_error, resume, progress)
@@ -155,12 +159,16 @@ def _checked(batch_size: int | None, concurrency: int, timeout: float | None, re
 
 
 def _header(loaded: Snapshot, target: Target, part: tuple[int, int] | None, count: int,
-            settings: Settings, on_error: str, hits_path: str | None) -> dict[str, Any]:
+            settings: Settings, on_error: str, hits_path: str | None,
+            header_names: list[str]) -> dict[str, Any]:
     """The journal's (and shard file's) header: what its records belong to, and how they were
-    made (``hits_path`` among the settings only when given)."""
+    made (``hits_path`` and the extra request headers' names among the settings only when
+    given)."""
     package = None if target.package is None else {"name": target.package[0],
                                                    "version": target.package[1]}
-    given = {} if hits_path is None else {"hits_path": hits_path}
+    given: dict[str, Any] = {} if hits_path is None else {"hits_path": hits_path}
+    if header_names:
+        given["headers"] = header_names
     return {"gate_run": VERSION, "snapshot": loaded.fingerprint, "target": target.identity,
             "shard": None if part is None else f"{part[0]}/{part[1]}", "queries": count,
             "package": package, "code": code_of(target.identity),

@@ -129,7 +129,8 @@ class CallableTarget:
 
 
 def load_target(retriever: str | Callable[..., Any], batch_size: int | None = None,
-                hits_path: str | None = None, timeout: float | None = None) -> Target:
+                hits_path: str | None = None, timeout: float | None = None,
+                headers: Sequence[tuple[str, str]] = ()) -> Target:
     """The target named by ``retriever``: an HTTP endpoint's URL (with ``hits_path``, the
     dotted keys to its hits, and ``timeout``, its socket's; see
     :mod:`retrieval_gate.runner.endpoint`), ``module:function`` (see the module docstring), or
@@ -138,16 +139,20 @@ def load_target(retriever: str | Callable[..., Any], batch_size: int | None = No
     callable. InputError (exit 2, naming ``--retriever``) for a name that is not
     ``module:function``, a module that cannot be imported (with the first line of why), an
     attribute it lacks, or an object that is neither callable nor adapted; naming
-    ``--hits-path`` when one is given for a target that is not an endpoint."""
+    ``--hits-path`` or ``--header`` (``headers``: an endpoint's extra request headers) when
+    one is given for a target that is not an endpoint."""
     from retrieval_gate.runner.adapters import ADAPTERS
     from retrieval_gate.runner.endpoint import endpoint_target, is_endpoint
 
     if is_endpoint(retriever):
         assert isinstance(retriever, str)
-        return endpoint_target(retriever, hits_path, timeout, batch_size)
+        return endpoint_target(retriever, hits_path, timeout, batch_size, headers)
     if hits_path is not None:
         raise InputError("--hits-path", "applies to an HTTP endpoint only", "leave it out: a "
                          "Python function returns its hits")
+    if headers:
+        raise InputError("--header", "applies to an HTTP endpoint only", "leave it out: a "
+                         "Python function is called, not requested")
     if isinstance(retriever, str):
         obj, identity = _imported(retriever), retriever
         module = retriever.partition(":")[0]
