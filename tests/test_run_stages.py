@@ -525,6 +525,54 @@ def test_a_run_whose_queries_report_their_latency_or_not_by_turns_is_refused(her
     assert not (here / "run.jsonl").exists()
 
 
+# gate check reads what the latencies are --------------------------------------------------
+
+def config(folder: Path, name: str, cost: str) -> Path:
+    path = folder / f"{name}.toml"
+    path.write_text(f'[[gate]]\nmeasure = "Recall@3"\nmargin = 0.1\n\n[[cost]]\n{cost}\n')
+    return path
+
+
+def check(folder: Path, base: str, cand: str, *args: str | Path) -> tuple[int, str, str]:
+    return gate("check", "--snapshot", folder / "flat" / "snapshot.json", "--baseline",
+                folder / base, "--candidate", folder / cand, *args)
+
+
+def test_check_compares_latencies_of_one_kind_only_and_no_relative_gate_on_batch_times(
+        here: Path) -> None:
+    assert batch_run(here, "batch", output="reported.jsonl")[0] == 0
+    assert batch_run(here, "plain_batch", output="batch.jsonl")[0] == 0
+    assert batch_run(here, "plain_batch", output="batch2.jsonl")[0] == 0
+    assert gate("run", "--snapshot", here / "flat" / "snapshot.json", "--retriever",
+                f"{module(here)}:pairs", "-o", here / "call.jsonl", "--commit", "none")[0] == 0
+    relative = config(here, "relative", 'metric = "latency_ms"\nstat = "p50"\n'
+                      "max-increase = 0.5")
+    budget = config(here, "budget", 'metric = "latency_ms"\nstat = "p50"\nmax = 60000')
+    # two kinds, gated: not comparable; shown only: left out, with a warning
+    code, _, err = check(here, "call.jsonl", "batch.jsonl", "--config", budget)
+    assert code == 3 and "latency_ms is gated, and the runs measure it differently: the " \
+        "baseline's are each query's own call, timed by gate run; the candidate's are the " \
+        "wall time of the batch call that answered each query" in err
+    code, out, err = check(here, "reported.jsonl", "call.jsonl", "--no-config", "--gate",
+                           "Recall@3=0.1")
+    assert code == 0, err
+    assert "latency_ms: the runs measure it differently (the baseline's are the latency the " \
+        "batch function reported for each query; the candidate's are each query's own call" \
+        in out + err
+    assert "latency_ms p50" not in out
+    # batch times: a relative gate is refused, an absolute budget decides with a warning
+    code, _, err = check(here, "batch.jsonl", "batch2.jsonl", "--config", relative)
+    assert code == 2 and "latency_ms p50 is gated relatively (max-increase), and the " \
+        "baseline's latencies are batch wall times" in err
+    code, out, err = check(here, "batch.jsonl", "batch2.jsonl", "--config", budget)
+    assert code == 0, err
+    assert "latency_ms p50" in out and "the candidate's latencies are the wall time of the " \
+        "batch call that answered each query" in out + err
+    # reported latencies on both sides: compared as any
+    code, out, err = check(here, "reported.jsonl", "reported.jsonl", "--config", relative)
+    assert code == 0 and "latency_ms p50" in out and "measure it differently" not in out + err
+
+
 # the pydoc pipeline example ---------------------------------------------------------------
 
 PYDOC_STAGES = """
