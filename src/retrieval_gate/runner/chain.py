@@ -40,6 +40,7 @@ from retrieval_gate.core.stages import StageContract
 from retrieval_gate.core.untrusted import capped
 from retrieval_gate.runner.endpoint import MAX_IDENTITY, EndpointTarget
 from retrieval_gate.runner.hits import HitRules, Item, Rankings, rankings_of, shown
+from retrieval_gate.runner.output import written_item
 from retrieval_gate.runner.target import (
     CallableTarget,
     RunnerQuery,
@@ -171,15 +172,9 @@ def _checked(stage: Stage, hits: Any, qid: str, tokenizer: Tokenizer | None) -> 
 
 
 def _passed(item: Item, rank: int, text: str | None) -> dict[str, Any]:
-    """A checked item as the next stage gets it (see the module docstring)."""
-    ident, score, doc, start, end, tokens = item
-    hit: dict[str, Any] = {"id": ident, "score": 1 / rank if score is None else score}
-    if doc is not None:
-        hit["doc_id"] = doc
-    if start is not None:
-        hit["start"], hit["end"] = start, end
-    if tokens is not None:
-        hit["tokens"] = tokens
+    """A checked item as the next stage gets it: as its run file writes it, with its hit's
+    text (see the module docstring)."""
+    hit = written_item(item, rank)
     if text is not None:
         hit["text"] = text
     return hit

@@ -123,20 +123,25 @@ def _consistent(rows: list[tuple[str, list[list[Any]], float | None]], unit: str
                          "none (a run file holds it for every item or for none)")
 
 
+def written_item(checked: list[Any], rank: int) -> dict[str, Any]:
+    """A checked hit at ``rank`` as a JSON Lines item: ``id``, ``score`` (1/rank for a hit
+    without one), and ``doc_id``, ``start`` and ``end``, ``tokens`` when it has them."""
+    ident, score, doc, start, end, tokens = checked
+    item: dict[str, Any] = {"id": ident, "score": 1 / rank if score is None else score}
+    if doc is not None:
+        item["doc_id"] = doc
+    if start is not None:
+        item["start"], item["end"] = start, end
+    if tokens is not None:
+        item["tokens"] = tokens
+    return item
+
+
 def _jsonl(rows: list[tuple[str, list[list[Any]], float | None]]) -> str:
     """The JSON Lines text of one file (see the module docstring)."""
     lines = []
     for qid, items, latency in rows:
-        written = []
-        for rank, (ident, score, doc, start, end, tokens) in enumerate(items, 1):
-            item: dict[str, Any] = {"id": ident, "score": 1 / rank if score is None else score}
-            if doc is not None:
-                item["doc_id"] = doc
-            if start is not None:
-                item["start"], item["end"] = start, end
-            if tokens is not None:
-                item["tokens"] = tokens
-            written.append(item)
+        written = [written_item(item, rank) for rank, item in enumerate(items, 1)]
         line: dict[str, Any] = {"query_id": qid, "items": written}
         if latency is not None:
             line["latency_ms"] = round(latency, 3)
