@@ -104,6 +104,17 @@ async def acandidates(query):
 async def acontext(query, hits):
     return context(query, hits)
 
+def unit_hits(query):
+    unit = os.environ["UNIT"]
+    ranked = enumerate(RANKED[query.id])
+    if unit == "chunk":
+        return [{{"id": d + "#0", "doc_id": d, "score": 5.0 - i}} for i, d in ranked]
+    return [{{"doc_id": d, "start": 0, "end": 4, "score": 5.0 - i}} for i, d in ranked]
+
+def first_only(query, hits):
+    _log("first_only", query, hits)
+    return hits[:1]
+
 def words(text):
     return text.split()
 
@@ -256,6 +267,25 @@ def test_stages_on_a_snapshot_without_a_pipeline_and_an_endpoint_after_the_first
         "a stage after the first is given the query and the previous stage's hits" in err
     code, _, err = gate("run", "--snapshot", here / "snapshot.json", "-o", here / "run.jsonl")
     assert code == 2 and "--retriever: is required" in err
+
+
+@pytest.mark.parametrize("unit", ["chunk", "span"])
+def test_a_later_stage_gets_and_may_return_hits_of_the_snapshot_s_unit(here: Path,
+                                                                       unit: str) -> None:
+    """The dicts a stage is given are hits the runner accepts back: their places, chunks and
+    documents as the snapshot's evidence unit reads them."""
+    world(here, unit, stages=("candidates", "context"))
+    args = ("--chunking-version", "v1") if unit == "chunk" else ()
+    code, _, err = chain(here, "candidates=unit_hits", "context=first_only", args=args,
+                         env={"UNIT": unit})
+    assert code == 0, err
+    given = next(r for r in logged(here) if r["query"] == "q1")["hits"]
+    first = RANKED["q1"][0]
+    assert given[0] == ({"id": f"{first}#0", "doc_id": first, "score": 5.0} if unit == "chunk"
+                        else {"id": f"{first}[0:4]", "doc_id": first, "start": 0, "end": 4,
+                              "score": 5.0})
+    assert lines(here / "run.jsonl")[0]["items"] == [given[0]]
+    assert gate("validate", here / "snapshot.json", here / "run.jsonl")[0] == 0
 
 
 def test_a_failing_stage_fails_the_whole_chain_which_is_retried_from_the_first_stage(

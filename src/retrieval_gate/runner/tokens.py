@@ -6,7 +6,9 @@ library) is the pipeline's own: the one its generator counts the context with, a
 budget means nothing in another tokenizer's tokens. The gate ships none. It is called with a
 hit's text and returns its tokens — a sequence (its length is the count: a list of token ids,
 a tokenizer's encoding) or the count itself, a whole number ≥ 0. A string or a mapping is not
-a count (a string's length is characters; a mapping's is its keys).
+a count (a string's length is characters; a mapping's is its keys). For chained stages it is
+called between the stages, in the calls' threads: with ``--concurrency``, from several at once,
+as the stages are.
 
 **Which count an item gets**, hit by hit, once its ranking is checked:
 
