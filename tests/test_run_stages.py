@@ -91,7 +91,7 @@ def flaky(query, hits):
 
 def bad(query, hits):
     _log("bad", query)
-    return [("nope", 1.0)] if query.id == "q2" else hits
+    return [("nope", 1.0)] if query.id == "q2" and os.environ.get("BAD") != "no" else hits
 
 def later(query, hits):
     _log("later", query)
@@ -331,7 +331,17 @@ def test_resume_and_shards_are_bound_to_every_stage_s_target(here: Path) -> None
     assert code == 2 and "the journal belongs to another run: target candidates=" in err
     code, _, err = chain(here, "candidates=candidates", "context=bad", args=("--resume",))
     assert code == 2 and "query 'q2' returned" in err  # the same chain resumed
-    (here / "run.jsonl.journal").unlink()
+    (here / "stages.log").unlink()
+    code, out, err = chain(here, "candidates=candidates", "context=bad", args=("--resume",),
+                           env={"BAD": "no"})
+    assert code == 0 and "(4 queries called in" in out, err
+    assert "q1" not in [r["query"] for r in logged(here)]
+    resumed = [without_latency(here / name) for name in ("run.candidates.jsonl", "run.jsonl")]
+    assert all("latency_ms" in r for r in lines(here / "run.candidates.jsonl"))
+    assert chain(here, "candidates=candidates", "context=bad", output="whole.jsonl",
+                 env={"BAD": "no"})[0] == 0
+    assert resumed == [without_latency(here / name)
+                       for name in ("whole.candidates.jsonl", "whole.jsonl")]
     for i in (1, 2):
         code, _, err = chain(here, "candidates=candidates", "context=context",
                              args=("--shard", f"{i}/2"), output=f"shard{i}.jsonl")
