@@ -333,3 +333,29 @@ def test_headers_are_sent_with_every_request_and_recorded_by_name_only(
     runner = runner_of(here / "run.jsonl")
     assert runner["settings"]["headers"] == ["Authorization", "X-Tenant", "Accept"]
     assert "s3cret" not in (here / "run.jsonl.manifest.json").read_text()
+
+
+def test_an_endpoint_is_the_first_of_chained_stages(here: Path,
+                                                    endpoint: tuple[str, Server]) -> None:
+    """``--stage candidates=URL``: the endpoint is posted the query, as ``--retriever``'s is;
+    the next stage gets its hits; a failed request fails the query's chain, naming the
+    stage."""
+    url, _ = endpoint
+    snapshot = world(here / "pipeline", stages=("candidates", "context"))
+    (here / "rerank_over_http.py").write_text("def top(query, hits):\n    return hits[:1]\n")
+
+    def chained(path: str, *args: str) -> tuple[int, str, str]:
+        return gate("run", "--snapshot", snapshot, "--stage", f"candidates={url}{path}",
+                    "--stage", "context=rerank_over_http:top", "-o", here / "run.jsonl",
+                    "--commit", "none", *args)
+
+    code, _, err = chained("/nested?page=1", "--hits-path", "data.page.rows")
+    assert code == 0, err
+    assert [r["items"] for r in lines(here / "run.candidates.jsonl")] == [
+        _hits(q) for q, _, _ in QUERIES]
+    assert [r["items"] for r in lines(here / "run.jsonl")] == [_hits(q)[:1] for q, _, _ in QUERIES]
+    runner = runner_of(here / "run.jsonl")
+    assert runner["target"] == f"candidates={url}/nested, context=rerank_over_http:top"
+    assert runner["settings"]["hits_path"] == "data.page.rows" and runner["latency"] == "stage"
+    code, _, err = chained("/flaky")
+    assert code == 2 and "query 'q2' failed: stage 'candidates': HTTP 503: overloaded" in err

@@ -92,8 +92,8 @@ def score(qrels: Qrels | Source, run: RunRows | Source,
     return score_run(judged, ranked, _measures(measures), ScoringPolicy(**policy))
 
 
-def run(retriever: str | Callable[..., Any], *, snapshot: PathLike, output: PathLike,
-        **options: Any) -> Path:
+def run(retriever: str | Callable[..., Any] | None = None, *, snapshot: PathLike,
+        output: PathLike, **options: Any) -> Path:
     """Run ``retriever`` over every query of ``snapshot`` and write the run ``output`` and its
     manifest, as ``gate run`` does; returns the run's path, ready for :func:`check`.
 
@@ -102,13 +102,18 @@ def run(retriever: str | Callable[..., Any], *, snapshot: PathLike, output: Path
     ranked hits (``(id, score)`` pairs, ids, or dicts with ``id``, ``score``, ``doc_id``,
     ``start``, ``end``, ``tokens``; or a dict of named stages); ``async def`` functions are
     awaited. It may also be an HTTP endpoint's URL (``"http://host:port/path"``: one POST per
-    query). ``options`` are ``gate run``'s options by their Python names: ``system`` (a dict),
-    ``batch_size``, ``concurrency``, ``timeout``, ``retries``, ``hits_path`` (an endpoint's
-    dotted keys to its hits), ``headers`` (an endpoint's extra request headers, ``"Name:
-    value"`` strings), ``on_error`` (``"fail"`` or ``"record"``), ``resume``,
-    ``shard`` (``"I/N"``: then ``output`` is a shard file), ``commit``, ``created``,
-    ``timed_on``, ``chunks``, ``chunking_version``, and ``progress`` (called with queries
-    done, queries in all, failures, seconds). Bad input raises InputError (exit code 2), as
+    query). Instead of ``retriever``, ``stages`` chains one target per stage of the snapshot's
+    pipeline, each timed on its own: a dict (or a list of pairs) of stage name → function (or
+    ``"module:function"``), in pipeline order; the first takes the query, each later one
+    ``(query, hits)`` — the previous stage's checked hits as dicts (``id``, ``score``,
+    ``doc_id``, ``start``, ``end``, ``tokens``, ``text``). ``options`` are ``gate run``'s other
+    options by their Python names: ``tokenizer`` (the pipeline's: text → tokens or their
+    count), ``system`` (a dict), ``batch_size``, ``concurrency``, ``timeout``, ``retries``,
+    ``hits_path`` (an endpoint's dotted keys to its hits), ``headers`` (an endpoint's extra
+    request headers, ``"Name: value"`` strings), ``on_error`` (``"fail"`` or ``"record"``),
+    ``resume``, ``shard`` (``"I/N"``: then ``output`` is a shard file), ``commit``,
+    ``created``, ``timed_on``, ``chunks``, ``chunking_version``, and ``progress`` (called with
+    queries done, queries in all, failures, seconds). Bad input raises InputError (exit code 2), as
     the command line reports it."""
     from retrieval_gate.runner.run import run_retriever
 

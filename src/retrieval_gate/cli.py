@@ -409,13 +409,24 @@ def _manifest_options(command):
                    "HTTP endpoint, http(s)://host:port/path: one POST per query, its fields "
                    "as a JSON object; the hits are the response's list, or its first list at "
                    "hits, results or documents.")
+@click.option("--stage", "stages", multiple=True, metavar="NAME=MODULE:FUNCTION",
+              help="Instead of --retriever, chained stages, one per stage of the snapshot's "
+                   "pipeline, in its order (repeatable): the first takes the query (or is an "
+                   "HTTP endpoint), each later one (query, hits): the previous stage's hits "
+                   "as dicts (id, score, doc_id, start, end, tokens, text). Each stage is "
+                   "timed on its own and its file carries its latency_ms.")
+@click.option("--tokenizer", metavar="MODULE:FUNCTION",
+              help="The pipeline's tokenizer (text -> tokens or their count): each hit's "
+                   "text is counted with it into the item's tokens; a count the retriever "
+                   "reports must agree. Without it, tokens are the retriever's own, or none.")
 @click.option("-o", "--output", type=click.Path(dir_okay=False),
               help="The run to write: JSON Lines with each query's latency_ms, or TREC when "
                    "the name ends in .trec (no costs). Its manifest goes beside it.")
 @_manifest_options
 @click.option("--batch-size", type=click.IntRange(min=1),
               help="Call the function with lists of up to N queries; it returns a list of "
-                   "rankings. Each query's latency_ms is then its batch call's.")
+                   "rankings. Each query's latency_ms is then its batch call's, unless the "
+                   "function reports it: {\"hits\": [...], \"latency_ms\": N} per query.")
 @click.option("--concurrency", type=click.IntRange(min=1), default=1, show_default=True,
               help="Calls at once: threads for a function, tasks for an async def. The run "
                    "is the same for every value.")
@@ -444,9 +455,9 @@ def _manifest_options(command):
 @click.option("--progress", "show_progress", is_flag=True,
               help="Show a progress line on standard error even when it is not a terminal.")
 @click.pass_context
-def run_command(ctx, snapshot_file, retriever, output, system, timed_on, commit, created,
-                chunks, chunking_version, batch_size, concurrency, timeout, retries,
-                hits_path, headers, on_error, resume, shard, show_progress):
+def run_command(ctx, snapshot_file, retriever, stages, tokenizer, output, system, timed_on,
+                commit, created, chunks, chunking_version, batch_size, concurrency, timeout,
+                retries, hits_path, headers, on_error, resume, shard, show_progress):
     """Run your retriever over the snapshot's frozen queries, and write the run and its
     manifest (ready for gate check), or with --shard one shard of it.
 
@@ -455,10 +466,12 @@ def run_command(ctx, snapshot_file, retriever, output, system, timed_on, commit,
     score that is not finite) stops the run with exit 2, naming the query; nothing is
     written but the journal, which --resume continues."""
     if ctx.invoked_subcommand is not None:
-        if any(v not in (None, (), False) for v in (snapshot_file, retriever, output, system,
-                                                    timed_on, commit, created, chunks,
-                                                    chunking_version, batch_size, timeout,
-                                                    hits_path, headers, shard)) or resume \
+        if any(v not in (None, (), False) for v in (snapshot_file, retriever, stages,
+                                                    tokenizer, output, system, timed_on,
+                                                    commit, created, chunks, chunking_version,
+                                                    batch_size, timeout, hits_path, headers,
+                                                    shard)) \
+                or resume \
                 or show_progress:
             from retrieval_gate.core.errors import InputError
 
@@ -469,12 +482,14 @@ def run_command(ctx, snapshot_file, retriever, output, system, timed_on, commit,
     from retrieval_gate.inputs.config import snapshot_path
     from retrieval_gate.runner.run import run_retriever
 
-    for option, value in (("--retriever", retriever), ("--output", output)):
-        if value is None:
-            raise InputError(option, "is required", "write gate run --snapshot S --retriever "
-                             "MODULE:FUNCTION -o RUN")
+    if output is None:
+        raise InputError("--output", "is required", "write gate run --snapshot S --retriever "
+                         "MODULE:FUNCTION -o RUN")
     done = run_retriever(
-        _utf8("--retriever", retriever), snapshot_path(snapshot_file), output,
+        None if retriever is None else _utf8("--retriever", retriever),
+        snapshot_path(snapshot_file), output,
+        stages=[_stage_file(text, "MODULE:FUNCTION") for text in stages],
+        tokenizer=None if tokenizer is None else _utf8("--tokenizer", tokenizer),
         system=_key_values("--system", system), batch_size=batch_size,
         concurrency=concurrency, timeout=timeout, retries=retries, on_error=on_error,
         resume=resume, shard=shard, progress=_progress_line(show_progress),
@@ -610,16 +625,17 @@ def run_manifest(snapshot_file, run, stages, timed_on, system, commit, created, 
            f"({loaded.fingerprint})")
 
 
-def _stage_file(text: str) -> tuple[str, str]:
-    """``NAME=FILE`` → (name, file)."""
+def _stage_file(text: str, what: str = "FILE") -> tuple[str, str]:
+    """``NAME=FILE`` (or ``NAME=`` another ``what``) → (name, file)."""
     from retrieval_gate.core.errors import InputError
     from retrieval_gate.core.stages import STAGE_NAME
 
     name, sep, file = _utf8("--stage", text).partition("=")
     if not sep or not file or not STAGE_NAME.fullmatch(name):
-        raise InputError("--stage", f"'{text[:60]}' is not NAME=FILE with a stage name "
+        example = "runs/candidates.jsonl" if what == "FILE" else "my_search:candidates"
+        raise InputError("--stage", f"'{text[:60]}' is not NAME={what} with a stage name "
                          "(letters, digits, _ . -; at most 64)",
-                         "write --stage candidates=runs/candidates.jsonl")
+                         f"write --stage candidates={example}")
     return name, file
 
 

@@ -56,6 +56,7 @@ from retrieval_gate.decide.signals import (
 )
 from retrieval_gate.gating.cut_spans import distrust_cut_spans, favoured
 from retrieval_gate.gating.instead import Instead, retrieved_instead
+from retrieval_gate.gating.latency import compared_latency, require_latency_gates
 from retrieval_gate.gating.outcome import (
     FunnelQuery,
     FunnelReport,
@@ -135,6 +136,7 @@ def run_gate(snapshot: str | os.PathLike[str], baseline: str | os.PathLike[str],
     rows = {**slices, UNANSWERABLE: np.arange(len(test_set.unanswerable))
             + len(test_set.answerable)}
     costs_paired, uncompared = _compared_costs(base, cand)
+    costs_paired, latency_said = compared_latency(costs_paired, manifests)
     family = (family_of(signals, rows, pairs, policy)
               + cost_members(costs_paired, policy.costs, policy))
     # the costs' bootstrap is numpy work that releases the GIL: it runs beside the quality
@@ -159,7 +161,7 @@ def run_gate(snapshot: str | os.PathLike[str], baseline: str | os.PathLike[str],
         _redecider(signals, rows, pairs, policy, family, len(test_set.unanswerable), cost_p))
     found = _findings(snap, test_set, base, cand, signals, comparisons, slices, gated, cover,
                       nothing, policy)
-    warnings = [*found.warnings, *uncompared, *_cost_warnings(manifests, costs),
+    warnings = [*found.warnings, *uncompared, *latency_said, *_cost_warnings(manifests, costs),
                 *_input_warnings(snap, manifests, (base, cand)),
                 *filter(None, [resolution_warning(policy, family)])]
     summary = None
@@ -215,6 +217,7 @@ def _scored(snap: Snapshot, test_set: TestSet, runs: tuple[Path, Path],
         _verify_unscored(snap, runs, manifests)
         base = cand = unranked(snap, test_set)
     _require_recorded(base, cand, gated, policy, config)
+    require_latency_gates(manifests, policy.costs, config)
     return base, cand
 
 

@@ -111,6 +111,12 @@ class RunManifest:
         return self.document["provenance"].get("timed_on")
 
     @property
+    def latency(self) -> str | None:
+        """What the run's ``latency_ms`` measure, when ``gate run`` made it (``call``,
+        ``batch``, ``stage`` or ``reported``: see the run-manifest schema); None otherwise."""
+        return self.document["provenance"].get("runner", {}).get("latency")
+
+    @property
     def failed(self) -> tuple[tuple[str, str], ...]:
         """The queries whose call failed when ``gate run`` made the run (they are absent from
         it), each with its error, in query-set order; empty for any other run."""

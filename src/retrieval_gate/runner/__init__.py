@@ -24,8 +24,14 @@ taken as a plain callable. A new adapter is one function appended there; the loo
 (:mod:`retrieval_gate.runner.calls`), the checks of what comes back, the journal and the
 writers do not change.
 
+**Chained stages** (``--stage NAME=TARGET``, one per stage of the snapshot's pipeline) are one
+more Target, :class:`~retrieval_gate.runner.chain.ChainTarget`: its ``call`` runs a query's
+stages in turn, checking each stage's ranking and timing each stage's call on its own.
+
 Modules: ``target`` (queries as the target sees them, targets), ``endpoint`` (HTTP endpoints),
-``adapters`` (the registry), ``hits`` (a target's result → checked rankings), ``calls``
-(concurrency, timeouts, retries), ``journal`` (resuming, shards), ``output`` (the run files'
-text), ``run`` (``gate run`` and ``gate run merge`` as library calls).
+``adapters`` (the registry), ``chain`` (chained stages), ``hits`` (a target's result → checked
+rankings), ``tokens`` (token counts: the target's, or the pipeline's tokenizer's), ``records``
+(a query's result → its journal record; reported latencies), ``calls`` (concurrency,
+timeouts, retries), ``journal`` (resuming, shards), ``output`` (the run files' text), ``run``
+(``gate run`` and ``gate run merge`` as library calls).
 """

@@ -168,35 +168,36 @@ def parse_headers(given: Sequence[str]) -> tuple[tuple[str, str], ...]:
 
 def endpoint_target(url: str, hits_path: str | None, timeout: float | None,
                     batch_size: int | None,
-                    extra_headers: Sequence[tuple[str, str]] = ()) -> EndpointTarget:
+                    extra_headers: Sequence[tuple[str, str]] = (),
+                    option: str = "--retriever") -> EndpointTarget:
     """The target for ``url`` (see the module docstring), sending ``extra_headers`` too (from
     :func:`parse_headers`; they replace the default ``Accept`` and the URL's basic
-    authentication when they name them); InputError naming the option at fault for a URL that
-    is not ``http(s)://host[:port]/path`` in printable ASCII, or a batch size (an endpoint is
-    called once per query)."""
+    authentication when they name them); InputError naming the option at fault (``option``
+    gave the URL) for a URL that is not ``http(s)://host[:port]/path`` in printable ASCII, or
+    a batch size (an endpoint is called once per query)."""
     shown = visible(capped(url, 200))
     if batch_size is not None:
         raise InputError("--batch-size", "an HTTP endpoint is called with one query per "
                          "request", "leave out --batch-size (use --concurrency for requests "
                          "at once)")
     if not url.isascii() or any(c <= " " or c == "\x7f" for c in url):
-        raise InputError("--retriever", f"the URL {shown} holds white space, a control "
+        raise InputError(option, f"the URL {shown} holds white space, a control "
                          "character or a character beyond ASCII", "percent-encode them "
                          "(a space is %20)")
     try:
         parts = urllib.parse.urlsplit(url)
         parts.port  # noqa: B018 — raises ValueError for a port that is not a number
     except ValueError as exc:
-        raise InputError("--retriever", f"the URL {shown} cannot be read ({capped(str(exc), 80)})",
+        raise InputError(option, f"the URL {shown} cannot be read ({capped(str(exc), 80)})",
                          "give http://host:port/path") from None
     host = parts.netloc.rpartition("@")[2]
     if not parts.hostname:
-        raise InputError("--retriever", f"the URL {shown} names no host",
+        raise InputError(option, f"the URL {shown} names no host",
                          "give http://host:port/path")
     path = parts.path or "/"
     identity = f"{parts.scheme.lower()}://{host}{path}"
     if len(identity) > MAX_IDENTITY:
-        raise InputError("--retriever", f"the URL {shown} is longer than {MAX_IDENTITY} "
+        raise InputError(option, f"the URL {shown} is longer than {MAX_IDENTITY} "
                          "characters", "give the endpoint a shorter path")
     headers = [("Content-Type", "application/json"), ("Accept", "application/json")]
     if parts.username is not None:

@@ -7,15 +7,17 @@ returned:
 
 - ``{"query_id": "q1", "rankings": [[STAGE or null, [[id, score, doc_id, start, end,
   tokens], ...]], ...], "latency_ms": 12.5}`` — answered (its hits as checked, ``null`` where
-  a hit gave no value);
+  a hit gave no value); chained stages give ``"stage_latency_ms": [...]`` instead, and a
+  reported latency adds ``"latency": "reported"`` (:mod:`retrieval_gate.runner.records`);
 - ``{"query_id": "q1", "failed": "TimeoutError: ..."}`` — failed after every retry.
 
 **The journal** lies beside the output, ``RUN.journal``, flushed after every record, so that a
 run killed in any way (Ctrl-C, SIGTERM, SIGKILL, a lost machine) keeps every answer it got.
 ``--resume`` reads it back — refused when its header names another snapshot fingerprint,
-target or shard — and calls only the queries it does not answer (failed ones again); a last
-line cut short by the kill is dropped. A later record of a query replaces an earlier one. The
-journal is deleted once the run and its manifest are written.
+target (of chained stages: every stage's), shard or tokenizer — and calls only the queries it
+does not answer (failed ones again); a last line cut short by the kill is dropped. A later
+record of a query replaces an earlier one. The journal is deleted once the run and its
+manifest are written.
 
 **A shard file** (``gate run --shard I/N -o FILE``) is a finished journal: its header, then
 every query of the shard in query-set order. ``gate run merge`` reads shard files.
@@ -35,10 +37,10 @@ from retrieval_gate.formats.source import display_name
 
 VERSION = 1
 # What a journal is bound to: its answers came from this snapshot, target (its entry point,
-# the version of the package that provides it, the hash of its source file), shard, and the
-# settings that change what an answer is — not the concurrency, timeout or retries, which a
-# resumed run may change.
-BOUND = ("snapshot", "target", "package", "code", "shard", "latency")
+# the version of the package that provides it, the hash of its source file), shard, tokenizer,
+# and the settings that change what an answer is — not the concurrency, timeout or retries,
+# which a resumed run may change.
+BOUND = ("snapshot", "target", "package", "code", "shard", "latency", "tokenizer")
 BOUND_SETTINGS = ("batch_size", "hits_path")
 
 
@@ -122,8 +124,8 @@ def require_bound(found: dict[str, Any], expected: dict[str, Any], name: str) ->
                          for key, was, now in differ)
         raise InputError(name, f"the journal belongs to another run: {said}",
                          "resume with the same snapshot, target (its code and package "
-                         "version), shard, batch size and hits path, or leave out --resume to "
-                         "start over (the journal is then replaced)")
+                         "version), shard, tokenizer, batch size and hits path, or leave out "
+                         "--resume to start over (the journal is then replaced)")
 
 
 class Journal:

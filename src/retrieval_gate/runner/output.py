@@ -13,8 +13,10 @@ space and query ids starting with ``#`` (a comment in TREC) are refused — writ
 
 **Stages**: one file per stage, in pipeline order. The last stage is ``RUN`` itself; stage
 ``S`` before it goes to ``RUN``'s name with ``.S`` before its suffix (``run.jsonl`` →
-``run.candidates.jsonl``). The call's latency is written on the last stage only: the runner
-times the whole call once (the run manifest's ``costs`` say which stages carry it).
+``run.candidates.jsonl``). A call that returns every stage is timed once, and its latency is
+written on the last stage only; chained stages (:mod:`retrieval_gate.runner.chain`) are timed
+one by one, and each stage's file carries its own (the run manifest's ``costs`` say which
+stages carry a latency).
 
 A file's items carry a ``doc_id`` on every item or on none (the run formats' rule): on a
 document snapshot an item without one is written with its own id as its document; on the
@@ -83,11 +85,20 @@ def run_texts(records: Sequence[dict[str, Any]], output: str | os.PathLike[str],
     texts = []
     for index, file in enumerate(files):
         last = index == len(files) - 1
-        rows = [(r["query_id"], r["rankings"][index][1], r["latency_ms"] if last else None)
+        rows = [(r["query_id"], r["rankings"][index][1], _latency(r, index, last))
                 for r in records]
         _consistent(rows, unit, source, None if not names else names[index])
         texts.append((file, _trec(rows, source) if trec else _jsonl(rows)))
     return texts
+
+
+def _latency(record: dict[str, Any], index: int, last: bool) -> float | None:
+    """The latency written on stage ``index`` of a record: its own stage's for chained stages
+    (``stage_latency_ms``), else the call's on the last stage only."""
+    staged = record.get("stage_latency_ms")
+    if staged is not None:
+        return float(staged[index])
+    return record["latency_ms"] if last else None
 
 
 def _consistent(rows: list[tuple[str, list[list[Any]], float | None]], unit: str,
@@ -112,20 +123,25 @@ def _consistent(rows: list[tuple[str, list[list[Any]], float | None]], unit: str
                          "none (a run file holds it for every item or for none)")
 
 
+def written_item(checked: list[Any], rank: int) -> dict[str, Any]:
+    """A checked hit at ``rank`` as a JSON Lines item: ``id``, ``score`` (1/rank for a hit
+    without one), and ``doc_id``, ``start`` and ``end``, ``tokens`` when it has them."""
+    ident, score, doc, start, end, tokens = checked
+    item: dict[str, Any] = {"id": ident, "score": 1 / rank if score is None else score}
+    if doc is not None:
+        item["doc_id"] = doc
+    if start is not None:
+        item["start"], item["end"] = start, end
+    if tokens is not None:
+        item["tokens"] = tokens
+    return item
+
+
 def _jsonl(rows: list[tuple[str, list[list[Any]], float | None]]) -> str:
     """The JSON Lines text of one file (see the module docstring)."""
     lines = []
     for qid, items, latency in rows:
-        written = []
-        for rank, (ident, score, doc, start, end, tokens) in enumerate(items, 1):
-            item: dict[str, Any] = {"id": ident, "score": 1 / rank if score is None else score}
-            if doc is not None:
-                item["doc_id"] = doc
-            if start is not None:
-                item["start"], item["end"] = start, end
-            if tokens is not None:
-                item["tokens"] = tokens
-            written.append(item)
+        written = [written_item(item, rank) for rank, item in enumerate(items, 1)]
         line: dict[str, Any] = {"query_id": qid, "items": written}
         if latency is not None:
             line["latency_ms"] = round(latency, 3)

@@ -7,7 +7,9 @@ at the end writes the run files (:mod:`retrieval_gate.runner.output`) and the ru
 one transaction: every file, or none, even on Ctrl-C. The manifest is the one ``gate
 run-manifest`` would write for those files — checked and scored on the snapshot the same
 way — with ``provenance.runner``: the target, the package that provides it, the settings, what
-``latency_ms`` measures, and the queries that failed.
+``latency_ms`` measures (``call``, ``batch``, ``stage`` or ``reported``:
+:mod:`retrieval_gate.runner.records`), the tokenizer that counted the hits' text when one was
+named (:mod:`retrieval_gate.runner.tokens`), and the queries that failed.
 
 **Failures.** A call that still fails after its retries stops the run under ``on_error
 "fail"`` (exit 2, naming the query and the error's first line). Under ``"record"`` the query is
@@ -24,6 +26,7 @@ once, and writes the run and its manifest.
 
 from __future__ import annotations
 
+import hashlib
 import os
 import platform
 import re
@@ -41,8 +44,9 @@ from retrieval_gate.formats.source import Blob, display_name
 from retrieval_gate.inputs.run_manifest import run_manifest_text
 from retrieval_gate.inputs.snapshot import Snapshot, TestSet, load_snapshot, load_test_set
 from retrieval_gate.runner.calls import Outcome, Settings, call_all
+from retrieval_gate.runner.chain import ChainTarget, StageTargets, load_chain
 from retrieval_gate.runner.endpoint import parse_headers
-from retrieval_gate.runner.hits import HitRules, rankings_of, shown
+from retrieval_gate.runner.hits import HitRules, shown
 from retrieval_gate.runner.journal import (
     VERSION,
     Journal,
@@ -53,7 +57,9 @@ from retrieval_gate.runner.journal import (
     shard_text,
 )
 from retrieval_gate.runner.output import is_trec, run_texts, stage_names
+from retrieval_gate.runner.records import latency_kind, record_of
 from retrieval_gate.runner.target import Target, batches, code_of, load_target, query_lines
+from retrieval_gate.runner.tokens import Tokenizer, load_tokenizer
 
 ON_ERROR = ("fail", "record")
 Progress = Callable[[int, int, int, float], None]
@@ -88,7 +94,7 @@ def parse_shard(text: str | tuple[int, int]) -> tuple[int, int]:
                      "write --shard 2/4 for the second of four shards")
 
 
-def run_retriever(retriever: str | Callable[..., Any], snapshot: str | os.PathLike[str],
+def run_retriever(retriever: str | Callable[..., Any] | None, snapshot: str | os.PathLike[str],
                   output: str | os.PathLike[str], *, system: Mapping[str, Any] | None = None,
                   batch_size: int | None = None, concurrency: int = 1,
                   timeout: float | None = None, retries: int = 0, on_error: str = "fail",
@@ -97,12 +103,16 @@ def run_retriever(retriever: str | Callable[..., Any], snapshot: str | os.PathLi
                   created: str | None = None, timed_on: str | None = None,
                   chunks: str | os.PathLike[str] | None = None,
                   chunking_version: str | None = None, hits_path: str | None = None,
-                  headers: Sequence[str] = ()) -> RunResult:
-    """Run ``retriever`` over the snapshot's queries and write ``output`` (see the module
-    docstring); ``system``, ``commit``, ``created``, ``timed_on`` (default: this machine, see
-    :func:`machine`), ``chunks`` and ``chunking_version`` go to the run manifest as with ``gate
-    run-manifest``; ``hits_path`` and ``headers`` (``"Name: value"`` strings) are an HTTP
-    endpoint's only: the path is recorded in the settings, the headers by name alone.
+                  headers: Sequence[str] = (),
+                  stages: StageTargets | Mapping[str, str | Callable[..., Any]] | None = None,
+                  tokenizer: str | Callable[[str], Any] | None = None) -> RunResult:
+    """Run ``retriever`` — or the chained ``stages``, (name, target) pairs in pipeline order
+    (:mod:`retrieval_gate.runner.chain`) — over the snapshot's queries and write ``output``
+    (see the module docstring); ``system``, ``commit``, ``created``, ``timed_on`` (default:
+    this machine, see :func:`machine`), ``chunks`` and ``chunking_version`` go to the run
+    manifest as with ``gate run-manifest``; ``hits_path`` and ``headers`` (``"Name: value"``
+    strings) are an HTTP endpoint's only: the path is recorded in the settings, the headers by
+    name alone; ``tokenizer`` counts the hits' text (:mod:`retrieval_gate.runner.tokens`).
     Raises InputError (exit 2) for bad options, a target that cannot be loaded, a result that
     is not a ranking, or a failed call under ``on_error="fail"``."""
     settings = _checked(batch_size, concurrency, timeout, retries, on_error)
@@ -111,19 +121,22 @@ def run_retriever(retriever: str | Callable[..., Any], snapshot: str | os.PathLi
         raise InputError("--output", "a shard is written as a shard file (JSON Lines), not "
                          "TREC", "name the shard file e.g. shard-1.jsonl; gate run merge writes "
                          "the run as TREC when its name ends in .trec")
+    counter = None if tokenizer is None else load_tokenizer(tokenizer)
+    _require_counts_kept(counter is not None, output)
     loaded = load_snapshot(snapshot)
     test_set = load_test_set(loaded)
     if part is None:
         require_chunking_named(loaded, chunks, chunking_version)
     extra = parse_headers(headers)
-    target = load_target(retriever, batch_size, hits_path, settings.timeout, extra)
+    target = _target(retriever, stages, loaded, test_set, counter, batch_size, hits_path,
+                     settings.timeout, extra)
     lines = query_lines(loaded)
     mine = lines if part is None else lines[part[0] - 1::part[1]]
-    header = _header(loaded, target, part, len(mine), settings, on_error, hits_path,
+    header = _header(loaded, target, part, len(mine), settings, on_error, hits_path, counter,
                      [name for name, _ in extra])
     started = time.perf_counter()
-    records, failed, called = _call(target, loaded, test_set, mine, output, header, settings,
-                                    on_error, resume, progress)
+    records, failed, called = _call(target, counter, loaded, test_set, mine, output, header,
+                                    settings, on_error, resume, progress)
     seconds = time.perf_counter() - started
     ordered = [records[q["id"]] for q in mine]
     if part is not None:
@@ -158,21 +171,64 @@ def _checked(batch_size: int | None, concurrency: int, timeout: float | None, re
     return Settings(concurrency, None if timeout is None else float(timeout), retries)
 
 
+def _target(retriever: str | Callable[..., Any] | None,
+            stages: StageTargets | Mapping[str, str | Callable[..., Any]] | None,
+            loaded: Snapshot, test_set: TestSet, tokenizer: Tokenizer | None,
+            batch_size: int | None, hits_path: str | None, timeout: float | None,
+            headers: Sequence[tuple[str, str]]) -> Target:
+    """The target ``retriever`` names, or the chain of ``stages``: exactly one is given
+    (InputError naming the options otherwise); ``hits_path`` and ``headers`` are an HTTP
+    endpoint's (the first stage's)."""
+    if (retriever is None) == (stages is None or not stages):
+        raise InputError("--retriever", "and --stage are both given" if retriever is not None
+                         else "is required", "give --retriever MODULE:FUNCTION for one "
+                         "target, or one --stage NAME=MODULE:FUNCTION per stage of the "
+                         "snapshot's pipeline, in its order")
+    if retriever is not None:
+        return load_target(retriever, batch_size, hits_path, timeout, headers)
+    assert stages is not None
+    return load_chain(stages, loaded.stages, HitRules.of(loaded, test_set, "--stage"),
+                      tokenizer, hits_path, timeout, batch_size, headers)
+
+
+def _code(target: Target) -> str | None:
+    """What binds a journal to the code that answers (:func:`code_of`): the target's source
+    file's hash; for chained stages, the hash of every stage's entry point and its file's hash,
+    one per line (None when no stage has a file)."""
+    if not isinstance(target, ChainTarget):
+        return code_of(target.identity)
+    each = [(stage.rules.source, code_of(stage.rules.source)) for stage in target.stages]
+    if all(code is None for _, code in each):
+        return None
+    joined = "".join(f"{source}\t{code or '-'}\n" for source, code in each)
+    return "sha256:" + hashlib.sha256(joined.encode("utf-8")).hexdigest()
+
+
+def _require_counts_kept(counted: bool, output: str | os.PathLike[str]) -> None:
+    """InputError when a tokenizer counts tokens that a TREC run cannot hold."""
+    if counted and is_trec(output):
+        raise InputError("--tokenizer", "counts tokens, and a TREC run cannot hold them",
+                         "write the run as JSON Lines (an output name not ending in .trec), "
+                         "or leave out --tokenizer")
+
+
 def _header(loaded: Snapshot, target: Target, part: tuple[int, int] | None, count: int,
             settings: Settings, on_error: str, hits_path: str | None,
-            header_names: list[str]) -> dict[str, Any]:
+            tokenizer: Tokenizer | None, header_names: list[str]) -> dict[str, Any]:
     """The journal's (and shard file's) header: what its records belong to, and how they were
-    made (``hits_path`` and the extra request headers' names among the settings only when
+    made (``hits_path``, the extra request headers' names and ``tokenizer`` only when
     given)."""
     package = None if target.package is None else {"name": target.package[0],
                                                    "version": target.package[1]}
     given: dict[str, Any] = {} if hits_path is None else {"hits_path": hits_path}
     if header_names:
         given["headers"] = header_names
+    counted = {} if tokenizer is None else {"tokenizer": tokenizer.identity}
+    latency = ("stage" if isinstance(target, ChainTarget) else
+               "call" if target.batch_size is None else "batch")
     return {"gate_run": VERSION, "snapshot": loaded.fingerprint, "target": target.identity,
             "shard": None if part is None else f"{part[0]}/{part[1]}", "queries": count,
-            "package": package, "code": code_of(target.identity),
-            "latency": "call" if target.batch_size is None else "batch",
+            "package": package, "code": _code(target), "latency": latency, **counted,
             "settings": {"batch_size": target.batch_size, "concurrency": settings.concurrency,
                          "timeout": settings.timeout, "retries": settings.retries,
                          "on_error": on_error, **given}}
@@ -188,13 +244,15 @@ def _runner(header: Mapping[str, Any], shards: int) -> dict[str, Any]:
         runner["code"] = header["code"]
     runner["settings"] = {**header["settings"], "shards": shards}
     runner["latency"] = header["latency"]
+    if header.get("tokenizer") is not None:
+        runner["tokenizer"] = header["tokenizer"]
     runner["failed"] = []
     return runner
 
 
-def _call(target: Target, loaded: Snapshot, test_set: TestSet, mine: list[dict[str, Any]],
-          output: str | os.PathLike[str], header: dict[str, Any], settings: Settings,
-          on_error: str, resume: bool, progress: Progress | None
+def _call(target: Target, tokenizer: Tokenizer | None, loaded: Snapshot, test_set: TestSet,
+          mine: list[dict[str, Any]], output: str | os.PathLike[str], header: dict[str, Any],
+          settings: Settings, on_error: str, resume: bool, progress: Progress | None
           ) -> tuple[dict[str, dict[str, Any]], tuple[tuple[str, str], ...], int]:
     """Call the target for every query of ``mine`` the journal does not answer: each query's
     record by id, the failures in query-set order, and how many queries were called."""
@@ -220,8 +278,8 @@ def _call(target: Target, loaded: Snapshot, test_set: TestSet, mine: list[dict[s
                                  "record failed queries with --on-error record")
         else:
             for qid, result in zip(outcome.query_ids, _results(outcome, target, rules)):
-                records[qid] = {"query_id": qid, "rankings": rankings_of(result, qid, rules),
-                                "latency_ms": outcome.latency_ms}
+                records[qid] = record_of(qid, result, outcome.latency_ms, rules, tokenizer,
+                                         target.batch_size is not None)
                 journal.add(records[qid])
         if progress is not None:
             progress(len(records), len(mine), len(failures), time.perf_counter() - started)
@@ -304,6 +362,8 @@ def write_run(loaded: Snapshot, test_set: TestSet, records: Sequence[dict[str, A
                          + loaded.policy.fix("missing", "zero"))
     runner["failed"] = [{"query_id": q, "error": e} for q, e in failed]
     answered = [r for r in records if "rankings" in r]
+    runner["latency"] = latency_kind(answered, runner["latency"], source)
+    _require_counts_kept("tokenizer" in runner, output)
     names = stage_names(answered, source)
     if loaded.stages and not names and answered:
         contract = ", ".join(c.name for c in loaded.stages)
@@ -366,7 +426,7 @@ def merge_shards(shards: Sequence[str | os.PathLike[str]], snapshot: str | os.Pa
             raise InputError(name, f"was run on snapshot {capped(str(shard.header.get('snapshot')), 80)}, "
                              f"not on {display_name(snapshot)} ({loaded.fingerprint})",
                              "merge shards run on this snapshot")
-        for key in ("target", "settings", "package", "code", "latency"):
+        for key in ("target", "settings", "package", "code", "latency", "tokenizer"):
             if shard.header.get(key) != first.header.get(key) or of != count:
                 what = "shard count" if of != count else key
                 raise InputError(name, f"differs from {first_name} in its {what}", "merge the "

@@ -130,13 +130,15 @@ class CallableTarget:
 
 def load_target(retriever: str | Callable[..., Any], batch_size: int | None = None,
                 hits_path: str | None = None, timeout: float | None = None,
-                headers: Sequence[tuple[str, str]] = ()) -> Target:
+                headers: Sequence[tuple[str, str]] = (),
+                option: str = "--retriever") -> Target:
     """The target named by ``retriever``: an HTTP endpoint's URL (with ``hits_path``, the
     dotted keys to its hits, and ``timeout``, its socket's; see
     :mod:`retrieval_gate.runner.endpoint`), ``module:function`` (see the module docstring), or
     the object itself (library callers). Each adapter of
     :data:`~retrieval_gate.runner.adapters.ADAPTERS` is asked first; otherwise it must be
-    callable. InputError (exit 2, naming ``--retriever``) for a name that is not
+    callable. InputError (exit 2, naming ``option``: ``--retriever``, or ``--stage NAME`` for a
+    stage) for a name that is not
     ``module:function``, a module that cannot be imported (with the first line of why), an
     attribute it lacks, or an object that is neither callable nor adapted; naming
     ``--hits-path`` or ``--header`` (``headers``: an endpoint's extra request headers) when
@@ -146,7 +148,7 @@ def load_target(retriever: str | Callable[..., Any], batch_size: int | None = No
 
     if is_endpoint(retriever):
         assert isinstance(retriever, str)
-        return endpoint_target(retriever, hits_path, timeout, batch_size, headers)
+        return endpoint_target(retriever, hits_path, timeout, batch_size, headers, option)
     if hits_path is not None:
         raise InputError("--hits-path", "applies to an HTTP endpoint only", "leave it out: a "
                          "Python function returns its hits")
@@ -154,56 +156,57 @@ def load_target(retriever: str | Callable[..., Any], batch_size: int | None = No
         raise InputError("--header", "applies to an HTTP endpoint only", "leave it out: a "
                          "Python function is called, not requested")
     if isinstance(retriever, str):
-        obj, identity = _imported(retriever), retriever
+        obj, identity = imported(retriever, option), retriever
         module = retriever.partition(":")[0]
     else:
-        obj, identity = retriever, _name_of(retriever)
+        obj, identity = retriever, name_of(retriever)
         module = getattr(retriever, "__module__", None) or ""
     for adapt in ADAPTERS:
         adapted = adapt(obj, identity, batch_size)
         if adapted is not None:
             return adapted
     if not callable(obj):
-        raise InputError("--retriever", f"{capped(identity, 200)} is a "
+        raise InputError(option, f"{capped(identity, 200)} is a "
                          f"{type(obj).__name__}, not a function", "name a function that takes "
                          "one query and returns its ranked hits (module:function)")
-    return CallableTarget(identity, obj, batch_size, _is_async(obj), package_of(module))
+    return CallableTarget(identity, obj, batch_size, returns_coroutine(obj), package_of(module))
 
 
-def _imported(spec: str) -> Any:
-    """The object ``module:attribute.path`` names, the current folder first on ``sys.path``."""
+def imported(spec: str, option: str) -> Any:
+    """The object ``module:attribute.path`` names, the current folder first on ``sys.path``
+    (InputError naming ``option`` when there is none)."""
     shown = capped(spec, 200)
     module, sep, attributes = spec.partition(":")
     if not sep or not module or not attributes:
-        raise InputError("--retriever", f"'{shown}' is not module:function",
-                         "name the function's module and the function, e.g. --retriever "
-                         "my_search:search (the function search of my_search.py)")
+        raise InputError(option, f"'{shown}' is not module:function",
+                         "name the function's module and the function, e.g. my_search:search "
+                         "(the function search of my_search.py)")
     here = os.getcwd()
     if here not in sys.path and "" not in sys.path:
         sys.path.insert(0, here)
     try:
         obj: Any = importlib.import_module(module)
     except Exception as exc:  # noqa: BLE001 — any failure of the user's module is its error
-        raise InputError("--retriever", f"cannot import module '{capped(module, 200)}' "
+        raise InputError(option, f"cannot import module '{capped(module, 200)}' "
                          f"({first_line(exc)})", "check that `python -c 'import "
                          f"{capped(module, 100)}'` works in this folder") from None
     for name in attributes.split("."):
         try:
             obj = getattr(obj, name)
         except AttributeError:
-            raise InputError("--retriever", f"module '{capped(module, 200)}' has no "
+            raise InputError(option, f"module '{capped(module, 200)}' has no "
                              f"'{capped(attributes, 200)}'", "name a function the module "
                              "defines (module:function)") from None
     return obj
 
 
-def _name_of(obj: Any) -> str:
+def name_of(obj: Any) -> str:
     """``module:qualified.name`` of a function or class instance given to the library."""
     named = obj if hasattr(obj, "__qualname__") else type(obj)
     return f"{getattr(named, '__module__', '?')}:{getattr(named, '__qualname__', '?')}"
 
 
-def _is_async(obj: Any) -> bool:
+def returns_coroutine(obj: Any) -> bool:
     """Whether calling ``obj`` gives a coroutine: an ``async def`` function or method, or an
     object whose ``__call__`` is one."""
     return inspect.iscoroutinefunction(obj) or inspect.iscoroutinefunction(
