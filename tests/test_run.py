@@ -520,6 +520,17 @@ def test_a_journal_is_bound_to_the_code_and_the_settings_that_change_answers(
     assert runner["settings"]["concurrency"] == 2
 
 
+def test_the_output_s_missing_folders_are_created(here: Path) -> None:
+    world(here)
+    code, _, err = run(here, "search", output="runs/pr/run.jsonl")
+    assert code == 0, err
+    assert len(lines(here / "runs" / "pr" / "run.jsonl")) == len(QUERIES)
+    assert (here / "runs" / "pr" / "run.jsonl.manifest.json").is_file()
+    (here / "taken").write_text("a file where a folder must be\n")
+    code, _, err = run(here, "search", output="taken/run.jsonl")
+    assert code == 74 and "taken: cannot create this folder (a file is in its place)" in err
+
+
 def test_shards_of_different_code_are_not_merged(here: Path) -> None:
     world(here)
     name = module(here)

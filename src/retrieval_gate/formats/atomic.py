@@ -169,6 +169,13 @@ def sync_folder(path: str | os.PathLike[str]) -> None:
         os.close(fd)
 
 
+def make_folder(path: str | os.PathLike[str]) -> None:
+    """Create the folder ``path`` goes in, and its missing parents (``mkdir -p``), for a
+    command that writes beside its output while it works; EnvironmentFault (exit 74) for a
+    folder the system refuses to create (a file in its place, no permission)."""
+    _make_folders(os.path.dirname(os.fspath(path)), [])
+
+
 def _make_folders(folder: str, made: list[str]) -> None:
     """Create ``folder`` and its missing parents, appending each one created to ``made``;
     EnvironmentFault (exit 74) for a folder the system refuses to create."""

@@ -39,7 +39,7 @@ from typing import Any
 from retrieval_gate.commands.validate import require_chunking_named, run_manifest_document
 from retrieval_gate.core.errors import InputError
 from retrieval_gate.core.untrusted import capped
-from retrieval_gate.formats.atomic import write_text_atomic, write_texts
+from retrieval_gate.formats.atomic import make_folder, write_text_atomic, write_texts
 from retrieval_gate.formats.source import Blob, display_name
 from retrieval_gate.inputs.run_manifest import run_manifest_text
 from retrieval_gate.inputs.snapshot import Snapshot, TestSet, load_snapshot, load_test_set
@@ -127,6 +127,7 @@ def run_retriever(retriever: str | Callable[..., Any] | None, snapshot: str | os
     test_set = load_test_set(loaded)
     if part is None:
         require_chunking_named(loaded, chunks, chunking_version)
+    make_folder(output)  # the journal is written beside the output while the run goes on
     extra = parse_headers(headers)
     target = _target(retriever, stages, loaded, test_set, counter, batch_size, hits_path,
                      settings.timeout, extra)
@@ -413,6 +414,7 @@ def merge_shards(shards: Sequence[str | os.PathLike[str]], snapshot: str | os.Pa
     loaded = load_snapshot(snapshot)
     test_set = load_test_set(loaded)
     require_chunking_named(loaded, chunks, chunking_version)
+    make_folder(output)
     read = [(display_name(s), read_records(s, "shard file")) for s in shards]
     if not read:
         raise InputError("SHARD", "no shard file is given", "give every shard file")
