@@ -170,3 +170,36 @@ def test_a_refusal_of_memory_in_no_named_task_says_so(memory):
     assert (done.returncode, done.stderr) == (74, "error: not enough memory (the machine "
                                                   "refused an allocation)" + MORE_MEMORY)
     assert not out.exists()
+
+
+def _closed_reader() -> int:
+    """The write end of a pipe whose reader has gone: every write to it fails with EPIPE."""
+    read, write = os.pipe()
+    os.close(read)
+    return write
+
+
+@pytest.mark.parametrize(("args", "code"), [
+    (["score", str(TREC / "qrels.test"), str(TREC / "results.test")], 0),  # a long output
+    (["check", "--candidate", "examples/cranfield/runs/bm25-titles.trec"], 1),
+    (["init", "--queries", "q/queries.jsonl", "--qrels", "q/qrels.tsv"], 0),
+])
+def test_a_reader_that_closed_the_pipe_is_not_a_fault(tmp_path, args, code):
+    """``gate ... | head -1``: the reader took what it wanted. No error, the command's own exit
+    code (the verdict kept: 1 for a regression), its files written."""
+    root = Path(__file__).resolve().parents[1]
+    cwd = root
+    if args[0] == "init":
+        cwd = tmp_path
+        (tmp_path / "q").mkdir()
+        for name in ("queries.jsonl", "qrels.tsv"):
+            shutil.copy(root / "examples" / "cranfield" / name, tmp_path / "q" / name)
+    write = _closed_reader()
+    try:
+        done = subprocess.run([*GATE, *args], stdout=write, stderr=subprocess.PIPE, text=True,
+                              cwd=cwd, check=False, timeout=120)
+    finally:
+        os.close(write)
+    assert (done.returncode, done.stderr) == (code, "")
+    if args[0] == "init":
+        assert (tmp_path / "q" / "snapshot.json").is_file() and (tmp_path / "gate.toml").is_file()

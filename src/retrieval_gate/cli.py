@@ -81,7 +81,17 @@ def _print(text: str, nl: bool = True, json: bool = False) -> None:
 
     safe = command_safe if os.environ.get("GITHUB_ACTIONS") == "true" else str
     shown = str if json else visible
-    click.echo("\n".join(safe(shown(line)) for line in text.split("\n")), nl=nl)
+    _write_out("\n".join(safe(shown(line)) for line in text.split("\n")), nl=nl)
+
+
+def _write_out(text: str, nl: bool = True) -> None:
+    """``text`` on standard output. A reader that closed its end (``gate init ... | head -1``)
+    is not a fault of the machine: the rest of the output goes to the null device, and the
+    command goes on to its own exit code (its files written, its verdict decided)."""
+    try:
+        click.echo(text, nl=nl)
+    except BrokenPipeError:
+        _discard_stdout()
 
 
 def environment_fault(exc: OSError | MemoryError) -> GateError:
@@ -273,7 +283,7 @@ def schema_command(name):
     """Print one of the JSON Schemas (2020-12) shipped with retrieval-gate."""
     from retrieval_gate.formats.schema import schema_text
 
-    click.echo(schema_text(name), nl=False)
+    _write_out(schema_text(name), nl=False)
 
 
 @cli.group()
@@ -710,7 +720,7 @@ def check(ctx, snapshot_file, baseline, candidate, config, fail_on, gates, harms
 
             try:  # a refused $GITHUB_OUTPUT must not hide the error it was to publish
                 for line in publish_failure(str(exc), code):
-                    click.echo(line)
+                    _write_out(line)
             except GateError as fault:
                 if str(fault) != str(exc):  # not the very fault being reported
                     click.echo(f"warning: {fault}", err=True)
@@ -725,7 +735,7 @@ def check(ctx, snapshot_file, baseline, candidate, config, fail_on, gates, harms
             raise
         raise exc from None
     if github:  # made workflow-safe by write_reports, followed by the gate's own annotations
-        click.echo(out, nl=False)
+        _write_out(out, nl=False)
     else:
         _print(out, nl=False, json=output_format == "json")
     ctx.exit(report.exit_code)
@@ -919,10 +929,14 @@ def _count(n: int, noun: str) -> str:
 def main() -> None:
     """Console-script entry point. Standard output is flushed before exit, so that a write it
     refuses (``gate score ... > /dev/full``) is reported as an environment fault (exit 74)
-    rather than lost at interpreter shutdown."""
+    rather than lost at interpreter shutdown; a reader that closed the pipe (``| head -1``)
+    is not one: the command keeps its own exit code, quietly."""
     try:
         code = cli.main(prog_name="gate", standalone_mode=False)
-        sys.stdout.flush()
+        try:
+            sys.stdout.flush()
+        except BrokenPipeError:  # the reader took what it wanted: the work is done
+            _discard_stdout()
     except click.ClickException as exc:
         exc.show()
         code = exc.exit_code
