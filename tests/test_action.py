@@ -397,7 +397,7 @@ def test_a_gate_that_stops_before_its_outputs_still_gives_them(tmp_path, runner_
     assert run.outputs["report"] == ""
     assert _line(r"::error title=retrieval-gate::the gate exited with 2 before writing",
                  run.step("Run the gate").stdout)
-    assert "Invalid value for '--fail-on'" in run.step("Run the gate").stderr
+    assert "invalid value for '--fail-on'" in run.step("Run the gate").stderr
 
 
 @pytest.mark.install

@@ -3,6 +3,7 @@ policies, and every error case (exit code, one line naming the file, no tracebac
 
 from __future__ import annotations
 
+import hashlib
 import json
 import os
 import subprocess
@@ -327,3 +328,47 @@ def test_scores_equal_only_at_float32_precision_warn_at_the_cutoff(tmp_path):
     evaluator = pytrec_eval.RelevanceEvaluator({"q": {"a": 1}}, {"recip_rank"})
     peer = evaluator.evaluate({"q": {"b": 0.30000001, "a": 0.30000002}})
     assert peer["q"]["recip_rank"] == 0.5  # float32: a tie, broken by id descending ('b' first)
+
+
+# -- the command line's own mistakes, in the gate's words ------------------------------------
+
+
+@pytest.mark.parametrize(("args", "said"), [
+    (["snapshot", "freeze", "--qrels", "q.tsv"],
+     "error: gate snapshot freeze: missing option '--queries' — see gate snapshot freeze --help"),
+    (["check", "--fail-on", "maybe"],
+     ("error: gate check: invalid value for '--fail-on': 'maybe' is not one of 'regression', "
+      "'inconclusive', 'never' — see gate check --help")),
+    (["run", "--bogus"], "error: gate run: no such option '--bogus' — see gate run --help"),
+])
+def test_a_wrong_command_line_is_one_line_in_the_gate_s_words(args, said):
+    done = subprocess.run([sys.executable, "-c", "from retrieval_gate.cli import main; main()",
+                           *args], capture_output=True, text=True, check=False, timeout=60)
+    assert (done.returncode, done.stdout, done.stderr) == (2, "", said + "\n")
+
+
+def test_freeze_and_init_write_the_same_versions_by_default(tmp_path, monkeypatch):
+    """Without --corpus-version and --permissions-version, freeze pins what gate init pins:
+    a corpus file's version is sha256: and 12 hex digits of its hash (unversioned without
+    one), the permissions public."""
+    for name in ("queries.jsonl", "qrels.tsv", "corpus.jsonl"):
+        (tmp_path / name).write_bytes((CRANFIELD / name).read_bytes())
+    code, _, err = gate("snapshot", "freeze", "--queries", tmp_path / "queries.jsonl",
+                        "--qrels", tmp_path / "qrels.tsv", "-o", tmp_path / "bare.json")
+    assert code == 0, err
+    bare = json.loads((tmp_path / "bare.json").read_text())
+    assert (bare["corpus"], bare["permissions"]) == ({"version": "unversioned"},
+                                                     {"version": "public"})
+    code, _, err = gate("snapshot", "freeze", "--queries", tmp_path / "queries.jsonl",
+                        "--qrels", tmp_path / "qrels.tsv", "--corpus-file",
+                        tmp_path / "corpus.jsonl", "-o", tmp_path / "frozen.json")
+    assert code == 0, err
+    digest = hashlib.sha256((tmp_path / "corpus.jsonl").read_bytes()).hexdigest()
+    frozen = json.loads((tmp_path / "frozen.json").read_text())
+    assert frozen["corpus"]["version"] == f"sha256:{digest[:12]}"
+    monkeypatch.chdir(tmp_path)
+    code, _, err = gate("init", "--queries", "queries.jsonl", "--qrels", "qrels.tsv",
+                        "--corpus-file", "corpus.jsonl")
+    assert code == 0, err
+    init = json.loads((tmp_path / "snapshot.json").read_text())
+    assert (init["corpus"], init["permissions"]) == (frozen["corpus"], frozen["permissions"])

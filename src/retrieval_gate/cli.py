@@ -298,7 +298,9 @@ def snapshot() -> None:
 @click.option("--qrels", required=True, type=click.Path(dir_okay=False),
               help="Relevance judgments (TREC, JSON Lines or JSON).")
 @click.option("--qrels-version", help="Default: sha256: + the first 12 hex digits of the file.")
-@click.option("--corpus-version", required=True, help="Version of the document collection.")
+@click.option("--corpus-version",
+              help="Version of the document collection.  [default: with --corpus-file, "
+                   "sha256: and the first 12 hex digits of its hash; else unversioned]")
 @click.option("--corpus-file", type=click.Path(dir_okay=False),
               help="Pin the corpus by this file's hash (JSON Lines documents with their text, or "
                    "a list of ids): runs are checked against it; span judgments need it.")
@@ -314,7 +316,9 @@ def snapshot() -> None:
               help="Chunk judgments: pin the chunking's chunk table by its hash.")
 @click.option("--min-coverage", type=click.FloatRange(0, 1, min_open=True),
               help="Span judgments: the share of a span the items must cover.  [default: 1]")
-@click.option("--permissions-version", required=True, help="Version of the access rules.")
+@click.option("--permissions-version",
+              help="Version of the access rules.  [default: with --permissions-file, sha256: "
+                   "and the first 12 hex digits of its hash; else public]")
 @click.option("--permissions-file", type=click.Path(dir_okay=False),
               help="Pin the permissions by this file's hash.")
 @click.option("--name", help="Snapshot name.  [default: the output's folder name]")
@@ -937,6 +941,9 @@ def main() -> None:
             sys.stdout.flush()
         except BrokenPipeError:  # the reader took what it wanted: the work is done
             _discard_stdout()
+    except click.UsageError as exc:
+        _report(_usage_line(exc))
+        code = exc.exit_code
     except click.ClickException as exc:
         exc.show()
         code = exc.exit_code
@@ -951,6 +958,14 @@ def main() -> None:
         _discard_stdout()
     _no_collection_at_exit()
     sys.exit(code if isinstance(code, int) else 0)
+
+
+def _usage_line(exc: click.UsageError) -> str:
+    """A wrong command line (a missing option, an unknown one, a value of the wrong kind) in
+    the gate's own words: ``COMMAND: what is wrong — see COMMAND --help``, one line, exit 2."""
+    command = exc.ctx.command_path if exc.ctx is not None else "gate"
+    message = " ".join(exc.format_message().split()).rstrip(".")
+    return f"{command}: {message[:1].lower()}{message[1:]} — see {command} --help"
 
 
 def _no_collection_at_exit() -> None:

@@ -67,10 +67,8 @@ def initialise(queries: str | os.PathLike[str], qrels: str | os.PathLike[str], *
         raise InputError(str(existing[0]), "exists already" + (
             f" (and {', '.join(map(str, existing[1:]))})" if len(existing) > 1 else ""),
             "gate init writes only new files: move them away, or edit them by hand")
-    frozen = freeze(target, queries=queries, qrels=qrels, corpus_version=(
-        "in-file" if corpus_file else "unversioned"), corpus_file=corpus_file,
-        permissions_version="public", unit=unit, chunking_version=chunking_version,
-        chunks_file=chunks_file, write=False)
+    frozen = freeze(target, queries=queries, qrels=qrels, corpus_file=corpus_file, unit=unit,
+                    chunking_version=chunking_version, chunks_file=chunks_file, write=False)
     snapshot_path = _relative(target, base)
     write_texts([(target, manifest_text(frozen)),
                  (config, _config(snapshot_path, baseline, candidate)),

@@ -451,8 +451,12 @@ def _judged_in_corpus(snapshot: Snapshot, qrels: Qrels, corpus: Corpus | None,
                              universe.source)
 
 
+UNPINNED = {"corpus": "unversioned", "permissions": "public"}  # versions without a file
+
+
 def freeze(output: str | os.PathLike[str], *, queries: str | os.PathLike[str],
-           qrels: str | os.PathLike[str], corpus_version: str, permissions_version: str,
+           qrels: str | os.PathLike[str], corpus_version: str | None = None,
+           permissions_version: str | None = None,
            chunking_version: str | None = None, unit: str | None = None,
            queries_version: str | None = None, qrels_version: str | None = None,
            corpus_file: str | os.PathLike[str] | None = None,
@@ -468,7 +472,10 @@ def freeze(output: str | os.PathLike[str], *, queries: str | os.PathLike[str],
     (``qrels``), pinned and checked from those bytes — the file may not be written yet; with
     ``write=False`` nothing is written (the manifest's text is :func:`manifest_text`), for a
     caller that writes it together with other files. Every file must lie in ``output``'s
-    folder or below it. A version left out defaults to ``sha256:`` + the first 12 hex digits of the file's hash; the
+    folder or below it. A version left out defaults to ``sha256:`` + the first 12 hex digits of
+    the file's hash; without a file, the corpus's to ``unversioned`` and the permissions' to
+    ``public`` (:data:`UNPINNED`: what ``gate init`` and ``gate snapshot freeze`` write alike);
+    the
     name defaults to the name of the manifest's folder; measures default to the default set at
     10. Without ``unit``, :func:`~retrieval_gate.scoring.units.choose_unit` chooses it from the
     judgments, the corpus and the chunk table, or refuses to guess (the returned snapshot's
@@ -485,7 +492,7 @@ def freeze(output: str | os.PathLike[str], *, queries: str | os.PathLike[str],
                                      ("corpus", corpus_file, corpus_version),
                                      ("permissions", permissions_file, permissions_version)):
         if file is None:
-            document[component] = {"version": version}
+            document[component] = {"version": version or UNPINNED[component]}
             continue
         _inside(file, folder, f"--{component}" if component in ("queries", "qrels")
                 else f"--{component}-file")
