@@ -127,6 +127,21 @@ def test_nan_is_a_failed_score_and_sparse_files_are_refused() -> None:
                                         "gives 1 of them")
 
 
+@pytest.mark.parametrize(("lines", "refused"), [(256, False), (258, False), (260, True)])
+def test_a_sparse_file_is_refused_only_beyond_the_documented_size(lines: int,
+                                                                    refused: bool) -> None:
+    """n lines of one name each make an n × n table: refused when n² > 4n + 65,536 (the
+    per-query-scores page's rule), so 256 and 258 lines are read and 260 are not."""
+    assert (lines * lines > 4 * lines + 65_536) == refused
+    sparse = "".join(json.dumps({"query_id": f"q{i}", "scores": {f"s{i}": 1}}) + "\n"
+                     for i in range(lines))
+    if refused:
+        with pytest.raises(InputError, match="this line gives 1 of them"):
+            read_scores(blob(sparse))
+    else:
+        assert int(np.isfinite(read_scores(blob(sparse)).values).sum()) == lines
+
+
 @pytest.mark.parametrize(("text", "message"), [
     ("id,f\nq1,1\n", "s.csv:1: the header has no query_id column"),
     ("query_id,f\nq1,abc\n", "s.csv:2: score 'f' is \"abc\", not a number"),
