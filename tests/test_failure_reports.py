@@ -10,6 +10,7 @@ from xml.etree import ElementTree
 
 import pytest
 from click.testing import CliRunner
+from conftest import gate
 
 from retrieval_gate.cli import cli
 from retrieval_gate.formats import schema
@@ -68,3 +69,25 @@ def test_the_error_page_starts_no_workflow_command() -> None:
     page = failure_html("x.jsonl:1: id ::error::forged ##[group]g — fix it", 2)
     assert "::" not in page and "##[" not in page
     assert "x.jsonl:1: id :&#58;error:&#58;forged #&#35;[group]g" in page
+
+
+def test_the_not_comparable_table_is_a_table_in_markdown(repo, tmp_path):
+    """A snapshot frozen again (another qrels version): exit 3, and the Markdown report (the
+    pull-request comment) draws the changed-fields table as a table, one row per changed
+    field with each run's value and the snapshot's, the advice as list items."""
+    cranfield = repo / "examples" / "cranfield"
+    assert gate("snapshot", "freeze", "--queries", cranfield / "queries.jsonl", "--qrels",
+                cranfield / "qrels.tsv", "--qrels-version", "v2  with|pipe", "--unit",
+                "document", "-o", cranfield / "snapshot.json")[0] == 0
+    code, _, err = gate("check", "--markdown", tmp_path / "out.md")
+    assert code == 3, err
+    lines = (tmp_path / "out.md").read_text(encoding="utf-8").splitlines()
+    start = lines.index("| changed | baseline | candidate | snapshot |")
+    assert lines[start - 1] == "" and lines[start + 1] == "|---|---|---|---|"
+    rows = lines[start + 2:lines.index("", start)]
+    assert "| qrels version | cranfield\\-grades\\-v1 | cranfield\\-grades\\-v1 | v2 with\\|pipe |" \
+        in rows
+    assert all(row.count(" | ") == 3 for row in rows)  # four cells each, the pipe escaped
+    advice = [line for line in lines if line.startswith("- what to do — ")]
+    assert [line.split(":")[0] for line in advice] == ["- what to do — baseline",
+                                                       "- what to do — candidate"]

@@ -548,7 +548,8 @@ def require_made_on(snapshot: Snapshot, *runs: tuple[RunManifest, str]) -> None:
             for component, key in fields]
     rows += [[_OWN_CHUNKING[key], *(_value(key, m.chunking or {}) for m, _ in named),
               _value(key, snapshot.document["chunking"])] for key in own]
-    rows = [[c if len(c) <= _CELL else c[:_CELL - 1] + "…" for c in row] for row in rows]
+    rows = [[c if len(c) <= _CELL else c[:_CELL - 1] + "…" for c in row]
+            for row in ([" ".join(c.split()) or "''" for c in row] for row in rows)]
     advice = [f"{role}: {_advice(snapshot, manifest, role)}" for manifest, role in named]
     widths = [max(len(r[i]) for r in [header, *rows]) for i in range(len(header))]
     table = ["  " + "  ".join(c.ljust(w) for c, w in zip(r, widths)).rstrip()

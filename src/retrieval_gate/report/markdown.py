@@ -14,6 +14,7 @@ far below GitHub's 1 MiB job-summary limit.
 
 from __future__ import annotations
 
+import re
 from collections.abc import Callable, Sequence
 
 from retrieval_gate.gating.outcome import Comparison, Report, RunSummary
@@ -81,7 +82,7 @@ def failure_markdown(message: str, exit_code: int) -> str:
     compare the runs", what to do next (the error's own advice), the error lines escaped (at
     most :data:`~retrieval_gate.report.verdict.ERRORS_SHOWN`)."""
     lines = error_lines(message)
-    body = [f"- {escape(line, LINE)}" for line in lines[:ERRORS_SHOWN]]
+    body = _error_body(lines[:ERRORS_SHOWN])
     if len(lines) > ERRORS_SHOWN:
         body.append(f"- … and {len(lines) - ERRORS_SHOWN} more (see the job log)")
     step = failure_step(message)
@@ -89,6 +90,29 @@ def failure_markdown(message: str, exit_code: int) -> str:
             f"could not compare the runs (exit {exit_code}).**\n\n"
             + (f"**Next:** {escape(step, 2 * LINE)}.\n\n" if step else "")
             + "".join(f"{line}\n" for line in body))
+
+
+def _error_body(lines: Sequence[str]) -> list[str]:
+    """An error's lines as list items, but for an aligned table among them (the not-comparable
+    table: consecutive lines indented by two spaces, columns two or more spaces apart, the
+    first its header, every line with the same number of columns), which is drawn as a table
+    with blank lines around it; lines that do not split evenly stay list items."""
+    body: list[str] = []
+    at = 0
+    while at < len(lines):
+        end = at
+        while end < len(lines) and lines[end].startswith("  "):
+            end += 1
+        cells = [re.split(r" {2,}", line.strip()) for line in lines[at:end]]
+        if end - at >= 2 and len({len(row) for row in cells}) == 1 and len(cells[0]) >= 2:
+            body += ["", _row([escape(c, LINE) for c in cells[0]]),
+                     "|" + "|".join("---" for _ in cells[0]) + "|",
+                     *(_row([escape(c, LINE) for c in row]) for row in cells[1:]), ""]
+            at = end
+            continue
+        body.append(f"- {escape(lines[at], LINE)}")
+        at += 1
+    return body
 
 
 def _row(cells: Sequence[str]) -> str:
