@@ -300,3 +300,15 @@ def test_bad_endpoint_options_are_refused(here: Path, args: tuple[str, ...], sai
                         "-o", here / "run.jsonl")
     assert code == 2 and said in err, err
     assert not (here / "run.jsonl").exists() and not (here / "run.jsonl.journal").exists()
+
+
+def test_resume_refuses_a_journal_read_with_another_hits_path(
+        here: Path, endpoint: tuple[str, Server]) -> None:
+    url, _ = endpoint
+    code, _, err = post(here, f"{url}/flaky")  # q2 fails once: q1's answer is journaled
+    assert code == 2 and "1 answered query is kept in" in err
+    code, _, err = post(here, f"{url}/flaky", "--hits-path", "hits", "--resume")
+    assert code == 2
+    assert "the journal belongs to another run: hits_path None (this run: hits)" in err
+    code, out, err = post(here, f"{url}/flaky", "--resume", "--retries", "1")
+    assert code == 0 and "(4 queries called in" in out, err

@@ -13,9 +13,11 @@ returned:
 **The journal** lies beside the output, ``RUN.journal``, flushed after every record, so that a
 run killed in any way (Ctrl-C, SIGTERM, SIGKILL, a lost machine) keeps every answer it got.
 ``--resume`` reads it back — refused when its header names another snapshot fingerprint,
-target or shard — and calls only the queries it does not answer (failed ones again); a last
-line cut short by the kill is dropped. A later record of a query replaces an earlier one. The
-journal is deleted once the run and its manifest are written.
+target, shard or library (the adapted library's name and version), or another ``hits_path``
+or ``id_key`` (which decide how the target's results are read) — and calls only the queries
+it does not answer (failed ones again); a last line cut short by the kill is dropped. A later
+record of a query replaces an earlier one. The journal is deleted once the run and its manifest
+are written.
 
 **A shard file** (``gate run --shard I/N -o FILE``) is a finished journal: its header, then
 every query of the shard in query-set order. ``gate run merge`` reads shard files.
@@ -34,7 +36,9 @@ from retrieval_gate.core.untrusted import capped
 from retrieval_gate.formats.source import display_name
 
 VERSION = 1
-BOUND = ("snapshot", "target", "shard")  # what a journal is bound to
+# What a journal is bound to: header keys, and settings that decide how hits are read
+BOUND = ("snapshot", "target", "shard", "library")
+BOUND_SETTINGS = ("hits_path", "id_key")
 
 
 def journal_path(output: str | os.PathLike[str]) -> str:
@@ -105,15 +109,29 @@ def _parsed(line: str, name: str, number: int, what: str) -> dict[str, Any]:
 
 
 def require_bound(found: dict[str, Any], expected: dict[str, Any], name: str) -> None:
-    """InputError (exit 2) unless the journal's header ``found`` names the snapshot, target and
-    shard of ``expected``: its answers belong to another run."""
-    differ = [key for key in BOUND if found.get(key) != expected.get(key)]
+    """InputError (exit 2) unless the journal's header ``found`` names the snapshot, target,
+    shard, library and the settings of :data:`BOUND_SETTINGS` of ``expected``: its answers
+    belong to another run."""
+    differ = [(key, found.get(key), expected.get(key)) for key in BOUND
+              if found.get(key) != expected.get(key)]
+    settings = [found.get("settings"), expected.get("settings")]
+    mine, theirs = (s if isinstance(s, dict) else {} for s in settings)
+    differ += [(key, mine.get(key), theirs.get(key)) for key in BOUND_SETTINGS
+               if mine.get(key) != theirs.get(key)]
     if differ:
-        said = "; ".join(f"{key} {capped(str(found.get(key)), 80)} (this run: "
-                         f"{capped(str(expected.get(key)), 80)})" for key in differ)
+        said = "; ".join(f"{key} {capped(_said(was), 80)} (this run: {capped(_said(now), 80)})"
+                         for key, was, now in differ)
         raise InputError(name, f"the journal belongs to another run: {said}",
-                         "resume with the same snapshot, target and shard, or leave out "
-                         "--resume to start over (the journal is then replaced)")
+                         "resume with the same snapshot, target, shard, library version and "
+                         "reading options (--id-key, --hits-path), or leave out --resume to "
+                         "start over (the journal is then replaced)")
+
+
+def _said(value: Any) -> str:
+    """A header value for a message: a library as ``name version``."""
+    if isinstance(value, dict) and set(value) == {"name", "version"}:
+        return f"{value['name']} {value['version']}"
+    return str(value)
 
 
 class Journal:
