@@ -1,7 +1,7 @@
 """What the tests of the library adapters share (``tests/test_run_langchain.py``,
 ``test_run_llamaindex.py``, ``test_run_haystack.py``; they need the ``runners`` extra): the
 recipe's commands for each example retriever of ``examples/pydoc/retrievers/``, run as written,
-and how much of the shipped BM25 run's top 10 a run shares."""
+how much of the shipped BM25 run's top 10 a run shares, and a library call on a small snapshot."""
 
 from __future__ import annotations
 
@@ -11,6 +11,7 @@ import shlex
 from importlib import metadata
 from pathlib import Path
 
+import retrieval_gate
 from tests.conftest import ROOT, gate
 
 RECIPE = ROOT / "docs" / "recipes" / "run-your-retriever.md"
@@ -52,6 +53,13 @@ def run_recipe(target: str, folder: Path) -> Path:
     code, out, err = gate("validate", PYDOC_SNAPSHOT, run)
     assert code == 0, out + err
     return run
+
+
+def run(retriever: object, folder: Path, output: str = "run.jsonl", **options: object) -> Path:
+    """``retrieval_gate.run`` of ``retriever`` on the snapshot in ``folder``, into ``output``
+    there."""
+    return retrieval_gate.run(retriever, snapshot=folder / "snapshot.json",
+                              output=folder / output, commit="none", **options)
 
 
 def runner_of(run: Path) -> dict:

@@ -11,7 +11,8 @@ from typing import Any
 
 import pytest
 
-from tests.runner_libraries import PYDOC_SNAPSHOT, SKIP, agreement, library, run_recipe, runner_of
+from tests import runner_libraries as shared
+from tests.runner_libraries import SKIP, run
 
 # Haystack reads this when it is imported: no usage statistics are sent from the tests.
 os.environ.setdefault("HAYSTACK_TELEMETRY_ENABLED", "False")
@@ -82,23 +83,18 @@ def here(tmp_path: Path, monkeypatch) -> Path:
     return tmp_path
 
 
-def run(retriever: object, folder: Path, output: str = "run.jsonl", **options) -> Path:
-    return retrieval_gate.run(retriever, snapshot=folder / "snapshot.json",
-                              output=folder / output, commit="none", **options)
-
-
 def test_the_pydoc_example_runs_as_the_recipe_says(tmp_path: Path, monkeypatch) -> None:
     """BM25L over the 300-token chunks, in a pipeline and as the component alone (the same
     run), each chunk's span read from its meta: a run the gate accepts, passing against the
     bm25s baseline; its top 10 shares 786 of 990 chunks with the baseline's, 876 with the
     baseline's tokens (\\w\\w+)."""
     monkeypatch.chdir(ROOT)
-    made = run_recipe("examples.pydoc.retrievers.haystack_bm25:pipeline", tmp_path)
-    runner = runner_of(made)
-    assert runner["library"] == library("haystack-ai") and "package" not in runner
-    assert agreement(made) == (786, 1)
+    made = shared.run_recipe("examples.pydoc.retrievers.haystack_bm25:pipeline", tmp_path)
+    runner = shared.runner_of(made)
+    assert runner["library"] == shared.library("haystack-ai") and "package" not in runner
+    assert shared.agreement(made) == (786, 1)
     alone = tmp_path / "component.jsonl"
-    code, _, err = gate("run", "--snapshot", PYDOC_SNAPSHOT, "--retriever",
+    code, _, err = gate("run", "--snapshot", shared.PYDOC_SNAPSHOT, "--retriever",
                         "examples.pydoc.retrievers.haystack_bm25:retriever", "-o", alone,
                         "--commit", "none")
     assert code == 0, err
@@ -108,9 +104,9 @@ def test_the_pydoc_example_runs_as_the_recipe_says(tmp_path: Path, monkeypatch) 
     words.write_documents([Document(id=c.id, content=c.text, meta=c.place) for c in chunks()])
     control = retrieval_gate.run(
         pipeline(("bm25", InMemoryBM25Retriever(document_store=words, top_k=DEPTH))),
-        snapshot=PYDOC_SNAPSHOT, output=tmp_path / "words.jsonl", commit="none")
-    assert agreement(control)[0] == 876
-    assert runner_of(control)["package"] == library("haystack-ai")
+        snapshot=shared.PYDOC_SNAPSHOT, output=tmp_path / "words.jsonl", commit="none")
+    assert shared.agreement(control)[0] == 876
+    assert shared.runner_of(control)["package"] == shared.library("haystack-ai")
 
 
 def test_a_pipeline_gets_the_text_at_every_free_query_input(here: Path) -> None:
@@ -202,5 +198,5 @@ def test_batch_size_is_refused_before_any_call(here: Path) -> None:
     world(here)
     for retriever, kind in ((Fixed([]), "component"), (pipeline(("f", Fixed([]))), "pipeline")):
         with pytest.raises(retrieval_gate.InputError, match=f"--batch-size: a Haystack {kind} "
-                           r"answers one query per call \(run\)"):
+                           r"\(run\) answers one query per call"):
             run(retriever, here, batch_size=2)

@@ -11,15 +11,8 @@ from pathlib import Path
 
 import pytest
 
-from tests.runner_libraries import (
-    PYDOC_SNAPSHOT,
-    SKIP,
-    agreement,
-    library,
-    ranked_ids,
-    run_recipe,
-    runner_of,
-)
+from tests import runner_libraries as shared
+from tests.runner_libraries import SKIP, run
 
 pytest.importorskip("langchain_community.retrievers", reason=SKIP)
 pytest.importorskip("rank_bm25", reason=SKIP)
@@ -59,10 +52,10 @@ def fixed(answer: list[Document]) -> Fixed:
     return Fixed(answers={text: answer for text in TEXTS.values()})
 
 
-def bm25(**metadata: str) -> BM25Retriever:
+def bm25() -> BM25Retriever:
     """BM25 over the small snapshot's documents, each Document's id its document's."""
     return BM25Retriever.from_documents(
-        [Document(id=d, page_content=t, metadata=dict(metadata)) for d, t in DOCS.items()], k=3)
+        [Document(id=d, page_content=t) for d, t in DOCS.items()], k=3)
 
 
 @pytest.fixture
@@ -71,33 +64,28 @@ def here(tmp_path: Path, monkeypatch) -> Path:
     return tmp_path
 
 
-def run(retriever: object, folder: Path, output: str = "run.jsonl", **options) -> Path:
-    return retrieval_gate.run(retriever, snapshot=folder / "snapshot.json",
-                              output=folder / output, commit="none", **options)
-
-
 def test_the_pydoc_example_runs_as_the_recipe_says(tmp_path: Path, monkeypatch) -> None:
     """BM25 over the 300-token chunks, its ids read from Document.id and its spans from the
     metadata: a run the gate accepts, judged a regression against the bm25s baseline; its
     top 10 shares 431 of 990 chunks with the baseline's (str.split keeps case and
     punctuation), 804 with lowercased words of two or more characters."""
     monkeypatch.chdir(ROOT)
-    made = run_recipe("examples.pydoc.retrievers.langchain_bm25:retriever", tmp_path)
-    runner = runner_of(made)
-    assert runner["library"] == library("langchain-core") and "package" not in runner
+    made = shared.run_recipe("examples.pydoc.retrievers.langchain_bm25:retriever", tmp_path)
+    runner = shared.runner_of(made)
+    assert runner["library"] == shared.library("langchain-core") and "package" not in runner
     assert "id_key" not in runner["settings"]
     first = lines(made)[0]["items"][0]
     assert first == {"id": "compound#7", "score": 1.0, "doc_id": "compound", "start": 12002,
                      "end": 13999}  # no score: 1/rank
-    assert agreement(made) == (431, 0)
+    assert shared.agreement(made) == (431, 0)
 
     words = BM25Retriever.from_documents(
         [Document(id=c.id, page_content=c.text, metadata=c.place) for c in chunks()], k=DEPTH,
         preprocess_func=lambda text: re.findall(r"(?u)\b\w\w+\b", text.lower()))
-    control = retrieval_gate.run(words, snapshot=PYDOC_SNAPSHOT,
+    control = retrieval_gate.run(words, snapshot=shared.PYDOC_SNAPSHOT,
                                  output=tmp_path / "words.jsonl", commit="none")
-    assert agreement(control)[0] == 804
-    assert runner_of(control)["package"] == library("langchain-community")
+    assert shared.agreement(control)[0] == 804
+    assert shared.runner_of(control)["package"] == shared.library("langchain-community")
 
 
 def test_batch_size_calls_batch_and_writes_the_same_run(here: Path) -> None:
@@ -107,7 +95,7 @@ def test_batch_size_calls_batch_and_writes_the_same_run(here: Path) -> None:
     batched = run(answer, here, "batched.jsonl", batch_size=2)
     assert answer.batches == [2, 2, 1]
     assert without_latency(one) == without_latency(batched)
-    assert runner_of(batched)["latency"] == "batch"
+    assert shared.runner_of(batched)["latency"] == "batch"
     items = lines(one)[0]["items"]  # q1, "alpha": d1 first; no scores, so 1/rank
     assert items[0]["id"] == "d1" and [i["score"] for i in items] == [1.0, 0.5, 1 / 3]
 
@@ -131,7 +119,7 @@ def test_ids_are_read_from_the_metadata_key_id_key_names(here: Path) -> None:
                     Document(id="ignored", page_content="b", metadata={"key": "d1"})])
     made = run(answer, here, id_key="key")
     assert lines(made)[0]["items"] == [{"id": "d3", "score": 1.0}, {"id": "d1", "score": 0.5}]
-    assert runner_of(made)["settings"]["id_key"] == "key"
+    assert shared.runner_of(made)["settings"]["id_key"] == "key"
     with pytest.raises(retrieval_gate.InputError, match=r"at hit 2, which has no metadata key "
                        r"'key' \(--id-key\) — put each document's id under that key"):
         run(fixed([Document(page_content="a", metadata={"key": "d3"}),
@@ -209,9 +197,9 @@ def test_the_command_line_reads_a_module_s_retriever_with_id_key(here: Path) -> 
     code, _, err = gate(*command, "--id-key", "key")
     assert code == 0, err
     assert lines(here / "run.jsonl")[0]["items"][0] == {"id": "d1", "score": 1.0}
-    runner = runner_of(here / "run.jsonl")
+    runner = shared.runner_of(here / "run.jsonl")
     assert runner["target"] == "lc_ids:retriever" and runner["settings"]["id_key"] == "key"
-    assert runner["library"] == library("langchain-core")
+    assert runner["library"] == shared.library("langchain-core")
     code, _, err = gate(*command, "--id-key", "other")
     assert code == 2 and "query 'q1' returned [" in err and "document 'D1', which is not in" \
         in err
@@ -241,13 +229,13 @@ def test_resume_refuses_a_journal_of_another_id_key_or_library_version(here: Pat
         run(answer, here, id_key="key")
     journal = here / "run.jsonl.journal"
     header = json.loads(journal.read_text().splitlines()[0])
-    assert header["library"] == library("langchain-core")
+    assert header["library"] == shared.library("langchain-core")
     assert header["settings"]["id_key"] == "key"
     with pytest.raises(retrieval_gate.InputError, match=r"the journal belongs to another run: "
                        r"id_key key \(this run: other\)"):
         run(answer, here, id_key="other", resume=True)
     kept = journal.read_text()
-    journal.write_text(kept.replace(library("langchain-core")["version"], "0.0.1", 1))
+    journal.write_text(kept.replace(shared.library("langchain-core")["version"], "0.0.1", 1))
     with pytest.raises(retrieval_gate.InputError, match=r"library langchain-core 0.0.1 \(this "
                        r"run: langchain-core "):
         run(answer, here, id_key="key", resume=True)
@@ -256,7 +244,7 @@ def test_resume_refuses_a_journal_of_another_id_key_or_library_version(here: Pat
     answer.calls.clear()
     made = run(answer, here, id_key="key", resume=True)
     assert TEXTS["q1"] not in answer.calls and len(answer.calls) == len(QUERIES) - 1
-    assert ranked_ids(made)["q1"] == ["d1"]
+    assert shared.ranked_ids(made)["q1"] == ["d1"]
 
 
 def test_shards_of_another_id_key_are_not_merged(here: Path) -> None:
@@ -271,6 +259,7 @@ def test_shards_of_another_id_key_are_not_merged(here: Path) -> None:
     code, _, err = gate("run", "merge", here / "s1.jsonl", here / "s2.jsonl", "--snapshot",
                         here / "snapshot.json", "-o", here / "merged.jsonl", "--commit", "none")
     assert code == 0, err
-    runner = runner_of(here / "merged.jsonl")
-    assert runner["library"] == library("langchain-core") and runner["settings"]["id_key"] == "a"
-    assert ranked_ids(here / "merged.jsonl")["q2"] == ["d1"]
+    runner = shared.runner_of(here / "merged.jsonl")
+    assert runner["library"] == shared.library("langchain-core")
+    assert runner["settings"]["id_key"] == "a"
+    assert shared.ranked_ids(here / "merged.jsonl")["q2"] == ["d1"]

@@ -9,7 +9,8 @@ from pathlib import Path
 
 import pytest
 
-from tests.runner_libraries import PYDOC_SNAPSHOT, SKIP, agreement, library, run_recipe, runner_of
+from tests import runner_libraries as shared
+from tests.runner_libraries import SKIP, run
 
 pytest.importorskip("llama_index.retrievers.bm25", reason=SKIP)
 
@@ -57,33 +58,28 @@ def here(tmp_path: Path, monkeypatch) -> Path:
     return tmp_path
 
 
-def run(retriever: object, folder: Path, output: str = "run.jsonl", **options) -> Path:
-    return retrieval_gate.run(retriever, snapshot=folder / "snapshot.json",
-                              output=folder / output, commit="none", **options)
-
-
 def test_the_pydoc_example_runs_as_the_recipe_says(tmp_path: Path, monkeypatch) -> None:
     """BM25 over the 300-token chunks, each node's span read from its ref_doc_id and character
     offsets: a run the gate accepts, passing against the bm25s baseline; its top 10 shares
     718 of 990 chunks with the baseline's — and, without stemming, the baseline's own top 10
     in the same order for 98 of 99 queries (bm25s both: the adapter reads what it returns)."""
     monkeypatch.chdir(ROOT)
-    made = run_recipe("examples.pydoc.retrievers.llamaindex_bm25:retriever", tmp_path)
-    runner = runner_of(made)
-    assert runner["library"] == library("llama-index-core") and "package" not in runner
+    made = shared.run_recipe("examples.pydoc.retrievers.llamaindex_bm25:retriever", tmp_path)
+    runner = shared.runner_of(made)
+    assert runner["library"] == shared.library("llama-index-core") and "package" not in runner
     first = lines(made)[0]["items"][0]
     assert first["id"] == "compound#7" and first["score"] == pytest.approx(9.8115387)
     assert (first["doc_id"], first["start"], first["end"]) == ("compound", 12002, 13999)
-    assert agreement(made) == (718, 1)
+    assert shared.agreement(made) == (718, 1)
 
     unstemmed = BM25Retriever.from_defaults(nodes=[
         TextNode(id_=c.id, text=c.text, start_char_idx=c.start, end_char_idx=c.end,
                  relationships={NodeRelationship.SOURCE: RelatedNodeInfo(node_id=c.doc_id)})
         for c in chunks()], similarity_top_k=DEPTH, skip_stemming=True)
-    control = retrieval_gate.run(unstemmed, snapshot=PYDOC_SNAPSHOT,
+    control = retrieval_gate.run(unstemmed, snapshot=shared.PYDOC_SNAPSHOT,
                                  output=tmp_path / "unstemmed.jsonl", commit="none")
-    assert agreement(control) == (990, 98)
-    assert runner_of(control)["package"] == library("llama-index-retrievers-bm25")
+    assert shared.agreement(control) == (990, 98)
+    assert shared.runner_of(control)["package"] == shared.library("llama-index-retrievers-bm25")
 
 
 def test_scores_are_written_as_returned_and_none_is_no_score(here: Path) -> None:
@@ -142,8 +138,8 @@ def test_batch_size_is_refused_before_any_call(here: Path) -> None:
     world(here)
     answer = Fixed([node("d1")])
     with pytest.raises(retrieval_gate.InputError, match=r"--batch-size: a LlamaIndex retriever "
-                       r"answers one query per call \(retrieve\) — leave out --batch-size"):
+                       r"\(retrieve\) answers one query per call — leave out --batch-size"):
         run(answer, here, batch_size=4)
     assert not (here / "run.jsonl.journal").exists()
     made = run(answer, here, concurrency=3)
-    assert runner_of(made)["settings"]["concurrency"] == 3
+    assert shared.runner_of(made)["settings"]["concurrency"] == 3

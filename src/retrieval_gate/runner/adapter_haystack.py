@@ -30,25 +30,17 @@ from typing import Any
 from retrieval_gate.core.errors import InputError
 from retrieval_gate.core.untrusted import capped
 from retrieval_gate.runner.hits import shown
-from retrieval_gate.runner.library import (
-    AdapterArgs,
-    LibraryTarget,
-    Native,
-    derives_from,
-    document_hit,
-    library_target,
-)
-from retrieval_gate.runner.target import HitsRefused, RunnerQuery
+from retrieval_gate.runner.library import AdapterArgs, Native, adapted, derives_from, document_hit
+from retrieval_gate.runner.target import HitsRefused, RunnerQuery, Target
 
 DISTRIBUTION = "haystack-ai"
 
 
-def haystack_target(obj: object, args: AdapterArgs) -> LibraryTarget | None:
+def haystack_target(obj: object, args: AdapterArgs) -> Target | None:
     """The target of a Haystack pipeline or component (see the module docstring); None for
     anything else."""
     if derives_from(obj, "haystack.", ("PipelineBase",)):
         feeds, source = _pipeline_sockets(obj, args)
-        _one_query_per_call(args, "pipeline")
         pipeline: Any = obj
 
         def search_pipeline(queries: Sequence[RunnerQuery]) -> list[Any]:
@@ -58,11 +50,10 @@ def haystack_target(obj: object, args: AdapterArgs) -> LibraryTarget | None:
             return [_ranking(found, args, query, f"the output of component "
                              f"{shown(source)}", output)]
 
-        return library_target(args, search_pipeline, DISTRIBUTION)
+        return adapted(args, search_pipeline, DISTRIBUTION, "a Haystack pipeline (run)")
     if derives_from(type(obj), "haystack.", ("ComponentMeta",)) and callable(
             getattr(obj, "run", None)):
         _component_sockets(obj, args)
-        _one_query_per_call(args, "component")
         component: Any = obj
 
         def search_component(queries: Sequence[RunnerQuery]) -> list[Any]:
@@ -70,15 +61,8 @@ def haystack_target(obj: object, args: AdapterArgs) -> LibraryTarget | None:
             output = component.run(query=query.text)
             return [_ranking(output, args, query, "its output", output)]
 
-        return library_target(args, search_component, DISTRIBUTION)
+        return adapted(args, search_component, DISTRIBUTION, "a Haystack component (run)")
     return None
-
-
-def _one_query_per_call(args: AdapterArgs, kind: str) -> None:
-    if args.batch_size is not None:
-        raise InputError("--batch-size", f"a Haystack {kind} answers one query per call "
-                         "(run)", "leave out --batch-size (use --concurrency for calls at "
-                         "once)")
 
 
 def _pipeline_sockets(pipeline: Any, args: AdapterArgs) -> tuple[list[str], str]:

@@ -16,18 +16,11 @@ from __future__ import annotations
 from collections.abc import Sequence
 from typing import Any
 
-from retrieval_gate.runner.library import (
-    AdapterArgs,
-    LibraryTarget,
-    Native,
-    derives_from,
-    document_hit,
-    library_target,
-)
-from retrieval_gate.runner.target import RunnerQuery
+from retrieval_gate.runner.library import AdapterArgs, Native, adapted, derives_from, document_hit
+from retrieval_gate.runner.target import RunnerQuery, Target
 
 
-def langchain_target(obj: object, args: AdapterArgs) -> LibraryTarget | None:
+def langchain_target(obj: object, args: AdapterArgs) -> Target | None:
     """The target of a LangChain ``Runnable`` (see the module docstring); None for anything
     else."""
     if not derives_from(obj, "langchain_core.", ("Runnable",)):
@@ -43,7 +36,7 @@ def langchain_target(obj: object, args: AdapterArgs) -> LibraryTarget | None:
             return results  # refused by the runner: not one ranking per query
         return [_ranking(result, args, query) for result, query in zip(results, queries)]
 
-    return library_target(args, search, "langchain-core")
+    return adapted(args, search, "langchain-core")
 
 
 def _ranking(result: Any, args: AdapterArgs, query: RunnerQuery) -> Any:

@@ -17,27 +17,15 @@ from __future__ import annotations
 from collections.abc import Sequence
 from typing import Any
 
-from retrieval_gate.core.errors import InputError
-from retrieval_gate.runner.library import (
-    AdapterArgs,
-    LibraryTarget,
-    Native,
-    derives_from,
-    document_hit,
-    library_target,
-)
-from retrieval_gate.runner.target import RunnerQuery
+from retrieval_gate.runner.library import AdapterArgs, Native, adapted, derives_from, document_hit
+from retrieval_gate.runner.target import RunnerQuery, Target
 
 
-def llamaindex_target(obj: object, args: AdapterArgs) -> LibraryTarget | None:
+def llamaindex_target(obj: object, args: AdapterArgs) -> Target | None:
     """The target of a LlamaIndex retriever (see the module docstring); None for anything
     else."""
     if not derives_from(obj, "llama_index.", ("BaseRetriever",)):
         return None
-    if args.batch_size is not None:
-        raise InputError("--batch-size", "a LlamaIndex retriever answers one query per call "
-                         "(retrieve)", "leave out --batch-size (use --concurrency for calls "
-                         "at once)")
     retriever: Any = obj
 
     def search(queries: Sequence[RunnerQuery]) -> list[Any]:
@@ -47,7 +35,7 @@ def llamaindex_target(obj: object, args: AdapterArgs) -> LibraryTarget | None:
             return [result]
         return [[_hit(item, args, query, rank) for rank, item in enumerate(result, 1)]]
 
-    return library_target(args, search, "llama-index-core")
+    return adapted(args, search, "llama-index-core", "a LlamaIndex retriever (retrieve)")
 
 
 def _hit(item: Any, args: AdapterArgs, query: RunnerQuery, rank: int) -> Any:

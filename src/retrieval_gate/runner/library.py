@@ -32,6 +32,7 @@ from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
 
+from retrieval_gate.core.errors import InputError
 from retrieval_gate.runner.hits import shown
 from retrieval_gate.runner.target import HitsRefused, RunnerQuery, package_of
 
@@ -70,12 +71,17 @@ class LibraryTarget:
         return self.search(queries)
 
 
-def library_target(args: AdapterArgs, search: Callable[[Sequence[RunnerQuery]], list[Any]],
-                   distribution: str) -> LibraryTarget:
+def adapted(args: AdapterArgs, search: Callable[[Sequence[RunnerQuery]], list[Any]],
+            distribution: str, one_by_one: str | None = None) -> LibraryTarget:
     """The target of an adapted object: ``search`` with what ``args`` says, and the installed
-    version of ``distribution``, the library (None when it is not installed as one)."""
+    version of ``distribution``, the library (None when it is not installed as one). A library
+    without a batch call gives ``one_by_one``, what it answers with one query per call (``"a
+    LlamaIndex retriever (retrieve)"``): ``--batch-size`` is then refused, naming it."""
     from importlib import metadata
 
+    if one_by_one is not None and args.batch_size is not None:
+        raise InputError("--batch-size", f"{one_by_one} answers one query per call",
+                         "leave out --batch-size (use --concurrency for calls at once)")
     try:
         library: tuple[str, str] | None = (distribution, metadata.version(distribution))
     except metadata.PackageNotFoundError:
