@@ -20,7 +20,17 @@ PYDOC_SNAPSHOT = ROOT / "examples" / "pydoc" / "snapshot.json"
 SKIP = ("the runners extra is not installed (pip install -e '.[runners]', on Python 3.11 "
         "or later)")
 _SH_BLOCK = re.compile(r"^```sh[ \t]*\n(.*?)^```[ \t]*$", re.MULTILINE | re.DOTALL)
+_PYTHON_BLOCK = re.compile(r"^```python[ \t]*\n(.*?)^```[ \t]*$", re.MULTILINE | re.DOTALL)
 _EXIT = re.compile(r"\s+#\s*exit\s+(\d+)\s*$")
+
+
+def recipe_excerpt(target: str) -> str:
+    """The ``python`` block of the recipe's section that runs ``target``: an excerpt of the
+    target's module, which the section quotes."""
+    text = RECIPE.read_text(encoding="utf-8")
+    section = text[:text.index(f"--retriever {target}")].rpartition("\n#### ")[2]
+    (excerpt,) = _PYTHON_BLOCK.findall(section)
+    return excerpt
 
 
 def recipe_commands(target: str) -> list[tuple[list[str], int]]:
@@ -41,7 +51,9 @@ def run_recipe(target: str, folder: Path) -> Path:
     """Run the recipe's commands for ``target`` from the repository root (the current folder
     must be it), ``$TMP`` standing for ``folder``; each must exit with the code the recipe
     states. Returns the run ``gate run`` wrote, after checking that ``gate validate`` accepts
-    it."""
+    it, and that the code the recipe quotes is the module's."""
+    module = ROOT / (target.partition(":")[0].replace(".", "/") + ".py")
+    assert recipe_excerpt(target) in module.read_text(encoding="utf-8")
     run = None
     for args, expected in recipe_commands(target):
         args = [a.replace("$TMP", str(folder)) for a in args]

@@ -11,5 +11,5 @@ from langchain_core.documents import Document
 from .chunks import DEPTH, chunks
 
 retriever = BM25Retriever.from_documents(
-    [Document(id=chunk.id, page_content=chunk.text, metadata=chunk.place)
+    [Document(id=chunk.id, page_content=chunk.text, metadata=chunk.place)  # doc_id, start, end
      for chunk in chunks()], k=DEPTH)
