@@ -95,6 +95,7 @@ def test_batch_size_calls_batch_and_writes_the_same_run(here: Path) -> None:
     batched = run(answer, here, "batched.jsonl", batch_size=2)
     assert answer.batches == [2, 2, 1]
     assert without_latency(one) == without_latency(batched)
+    assert without_latency(one) == without_latency(run(bm25(), here, "b.jsonl", batch_size=3))
     assert shared.runner_of(batched)["latency"] == "batch"
     items = lines(one)[0]["items"]  # q1, "alpha": d1 first; no scores, so 1/rank
     assert items[0]["id"] == "d1" and [i["score"] for i in items] == [1.0, 0.5, 1 / 3]
