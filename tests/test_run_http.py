@@ -359,3 +359,15 @@ def test_an_endpoint_is_the_first_of_chained_stages(here: Path,
     assert runner["settings"]["hits_path"] == "data.page.rows" and runner["latency"] == "stage"
     code, _, err = chained("/flaky")
     assert code == 2 and "query 'q2' failed: stage 'candidates': HTTP 503: overloaded" in err
+
+
+def test_resume_refuses_a_journal_read_with_another_hits_path(
+        here: Path, endpoint: tuple[str, Server]) -> None:
+    url, _ = endpoint
+    code, _, err = post(here, f"{url}/flaky")  # q2 fails once: q1's answer is journaled
+    assert code == 2 and "1 answered query is kept in" in err
+    code, _, err = post(here, f"{url}/flaky", "--hits-path", "hits", "--resume")
+    assert code == 2
+    assert "the journal belongs to another run: hits_path None (this run: hits)" in err
+    code, out, err = post(here, f"{url}/flaky", "--resume", "--retries", "1")
+    assert code == 0 and "(4 queries called in" in out, err

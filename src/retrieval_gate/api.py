@@ -36,7 +36,7 @@ def check(candidate: PathLike | None = None, *, baseline: PathLike | None = None
           snapshot: PathLike | None = None, config: PathLike | Literal[False] | None = None,
           gates: str | GatedMeasure | Iterable[str | GatedMeasure] = (),
           fail_on: FailOn | None = None, root: PathLike | None = None,
-          retriever: str | Callable[..., Any] | None = None) -> Report:
+          retriever: str | Callable[..., Any] | object | None = None) -> Report:
     """Run the gate as ``gate check`` does and return its :class:`Report`.
 
     With ``retriever`` the candidate is made first: :func:`run` calls it over every query of
@@ -92,7 +92,7 @@ def score(qrels: Qrels | Source, run: RunRows | Source,
     return score_run(judged, ranked, _measures(measures), ScoringPolicy(**policy))
 
 
-def run(retriever: str | Callable[..., Any] | None = None, *, snapshot: PathLike,
+def run(retriever: str | Callable[..., Any] | object | None = None, *, snapshot: PathLike,
         output: PathLike, **options: Any) -> Path:
     """Run ``retriever`` over every query of ``snapshot`` and write the run ``output`` and its
     manifest, as ``gate run`` does; returns the run's path, ready for :func:`check`.
@@ -101,16 +101,20 @@ def run(retriever: str | Callable[..., Any] | None = None, *, snapshot: PathLike
     object with ``.id``, ``.text`` and the query's other fields as attributes — and returns its
     ranked hits (``(id, score)`` pairs, ids, or dicts with ``id``, ``score``, ``doc_id``,
     ``start``, ``end``, ``tokens``; or a dict of named stages); ``async def`` functions are
-    awaited. It may also be an HTTP endpoint's URL (``"http://host:port/path"``: one POST per
-    query). Instead of ``retriever``, ``stages`` chains one target per stage of the snapshot's
-    pipeline, each timed on its own: a dict (or a list of pairs) of stage name → function (or
+    awaited. It may be a library's retriever object — a LangChain retriever, a LlamaIndex
+    retriever, a Haystack component or pipeline —, given each query's text, whose documents
+    are read as hits (:mod:`retrieval_gate.runner.adapters`). It may also be an HTTP
+    endpoint's URL (``"http://host:port/path"``: one POST per query). Instead of
+    ``retriever``, ``stages`` chains one target per stage of the snapshot's pipeline, each
+    timed on its own: a dict (or a list of pairs) of stage name → function (or
     ``"module:function"``), in pipeline order; the first takes the query, each later one
     ``(query, hits)`` — the previous stage's checked hits as dicts (``id``, ``score``,
     ``doc_id``, ``start``, ``end``, ``tokens``, ``text``). ``options`` are ``gate run``'s other
     options by their Python names: ``tokenizer`` (the pipeline's: text → tokens or their
     count), ``system`` (a dict), ``batch_size``, ``concurrency``, ``timeout``, ``retries``,
     ``hits_path`` (an endpoint's dotted keys to its hits), ``headers`` (an endpoint's extra
-    request headers, ``"Name: value"`` strings), ``on_error`` (``"fail"`` or ``"record"``),
+    request headers, ``"Name: value"`` strings), ``id_key`` (a library retriever's: the
+    metadata key of its documents' ids), ``on_error`` (``"fail"`` or ``"record"``),
     ``resume``, ``shard`` (``"I/N"``: then ``output`` is a shard file), ``commit``,
     ``created``, ``timed_on``, ``chunks``, ``chunking_version``, and ``progress`` (called with
     queries done, queries in all, failures, seconds). Bad input raises InputError (exit code 2), as

@@ -419,10 +419,12 @@ def _manifest_options(command):
               help="The function to call: one query (.id, .text and its other fields as "
                    "attributes) → ranked hits: (id, score) pairs, ids, or dicts with id, "
                    "score, doc_id, start, end, tokens; or a dict of named stages. async def "
-                   "is awaited. Imported with the current folder first on sys.path. Or an "
-                   "HTTP endpoint, http(s)://host:port/path: one POST per query, its fields "
-                   "as a JSON object; the hits are the response's list, or its first list at "
-                   "hits, results or documents.")
+                   "is awaited. Imported with the current folder first on sys.path. Or "
+                   "MODULE:OBJECT, a LangChain retriever (invoke, batch), a LlamaIndex "
+                   "retriever (retrieve) or a Haystack component or pipeline (run), given the "
+                   "query's text. Or an HTTP endpoint, http(s)://host:port/path: one POST per "
+                   "query, its fields as a JSON object; the hits are the response's list, or "
+                   "its first list at hits, results or documents.")
 @click.option("--stage", "stages", multiple=True, metavar="NAME=MODULE:FUNCTION",
               help="Instead of --retriever, chained stages, one per stage of the snapshot's "
                    "pipeline, in its order (repeatable): the first takes the query (or is an "
@@ -455,6 +457,9 @@ def _manifest_options(command):
               help="For an HTTP endpoint: a header sent with every request, e.g. "
                    "'Authorization: Bearer TOKEN' (repeatable; the manifest records its name, "
                    "never its value).")
+@click.option("--id-key", metavar="KEY",
+              help="For a LangChain, LlamaIndex or Haystack retriever: the metadata key that "
+                   "holds each document's id.  [default: the document's own id]")
 @click.option("--on-error", type=click.Choice(["fail", "record"]), default="fail",
               show_default=True,
               help="A query that still fails: stop (fail, exit 2), or leave it out of the run "
@@ -471,7 +476,7 @@ def _manifest_options(command):
 @click.pass_context
 def run_command(ctx, snapshot_file, retriever, stages, tokenizer, output, system, timed_on,
                 commit, created, chunks, chunking_version, batch_size, concurrency, timeout,
-                retries, hits_path, headers, on_error, resume, shard, show_progress):
+                retries, hits_path, headers, id_key, on_error, resume, shard, show_progress):
     """Run your retriever over the snapshot's frozen queries, and write the run and its
     manifest (ready for gate check), or with --shard one shard of it.
 
@@ -484,7 +489,7 @@ def run_command(ctx, snapshot_file, retriever, stages, tokenizer, output, system
                                                     tokenizer, output, system, timed_on,
                                                     commit, created, chunks, chunking_version,
                                                     batch_size, timeout, hits_path, headers,
-                                                    shard)) \
+                                                    id_key, shard)) \
                 or resume \
                 or show_progress:
             from retrieval_gate.core.errors import InputError
@@ -511,7 +516,8 @@ def run_command(ctx, snapshot_file, retriever, stages, tokenizer, output, system
         timed_on=None if timed_on is None else _utf8("--timed-on", timed_on), chunks=chunks,
         chunking_version=chunking_version,
         hits_path=None if hits_path is None else _utf8("--hits-path", hits_path),
-        headers=list(headers))
+        headers=list(headers),
+        id_key=None if id_key is None else _utf8("--id-key", id_key))
     _run_summary(done)
 
 

@@ -86,10 +86,11 @@ class GateFixture:
                  config: PathLike | Literal[False] | None = None,
                  gates: str | GatedMeasure | Iterable[str | GatedMeasure] = (),
                  fail_on: FailOn | None = None,
-                 retriever: str | Callable[..., Any] | None = None) -> Report:
+                 retriever: str | Callable[..., Any] | object | None = None) -> Report:
         """Run the gate (arguments as :func:`retrieval_gate.check`, paths relative to the
         rootdir); return the report if its exit code is 0, else fail the test. With
-        ``retriever`` (a function, or ``"module:function"``) the candidate is its run over the
+        ``retriever`` (a function, ``"module:function"``, or a LangChain, LlamaIndex or
+        Haystack retriever object) the candidate is its run over the
         snapshot's queries, written to the test's temporary folder (``candidate.jsonl``; a
         second call ``candidate-2.jsonl``) — give one of ``candidate`` and ``retriever``."""
         from retrieval_gate.api import check

@@ -19,19 +19,21 @@ an ``http(s)://`` URL, or the object itself from the library) into a Target. A U
 and returns the hits of the response. An object goes first through each adapter of
 :data:`retrieval_gate.runner.adapters.ADAPTERS` (a library's retriever object — LangChain
 ``invoke``/``batch``, LlamaIndex ``retrieve``, Haystack ``run`` — becomes a Target whose
-``call`` returns hits in the forms above; duck-typed, no import of those libraries), then is
-taken as a plain callable. A new adapter is one function appended there; the loop
-(:mod:`retrieval_gate.runner.calls`), the checks of what comes back, the journal and the
-writers do not change.
+``call`` returns hits in the forms above; recognised by the names of its classes, no import of
+those libraries), then is taken as a plain callable. A new adapter is one function appended
+there; the loop (:mod:`retrieval_gate.runner.calls`), the checks of what comes back, the
+journal and the writers do not change.
 
 **Chained stages** (``--stage NAME=TARGET``, one per stage of the snapshot's pipeline) are one
 more Target, :class:`~retrieval_gate.runner.chain.ChainTarget`: its ``call`` runs a query's
 stages in turn, checking each stage's ranking and timing each stage's call on its own.
 
 Modules: ``target`` (queries as the target sees them, targets), ``endpoint`` (HTTP endpoints),
-``adapters`` (the registry), ``chain`` (chained stages), ``hits`` (a target's result → checked
-rankings), ``tokens`` (token counts: the target's, or the pipeline's tokenizer's), ``records``
-(a query's result → its journal record; reported latencies), ``calls`` (concurrency,
-timeouts, retries), ``journal`` (resuming, shards), ``output`` (the run files' text), ``run``
-(``gate run`` and ``gate run merge`` as library calls).
+``adapters`` (the registry), ``library`` (what the adapters share: a document as a hit),
+``adapter_langchain``, ``adapter_llamaindex``, ``adapter_haystack`` (one library each),
+``chain`` (chained stages), ``hits`` (a target's result → checked rankings), ``tokens``
+(token counts: the target's, or the pipeline's tokenizer's), ``records`` (a query's result →
+its journal record; reported latencies), ``calls`` (concurrency, timeouts, retries),
+``journal`` (resuming, shards), ``output`` (the run files' text), ``run`` (``gate run`` and
+``gate run merge`` as library calls).
 """

@@ -12,7 +12,9 @@
 - **Retries** ``R``: a call that raises (any ``Exception``) or times out is made again, up to R
   more times, after waiting 0.1 s × 2^(attempt − 1), at most 5 s, between attempts. A call
   still failing gives an :class:`Outcome` with its error's first line. Ctrl-C is not an error
-  of the target: it stops the run.
+  of the target: it stops the run; nor is a
+  :class:`~retrieval_gate.runner.target.HitsRefused` (an adapter that cannot read the result
+  as hits): it is raised at once, as a refusal of the checks is.
 
 Whatever ``done`` raises stops the run: calls not started are not made, and the error
 propagates.
@@ -28,7 +30,7 @@ from concurrent.futures import FIRST_COMPLETED, Future, ThreadPoolExecutor, wait
 from dataclasses import dataclass
 from typing import Any
 
-from retrieval_gate.runner.target import RunnerQuery, Target, first_line, fresh
+from retrieval_gate.runner.target import HitsRefused, RunnerQuery, Target, first_line, fresh
 
 BACKOFF_FIRST = 0.1  # seconds before the first retry
 BACKOFF_MAX = 5.0  # seconds, at most, between two attempts
@@ -104,6 +106,8 @@ def _attempts(target: Target, queries: list[dict[str, Any]], settings: Settings)
         try:
             result, latency = _timed(target, [fresh(q) for q in queries], settings.timeout)
             return Outcome(ids, result, latency)
+        except HitsRefused:
+            raise
         except _TimedOut as exc:
             error = str(exc)
         except Exception as exc:  # noqa: BLE001 — the target's failure, recorded
@@ -178,6 +182,8 @@ async def _attempts_async(target: Target, queries: list[dict[str, Any]], setting
             result = await asyncio.wait_for(target.call([fresh(q) for q in queries]),
                                             settings.timeout)
             return Outcome(ids, result, (time.perf_counter() - start) * 1000)
+        except HitsRefused:
+            raise
         except asyncio.TimeoutError:
             error = str(_TimedOut(settings.timeout or 0))
         except Exception as exc:  # noqa: BLE001 — the target's failure, recorded

@@ -88,6 +88,7 @@ class ChainTarget:
     tokenizer: Tokenizer | None
     is_async: bool
     package: tuple[str, str] | None
+    library: tuple[str, str] | None
     batch_size: None = None
 
     def call(self, queries: Sequence[RunnerQuery]) -> Any:
@@ -200,7 +201,7 @@ def load_chain(stages: StageTargets | Mapping[str, str | Callable[..., Any]],
     for index, (name, spec) in enumerate(named):
         option = f"--stage {name}"
         target = load_target(spec, None, hits_path if index == 0 else None, timeout,
-                             headers if index == 0 else (), option)
+                             headers if index == 0 else (), option, unit=rules.unit)
         if index and not isinstance(target, CallableTarget):
             kind = "an HTTP endpoint" if isinstance(target, EndpointTarget) else "not a function"
             raise InputError(option, f"{capped(target.identity, 200)} is {kind}: a stage after "
@@ -219,10 +220,12 @@ def load_chain(stages: StageTargets | Mapping[str, str | Callable[..., Any]],
                          f"characters, more than the {MAX_IDENTITY} the manifest holds",
                          "give the stages' functions shorter names")
     packages = {target.package for _, target in loaded}
+    libraries = {target.library for _, target in loaded} - {None}
     return ChainTarget(identity, tuple(_stage(name, target, index, rules)
                                        for index, (name, target) in enumerate(loaded)),
                        tokenizer, kinds == {True},
-                       packages.pop() if len(packages) == 1 else None)
+                       packages.pop() if len(packages) == 1 else None,
+                       libraries.pop() if len(libraries) == 1 else None)
 
 
 def _require_contract(names: list[str], contract: list[str]) -> None:

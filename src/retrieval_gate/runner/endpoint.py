@@ -89,6 +89,7 @@ class EndpointTarget:
     batch_size: None = None
     is_async: bool = False
     package: None = None
+    library: None = None
 
     def call(self, queries: Sequence[RunnerQuery]) -> list[Any]:
         return [self.post(queries[0])]

@@ -14,10 +14,11 @@ returned:
 **The journal** lies beside the output, ``RUN.journal``, flushed after every record, so that a
 run killed in any way (Ctrl-C, SIGTERM, SIGKILL, a lost machine) keeps every answer it got.
 ``--resume`` reads it back — refused when its header names another snapshot fingerprint,
-target (of chained stages: every stage's), shard or tokenizer — and calls only the queries it
-does not answer (failed ones again); a last line cut short by the kill is dropped. A later
-record of a query replaces an earlier one. The journal is deleted once the run and its
-manifest are written.
+target (of chained stages: every stage's; its code, package and library versions), shard,
+tokenizer, or another ``batch_size``, ``hits_path`` or ``id_key`` (which decide what a result
+is and how it is read) — and calls only the queries it does not answer (failed ones again); a
+last line cut short by the kill is dropped. A later record of a query replaces an earlier
+one. The journal is deleted once the run and its manifest are written.
 
 **A shard file** (``gate run --shard I/N -o FILE``) is a finished journal: its header, then
 every query of the shard in query-set order. ``gate run merge`` reads shard files.
@@ -37,11 +38,11 @@ from retrieval_gate.formats.source import display_name
 
 VERSION = 1
 # What a journal is bound to: its answers came from this snapshot, target (its entry point,
-# the version of the package that provides it, the hash of its source file), shard, tokenizer,
-# and the settings that change what an answer is — not the concurrency, timeout or retries,
-# which a resumed run may change.
-BOUND = ("snapshot", "target", "package", "code", "shard", "latency", "tokenizer")
-BOUND_SETTINGS = ("batch_size", "hits_path")
+# the version of the package that provides it, the hash of its source file, the adapted
+# library's version), shard, tokenizer, and the settings that change what an answer is or how
+# it is read — not the concurrency, timeout or retries, which a resumed run may change.
+BOUND = ("snapshot", "target", "package", "code", "library", "shard", "latency", "tokenizer")
+BOUND_SETTINGS = ("batch_size", "hits_path", "id_key")
 
 
 def journal_path(output: str | os.PathLike[str]) -> str:
@@ -115,17 +116,27 @@ def require_bound(found: dict[str, Any], expected: dict[str, Any], name: str) ->
     """InputError (exit 2) unless the journal's header ``found`` agrees with ``expected`` on
     every key of :data:`BOUND` and :data:`BOUND_SETTINGS`: its answers belong to another
     run."""
-    pairs = [(key, found.get(key), expected.get(key)) for key in BOUND]
-    pairs += [(key, (found.get("settings") or {}).get(key),
-               (expected.get("settings") or {}).get(key)) for key in BOUND_SETTINGS]
-    differ = [(key, was, now) for key, was, now in pairs if was != now]
+    differ = [(key, found.get(key), expected.get(key)) for key in BOUND
+              if found.get(key) != expected.get(key)]
+    settings = [found.get("settings"), expected.get("settings")]
+    mine, theirs = (s if isinstance(s, dict) else {} for s in settings)
+    differ += [(key, mine.get(key), theirs.get(key)) for key in BOUND_SETTINGS
+               if mine.get(key) != theirs.get(key)]
     if differ:
-        said = "; ".join(f"{key} {capped(str(was), 80)} (this run: {capped(str(now), 80)})"
+        said = "; ".join(f"{key} {capped(_said(was), 80)} (this run: {capped(_said(now), 80)})"
                          for key, was, now in differ)
         raise InputError(name, f"the journal belongs to another run: {said}",
-                         "resume with the same snapshot, target (its code and package "
-                         "version), shard, tokenizer, batch size and hits path, or leave out "
-                         "--resume to start over (the journal is then replaced)")
+                         "resume with the same snapshot, target (its code, package and "
+                         "library versions), shard, tokenizer and reading options "
+                         "(--batch-size, --hits-path, --id-key), or leave out --resume to "
+                         "start over (the journal is then replaced)")
+
+
+def _said(value: Any) -> str:
+    """A header value for a message: a library as ``name version``."""
+    if isinstance(value, dict) and set(value) == {"name", "version"}:
+        return f"{value['name']} {value['version']}"
+    return str(value)
 
 
 class Journal:

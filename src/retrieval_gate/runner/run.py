@@ -6,10 +6,11 @@
 at the end writes the run files (:mod:`retrieval_gate.runner.output`) and the run manifest in
 one transaction: every file, or none, even on Ctrl-C. The manifest is the one ``gate
 run-manifest`` would write for those files — checked and scored on the snapshot the same
-way — with ``provenance.runner``: the target, the package that provides it, the settings, what
-``latency_ms`` measures (``call``, ``batch``, ``stage`` or ``reported``:
-:mod:`retrieval_gate.runner.records`), the tokenizer that counted the hits' text when one was
-named (:mod:`retrieval_gate.runner.tokens`), and the queries that failed.
+way — with ``provenance.runner``: the target, the package that provides it, the library whose
+adapter read it (:mod:`retrieval_gate.runner.adapters`), the settings, what ``latency_ms``
+measures (``call``, ``batch``, ``stage`` or ``reported``: :mod:`retrieval_gate.runner.records`),
+the tokenizer that counted the hits' text when one was named
+(:mod:`retrieval_gate.runner.tokens`), and the queries that failed.
 
 **Failures.** A call that still fails after its retries stops the run under ``on_error
 "fail"`` (exit 2, naming the query and the error's first line). Under ``"record"`` the query is
@@ -94,7 +95,8 @@ def parse_shard(text: str | tuple[int, int]) -> tuple[int, int]:
                      "write --shard 2/4 for the second of four shards")
 
 
-def run_retriever(retriever: str | Callable[..., Any] | None, snapshot: str | os.PathLike[str],
+def run_retriever(retriever: str | Callable[..., Any] | object | None,
+                  snapshot: str | os.PathLike[str],
                   output: str | os.PathLike[str], *, system: Mapping[str, Any] | None = None,
                   batch_size: int | None = None, concurrency: int = 1,
                   timeout: float | None = None, retries: int = 0, on_error: str = "fail",
@@ -105,17 +107,20 @@ def run_retriever(retriever: str | Callable[..., Any] | None, snapshot: str | os
                   chunking_version: str | None = None, hits_path: str | None = None,
                   headers: Sequence[str] = (),
                   stages: StageTargets | Mapping[str, str | Callable[..., Any]] | None = None,
-                  tokenizer: str | Callable[[str], Any] | None = None) -> RunResult:
+                  tokenizer: str | Callable[[str], Any] | None = None,
+                  id_key: str | None = None) -> RunResult:
     """Run ``retriever`` — or the chained ``stages``, (name, target) pairs in pipeline order
     (:mod:`retrieval_gate.runner.chain`) — over the snapshot's queries and write ``output``
     (see the module docstring); ``system``, ``commit``, ``created``, ``timed_on`` (default:
     this machine, see :func:`machine`), ``chunks`` and ``chunking_version`` go to the run
     manifest as with ``gate run-manifest``; ``hits_path`` and ``headers`` (``"Name: value"``
     strings) are an HTTP endpoint's only: the path is recorded in the settings, the headers by
-    name alone; ``tokenizer`` counts the hits' text (:mod:`retrieval_gate.runner.tokens`).
+    name alone; ``id_key`` (a library retriever's only: the metadata key of its hits' ids) is
+    recorded in the settings; ``tokenizer`` counts the hits' text
+    (:mod:`retrieval_gate.runner.tokens`).
     Raises InputError (exit 2) for bad options, a target that cannot be loaded, a result that
     is not a ranking, or a failed call under ``on_error="fail"``."""
-    settings = _checked(batch_size, concurrency, timeout, retries, on_error)
+    settings = _checked(batch_size, concurrency, timeout, retries, on_error, id_key)
     part = None if shard is None else parse_shard(shard)
     if part is not None and is_trec(output):
         raise InputError("--output", "a shard is written as a shard file (JSON Lines), not "
@@ -130,11 +135,15 @@ def run_retriever(retriever: str | Callable[..., Any] | None, snapshot: str | os
     make_folder(output)  # the journal is written beside the output while the run goes on
     extra = parse_headers(headers)
     target = _target(retriever, stages, loaded, test_set, counter, batch_size, hits_path,
-                     settings.timeout, extra)
+                     settings.timeout, extra, id_key)
     lines = query_lines(loaded)
     mine = lines if part is None else lines[part[0] - 1::part[1]]
-    header = _header(loaded, target, part, len(mine), settings, on_error, hits_path, counter,
-                     [name for name, _ in extra])
+    given: dict[str, Any] = {key: value for key, value in (("hits_path", hits_path),
+                                                          ("id_key", id_key))
+                             if value is not None}
+    if extra:
+        given["headers"] = [name for name, _ in extra]
+    header = _header(loaded, target, part, len(mine), settings, on_error, given, counter)
     started = time.perf_counter()
     records, failed, called = _call(target, counter, loaded, test_set, mine, output, header,
                                     settings, on_error, resume, progress)
@@ -153,8 +162,8 @@ def run_retriever(retriever: str | Callable[..., Any] | None, snapshot: str | os
 
 
 def _checked(batch_size: int | None, concurrency: int, timeout: float | None, retries: int,
-             on_error: str) -> Settings:
-    """The call settings, each checked (InputError naming its option)."""
+             on_error: str, id_key: str | None) -> Settings:
+    """The call settings, each checked, and ``id_key`` (InputError naming its option)."""
     for option, value, low in (("--batch-size", batch_size, 1), ("--concurrency", concurrency,
                                                                  1), ("--retries", retries, 0)):
         if value is None and option == "--batch-size":
@@ -169,14 +178,18 @@ def _checked(batch_size: int | None, concurrency: int, timeout: float | None, re
     if on_error not in ON_ERROR:
         raise InputError("--on-error", f"'{capped(str(on_error), 40)}' is not fail or record",
                          "give --on-error fail (stop at the first failed query) or record")
+    if id_key is not None and (not isinstance(id_key, str) or not 0 < len(id_key) <= 200):
+        raise InputError("--id-key", f"{capped(repr(id_key), 40)} is not a key of 1 to 200 "
+                         "characters", "name the metadata key that holds each document's id, "
+                         "e.g. --id-key chunk_id")
     return Settings(concurrency, None if timeout is None else float(timeout), retries)
 
 
-def _target(retriever: str | Callable[..., Any] | None,
+def _target(retriever: str | Callable[..., Any] | object | None,
             stages: StageTargets | Mapping[str, str | Callable[..., Any]] | None,
             loaded: Snapshot, test_set: TestSet, tokenizer: Tokenizer | None,
             batch_size: int | None, hits_path: str | None, timeout: float | None,
-            headers: Sequence[tuple[str, str]]) -> Target:
+            headers: Sequence[tuple[str, str]], id_key: str | None) -> Target:
     """The target ``retriever`` names, or the chain of ``stages``: exactly one is given
     (InputError naming the options otherwise); ``hits_path`` and ``headers`` are an HTTP
     endpoint's (the first stage's)."""
@@ -186,7 +199,8 @@ def _target(retriever: str | Callable[..., Any] | None,
                          "target, or one --stage NAME=MODULE:FUNCTION per stage of the "
                          "snapshot's pipeline, in its order")
     if retriever is not None:
-        return load_target(retriever, batch_size, hits_path, timeout, headers)
+        return load_target(retriever, batch_size, hits_path, timeout, headers, id_key=id_key,
+                           unit=loaded.unit)
     assert stages is not None
     return load_chain(stages, loaded.stages, HitRules.of(loaded, test_set, "--stage"),
                       tokenizer, hits_path, timeout, batch_size, headers)
@@ -214,22 +228,20 @@ def _require_counts_kept(counted: bool, output: str | os.PathLike[str]) -> None:
 
 
 def _header(loaded: Snapshot, target: Target, part: tuple[int, int] | None, count: int,
-            settings: Settings, on_error: str, hits_path: str | None,
-            tokenizer: Tokenizer | None, header_names: list[str]) -> dict[str, Any]:
+            settings: Settings, on_error: str, given: dict[str, Any],
+            tokenizer: Tokenizer | None) -> dict[str, Any]:
     """The journal's (and shard file's) header: what its records belong to, and how they were
-    made (``hits_path``, the extra request headers' names and ``tokenizer`` only when
-    given)."""
-    package = None if target.package is None else {"name": target.package[0],
-                                                   "version": target.package[1]}
-    given: dict[str, Any] = {} if hits_path is None else {"hits_path": hits_path}
-    if header_names:
-        given["headers"] = header_names
+    made (the ``given`` settings — ``hits_path``, ``id_key``, the extra request headers'
+    names — among the settings, and ``tokenizer``, only when given)."""
+    package, library = ({"name": known[0], "version": known[1]} if known is not None else None
+                        for known in (target.package, target.library))
     counted = {} if tokenizer is None else {"tokenizer": tokenizer.identity}
     latency = ("stage" if isinstance(target, ChainTarget) else
                "call" if target.batch_size is None else "batch")
     return {"gate_run": VERSION, "snapshot": loaded.fingerprint, "target": target.identity,
             "shard": None if part is None else f"{part[0]}/{part[1]}", "queries": count,
-            "package": package, "code": _code(target), "latency": latency, **counted,
+            "package": package, "library": library, "code": _code(target),
+            "latency": latency, **counted,
             "settings": {"batch_size": target.batch_size, "concurrency": settings.concurrency,
                          "timeout": settings.timeout, "retries": settings.retries,
                          "on_error": on_error, **given}}
@@ -239,8 +251,9 @@ def _runner(header: Mapping[str, Any], shards: int) -> dict[str, Any]:
     """The manifest's ``provenance.runner`` from a header, ``shards`` merged (its failures are
     filled in by :func:`write_run`)."""
     runner: dict[str, Any] = {"target": header["target"]}
-    if header.get("package") is not None:
-        runner["package"] = dict(header["package"])
+    for key in ("package", "library"):
+        if header.get(key) is not None:
+            runner[key] = dict(header[key])
     if header.get("code") is not None:
         runner["code"] = header["code"]
     runner["settings"] = {**header["settings"], "shards": shards}
@@ -428,7 +441,7 @@ def merge_shards(shards: Sequence[str | os.PathLike[str]], snapshot: str | os.Pa
             raise InputError(name, f"was run on snapshot {capped(str(shard.header.get('snapshot')), 80)}, "
                              f"not on {display_name(snapshot)} ({loaded.fingerprint})",
                              "merge shards run on this snapshot")
-        for key in ("target", "settings", "package", "code", "latency", "tokenizer"):
+        for key in ("target", "settings", "package", "library", "code", "latency", "tokenizer"):
             if shard.header.get(key) != first.header.get(key) or of != count:
                 what = "shard count" if of != count else key
                 raise InputError(name, f"differs from {first_name} in its {what}", "merge the "

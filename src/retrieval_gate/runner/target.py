@@ -35,6 +35,9 @@ class RunnerQuery:
     that sends the query on, as JSON). Each call gets its own copies: a target that changes
     them changes nothing else."""
 
+    id: str
+    text: str
+
     def __init__(self, fields: dict[str, Any]):
         self.__dict__.update(fields)
 
@@ -98,6 +101,11 @@ class Target(Protocol):
     def package(self) -> tuple[str, str] | None:
         """(distribution, version) of what defines the target, when known."""
 
+    @property
+    def library(self) -> tuple[str, str] | None:
+        """(distribution, version) of the library whose adapter reads the target's results
+        (``langchain-core``, ...); None for a plain callable or an endpoint."""
+
     def call(self, queries: Sequence[RunnerQuery]) -> Any:
         """One raw result per query of ``queries``, in order (an awaitable of that list for
         an async target)."""
@@ -114,6 +122,7 @@ class CallableTarget:
     batch_size: int | None
     is_async: bool
     package: tuple[str, str] | None
+    library: None = None
 
     def call(self, queries: Sequence[RunnerQuery]) -> Any:
         if self.is_async:
@@ -128,24 +137,29 @@ class CallableTarget:
         return await self.function(list(queries))
 
 
-def load_target(retriever: str | Callable[..., Any], batch_size: int | None = None,
+def load_target(retriever: str | Callable[..., Any] | object, batch_size: int | None = None,
                 hits_path: str | None = None, timeout: float | None = None,
-                headers: Sequence[tuple[str, str]] = (),
-                option: str = "--retriever") -> Target:
+                headers: Sequence[tuple[str, str]] = (), option: str = "--retriever",
+                id_key: str | None = None, unit: str = "document") -> Target:
     """The target named by ``retriever``: an HTTP endpoint's URL (with ``hits_path``, the
-    dotted keys to its hits, and ``timeout``, its socket's; see
-    :mod:`retrieval_gate.runner.endpoint`), ``module:function`` (see the module docstring), or
-    the object itself (library callers). Each adapter of
-    :data:`~retrieval_gate.runner.adapters.ADAPTERS` is asked first; otherwise it must be
-    callable. InputError (exit 2, naming ``option``: ``--retriever``, or ``--stage NAME`` for a
-    stage) for a name that is not
-    ``module:function``, a module that cannot be imported (with the first line of why), an
-    attribute it lacks, or an object that is neither callable nor adapted; naming
-    ``--hits-path`` or ``--header`` (``headers``: an endpoint's extra request headers) when
-    one is given for a target that is not an endpoint."""
+    dotted keys to its hits, ``headers``, its extra request headers, and ``timeout``, its
+    socket's; see :mod:`retrieval_gate.runner.endpoint`), ``module:function`` (see the module
+    docstring), or the object itself (library callers). Whichever of the last two, each adapter
+    of :data:`~retrieval_gate.runner.adapters.ADAPTERS` is asked first (with ``id_key``, the
+    metadata key of the hits' ids, and ``unit``, the snapshot's evidence unit); otherwise it
+    must be callable. InputError (exit 2, naming ``option``: ``--retriever``, or ``--stage
+    NAME`` for a stage) for a name that is not ``module:function``, a module that cannot be
+    imported (with the first line of why), an attribute it lacks, or an object that is neither
+    callable nor adapted; naming ``--hits-path`` or ``--header`` when one is given for a target
+    that is not an endpoint, and ``--id-key`` when one is given for a target no adapter
+    reads."""
     from retrieval_gate.runner.adapters import ADAPTERS
     from retrieval_gate.runner.endpoint import endpoint_target, is_endpoint
+    from retrieval_gate.runner.library import AdapterArgs
 
+    if is_endpoint(retriever) and id_key is not None:
+        raise InputError("--id-key", "applies to a library's retriever object only",
+                         "leave it out: an HTTP endpoint returns its hits' ids")
     if is_endpoint(retriever):
         assert isinstance(retriever, str)
         return endpoint_target(retriever, hits_path, timeout, batch_size, headers, option)
@@ -161,14 +175,20 @@ def load_target(retriever: str | Callable[..., Any], batch_size: int | None = No
     else:
         obj, identity = retriever, name_of(retriever)
         module = getattr(retriever, "__module__", None) or ""
+    args = AdapterArgs(identity, module, batch_size, id_key, unit)
     for adapt in ADAPTERS:
-        adapted = adapt(obj, identity, batch_size)
+        adapted = adapt(obj, args)
         if adapted is not None:
             return adapted
     if not callable(obj):
         raise InputError(option, f"{capped(identity, 200)} is a "
                          f"{type(obj).__name__}, not a function", "name a function that takes "
-                         "one query and returns its ranked hits (module:function)")
+                         "one query and returns its ranked hits (module:function), or a "
+                         "LangChain, LlamaIndex or Haystack retriever")
+    if id_key is not None:
+        raise InputError("--id-key", "applies to a library's retriever object only (LangChain, "
+                         "LlamaIndex, Haystack)", "leave it out: a function returns its hits' "
+                         "ids")
     return CallableTarget(identity, obj, batch_size, returns_coroutine(obj), package_of(module))
 
 
@@ -214,13 +234,16 @@ def returns_coroutine(obj: Any) -> bool:
 
 
 def package_of(module: str) -> tuple[str, str] | None:
-    """(distribution, version) of the installed distribution that provides ``module``'s
-    top-level package, when one does (None for a module that is only a file here).
+    """(distribution, version) of the installed distribution that provides ``module``, when one
+    does (None for a module that is only a file here).
 
     Looked up by the top-level name first (``numpy`` → numpy; ``langchain_community`` →
     langchain-community: names are normalised); only a module loaded from site-packages under
     another name is looked up in the map of every installed distribution's packages, which
-    reads them all (about 0.3–0.8 s), so a retriever in the user's own files costs nothing."""
+    reads them all (about 0.3–0.8 s), so a retriever in the user's own files costs nothing. A
+    top-level name that several distributions share (a namespace package: ``llama_index`` of
+    llama-index-core, llama-index-retrievers-bm25, ...) is the one whose files hold
+    ``module``'s."""
     from importlib import metadata
 
     top = module.split(".")[0]
@@ -231,11 +254,16 @@ def package_of(module: str) -> tuple[str, str] | None:
         return found.metadata["Name"], found.version
     except metadata.PackageNotFoundError:
         pass
-    if not _in_site_packages(getattr(sys.modules.get(top), "__file__", None)):
+    path = (getattr(sys.modules.get(top), "__file__", None)
+            or getattr(sys.modules.get(module), "__file__", None))
+    if not _in_site_packages(path):
         return None
-    for name in metadata.packages_distributions().get(top, []):
+    assert path is not None
+    names = metadata.packages_distributions().get(top, [])
+    for name in names:
         try:
-            return name, metadata.version(name)
+            if len(names) == 1 or _holds(metadata.distribution(name), path):
+                return name, metadata.version(name)
         except metadata.PackageNotFoundError:
             continue
     return None
@@ -259,6 +287,11 @@ def code_of(identity: str) -> str | None:
             return "sha256:" + hashlib.sha256(handle.read()).hexdigest()
     except OSError:
         return None
+def _holds(distribution: Any, path: str) -> bool:
+    """Whether the installed ``distribution``'s files include ``path``."""
+    wanted = os.path.realpath(path)
+    return any(os.path.realpath(str(distribution.locate_file(file))) == wanted
+               for file in distribution.files or ())
 
 
 def _in_site_packages(path: str | None) -> bool:
@@ -277,6 +310,12 @@ def _in_site_packages(path: str | None) -> bool:
 class TargetFailure(Exception):
     """A failed call that a target describes itself (``HTTP 503: ...``): its message is the
     failure's line as it is, without the exception's type."""
+
+
+class HitsRefused(InputError):
+    """A result the target's adapter cannot read as hits (a document without the id it was
+    told to read, ...): not a failed call — it is not retried or recorded — but a refusal that
+    stops the run, as :mod:`retrieval_gate.runner.hits` refuses a bad ranking."""
 
 
 def first_line(exc: BaseException) -> str:
