@@ -61,10 +61,15 @@ def journal_path(output: str | os.PathLike[str]) -> str:
     return f"{os.fspath(output)}.journal"
 
 
+# one encoder for every line (json.dumps with options builds one per call); records are trees
+# the runner builds, so the check for circular references is left out
+_ENCODER = json.JSONEncoder(ensure_ascii=False, allow_nan=False, separators=(",", ":"),
+                            check_circular=False)
+
+
 def record_line(record: dict[str, Any]) -> str:
     """One record (or header) as its JSON line, ``\\n`` included."""
-    return json.dumps(record, ensure_ascii=False, allow_nan=False,
-                      separators=(",", ":")) + "\n"
+    return _ENCODER.encode(record) + "\n"
 
 
 class Held:

@@ -47,7 +47,8 @@ from retrieval_gate.formats.atomic import Spool
 from retrieval_gate.runner.hits import shown
 
 TREC_TAG = "gate-run"
-_ENCODER = json.JSONEncoder(ensure_ascii=False, allow_nan=False)
+# the lines are trees built here: no check for circular references
+_ENCODER = json.JSONEncoder(ensure_ascii=False, allow_nan=False, check_circular=False)
 _TREC_UNSAFE = re.compile(r"\s")
 
 
@@ -96,10 +97,8 @@ class RunFiles:
                              "order, for every query")
         last = len(self._files) - 1
         for index, (_, items) in enumerate(record["rankings"]):
-            file = self._files[index]
-            file.track(record["query_id"], items)
-            file.write(record["query_id"], items,
-                       record["latency_ms"] if index == last else None)
+            self._files[index].add(record["query_id"], items,
+                                   record["latency_ms"] if index == last else None)
 
     def finish(self, again: Callable[[], Iterator[dict[str, Any]]]) -> list[tuple[Path, Spool]]:
         """Check each file whole (see the module docstring; ``again`` gives the records once
@@ -146,8 +145,10 @@ class _File:
         self.problem: InputError | None = None
         self.fill = False
 
-    def track(self, qid: str, items: list[list[Any]]) -> None:
-        """Note whether the query's items carry a ``doc_id`` and a place."""
+    def add(self, qid: str, items: list[list[Any]], latency: float | None) -> None:
+        """Note whether the query's items carry a ``doc_id`` and a place, and write its
+        lines."""
+        placed = False
         for index, column in ((2, _DOC), (3, _START)):
             values = set(map(column, items))
             if None in values:
@@ -155,10 +156,14 @@ class _File:
                 self.without.setdefault(index, qid)
             if values - {None}:
                 self.given[index].add(True)
+                placed = True
+        self.write(qid, items, latency, placed)
 
-    def write(self, qid: str, items: list[list[Any]], latency: float | None) -> None:
+    def write(self, qid: str, items: list[list[Any]], latency: float | None,
+              placed: bool = True) -> None:
         """Write the query's lines (its items' missing ``doc_id`` first filled in, when the
-        file is written again to be filled); TREC's first problem is kept, not raised."""
+        file is written again to be filled); TREC's first problem is kept, not raised.
+        ``placed`` False says that no item carries a ``doc_id`` or place."""
         if self.fill:
             for item in items:
                 if item[2] is None:
@@ -167,7 +172,7 @@ class _File:
             self.spool.write(_jsonl(qid, items, latency).encode("utf-8"))
         elif self.problem is None:
             try:
-                self.spool.write(_trec(qid, items, self.files.source).encode("utf-8"))
+                self.spool.write(_trec(qid, items, self.files.source, placed).encode("utf-8"))
             except InputError as exc:
                 self.problem = exc
 
@@ -220,17 +225,17 @@ def _jsonl(qid: str, items: list[list[Any]], latency: float | None) -> str:
     return _ENCODER.encode(line) + "\n"
 
 
-def _trec(qid: str, items: list[list[Any]], source: str) -> str:
+def _trec(qid: str, items: list[list[Any]], source: str, placed: bool) -> str:
     """One query's TREC lines; InputError for what TREC cannot hold (its checks made once for
-    the whole ranking, then hit by hit only to name the first problem)."""
+    the whole ranking — ``placed`` False: no item carries a ``doc_id`` or place —, then hit
+    by hit only to name the first problem)."""
     if qid.startswith("#") or _TREC_UNSAFE.search(qid):
         _no_trec(source, f"query id {shown(qid)} starts with # or holds white space, which "
                  "TREC cannot hold")
     if not items:
         _no_trec(source, f"query {shown(qid)} returned no hits, and a TREC run cannot hold "
                  "an empty ranking")
-    if set(map(_DOC, items)) != {None} or set(map(_START, items)) != {None} \
-            or _TREC_UNSAFE.search("".join([item[0] for item in items])):
+    if placed or _TREC_UNSAFE.search("".join([item[0] for item in items])):
         for ident, _, doc, start, _, _ in items:
             if doc is not None or start is not None:
                 _no_trec(source, f"query {shown(qid)} returned hits with a doc_id or a place, "
