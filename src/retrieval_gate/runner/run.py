@@ -308,12 +308,12 @@ def write_run(loaded: Snapshot, test_set: TestSet, answers: Answers,
                              "of the stages' rankings, in pipeline order: {"
                              + ", ".join(f'"{c.name}": [...]' for c in loaded.stages) + "}")
         spools = files.finish(answers.answers)
-        blobs = {str(Path(file)): _spooled(file, spool) for file, spool in spools}
+        spooled = {str(Path(file)): spool for file, spool in spools}
         document, manifest = run_manifest_document(
             loaded, test_set, output, system, commit, created, None, chunks, chunking_version,
             None, list(zip(names, [file for file, _ in spools])) if names else (),
             None if is_trec(output) else (timed_on or machine_note),
-            read=lambda file: blobs[str(Path(file))])
+            read=lambda file: _spooled(file, spooled[str(Path(file))]))
         document["provenance"]["runner"] = runner
         write_texts([*spools, (manifest, run_manifest_text(document, manifest))])
     finally:
@@ -321,7 +321,7 @@ def write_run(loaded: Snapshot, test_set: TestSet, answers: Answers,
     return manifest
 
 
-def _spooled(file: Path, spool: Spool) -> Blob:
+def _spooled(file: str | os.PathLike[str], spool: Spool) -> Blob:
     """The bytes of a run file written to ``spool``, as read for its manifest (memory-mapped
     when large), named as the file they become."""
     assert spool.temporary is not None  # written, not yet in place
