@@ -75,72 +75,83 @@ def write_snapshot(folder: Path, queries: int) -> Path:
     return folder / "snapshot.json"
 
 
-def status() -> dict[str, int]:
-    """This process's resident memory now (``VmRSS``) and at its peak (``VmHWM``), bytes."""
+def now(traced: bool) -> dict[str, int]:
+    """This process's resident memory (``rss``) and its peak since the last :func:`reset`
+    (``peak``), bytes; with ``traced``, also the Python allocations tracemalloc counts, now
+    (``traced``) and at their peak (``traced peak``)."""
     found = {}
     with open("/proc/self/status", encoding="ascii") as handle:
         for line in handle:
             key, _, value = line.partition(":")
             if key in ("VmRSS", "VmHWM"):
-                found[key] = int(value.split()[0]) * 1024
+                found["rss" if key == "VmRSS" else "peak"] = int(value.split()[0]) * 1024
+    if traced:
+        import tracemalloc
+
+        found["traced"], found["traced peak"] = tracemalloc.get_traced_memory()
     return found
 
 
-def reset_peak() -> None:
-    """Set the peak (``VmHWM``) to the resident memory now."""
+def reset(traced: bool) -> None:
+    """Start the peaks again from the memory now (``VmHWM`` by writing 5 to
+    ``/proc/self/clear_refs``; tracemalloc's)."""
     with open("/proc/self/clear_refs", "w", encoding="ascii") as handle:
         handle.write("5")
+    if traced:
+        import tracemalloc
+
+        tracemalloc.reset_peak()
 
 
-def run_memory(snapshot: Path, output: Path) -> dict[str, int]:
-    """Resident memory at the phases of one gate run (see the module docstring), after a
-    warm-up run on the snapshot of 10 queries beside ``snapshot``'s folder, which imports what
-    gate run uses: after the imports; when the snapshot is loaded (its query lines read, the
-    last step before the calls) and the peak until then; the peak from there until the
-    manifest's scoring begins, and the memory then; the peak during the scoring."""
+def run_memory(snapshot: Path, output: Path, traced: bool) -> dict[str, dict[str, int]]:
+    """Memory at the phases' ends in one gate run (see the module docstring), after a warm-up
+    run on the snapshot of 10 queries beside ``snapshot``'s folder, which imports what gate run
+    uses: after the imports; when the snapshot is loaded (its query lines read, the last step
+    before the calls); when the manifest's scoring starts; when it ends — each with the peak
+    since the previous end (see :func:`now`)."""
     import retrieval_gate
     import retrieval_gate.runner.run as runner
 
     warm = snapshot.parent.parent / "warm"
     retrieval_gate.run(fixed, snapshot=warm / "snapshot.json", output=warm / output.name,
                        commit="none")
-    found: dict[str, int] = {"imports": status()["VmRSS"]}
+    if traced:
+        import tracemalloc
 
-    def phase(function: Callable[..., Any], ends: str, peak: str, starts: str | None = None
-              ) -> Callable[..., Any]:
-        """``function`` ending phase ``peak`` where it starts, or (``starts`` None) where it
-        returns, noting the memory then as ``ends``; the peak is reset for the next phase."""
+        tracemalloc.start()
+    found = {"imports": now(traced)}
+
+    def ends(function: Callable[..., Any], at_start: str | None, at_end: str
+             ) -> Callable[..., Any]:
+        """``function``, a phase ending where it starts (``at_start``) and where it ends."""
         def wrapper(*args: Any, **kwargs: Any) -> Any:
-            if starts is not None:
-                now = status()
-                found[peak], found[ends] = now["VmHWM"], now["VmRSS"]
-                reset_peak()
+            if at_start is not None:
+                found[at_start] = now(traced)
+                reset(traced)
             try:
                 return function(*args, **kwargs)
             finally:
-                now = status()
-                if starts is None:
-                    found[peak], found[ends] = now["VmHWM"], now["VmRSS"]
-                    reset_peak()
-                else:
-                    found[starts] = now["VmHWM"]
+                found[at_end] = now(traced)
+                reset(traced)
         return wrapper
 
-    runner.query_lines = phase(runner.query_lines, "loaded", "loading")
-    runner.run_manifest_document = phase(runner.run_manifest_document, "scoring starts",
-                                         "running", "scoring")
-    reset_peak()
+    runner.query_lines = ends(runner.query_lines, None, "loaded")
+    runner.run_manifest_document = ends(runner.run_manifest_document, "scoring starts",
+                                        "scored")
+    reset(traced)
     retrieval_gate.run(fixed, snapshot=snapshot, output=output, commit="none")
     return found
 
 
-def measure(snapshot: Path, output: Path, source: Path) -> dict[str, int]:
+def measure(snapshot: Path, output: Path, source: Path, traced: bool
+            ) -> dict[str, dict[str, int]]:
     """:func:`run_memory` in a fresh process importing the package from ``source``."""
-    done = subprocess.run([sys.executable, __file__, "--measure", str(snapshot),
-                           str(output)], env={**os.environ, "PYTHONPATH": str(source)},
+    done = subprocess.run([sys.executable, __file__, "--measure", str(snapshot), str(output),
+                           "traced" if traced else "rss"],
+                          env={**os.environ, "PYTHONPATH": str(source)},
                           capture_output=True, text=True, check=False)
     assert done.returncode == 0, done.stderr
-    value: dict[str, int] = json.loads(done.stdout)
+    value: dict[str, dict[str, int]] = json.loads(done.stdout)
     return value
 
 
@@ -149,39 +160,45 @@ def main() -> None:
     parser.add_argument("--queries", type=int, nargs="+", default=[10_000, 100_000])
     parser.add_argument("--format", choices=("trec", "jsonl"), default="trec")
     parser.add_argument("--before", type=Path, help="another version's src folder")
-    parser.add_argument("--measure", nargs=2, help=argparse.SUPPRESS)
+    parser.add_argument("--traced", action="store_true",
+                        help="also the runner's Python allocations (a run with tracemalloc)")
+    parser.add_argument("--measure", nargs=3, help=argparse.SUPPRESS)
     args = parser.parse_args()
     if args.measure:
-        snapshot, output = args.measure
-        print(json.dumps(run_memory(Path(snapshot), Path(output))))
+        snapshot, output, how = args.measure
+        print(json.dumps(run_memory(Path(snapshot), Path(output), how == "traced")))
         return
     sources = {"gate run": ROOT / "src"}
     if args.before:
         sources["before: gate run"] = args.before
     own: dict[str, list[float]] = {name: [] for name in sources}
-    print(f"{HITS} hits a query, {args.format}; MiB of resident memory:")
-    print(f"  {'':18} {'queries':>8} {'snapshot':>9} {'runner':>8} {'scoring':>8} "
-          f"{'peak':>8}")
+    print(f"{HITS} hits a query, {args.format}; MiB:")
+    print(f"  {'':18} {'queries':>8} {'snapshot':>9} {'runner':>8} "
+          f"{'(traced)' if args.traced else '':>8} {'scoring':>8} {'peak':>8}")
     with tempfile.TemporaryDirectory() as temporary:
         write_snapshot(Path(temporary) / "warm", 10)
         for queries in args.queries:
             folder = Path(temporary) / str(queries)
             snapshot = write_snapshot(folder, queries)
             for name, source in sources.items():
-                output = folder / f"run-{len(own[name])}.{args.format}"
-                found = measure(snapshot, output, source)
-                held = found["loaded"] - found["imports"]
-                runner = found["running"] - found["loaded"]
-                scoring = found["scoring"] - found["scoring starts"]
-                peak = max(found["loading"], found["running"], found["scoring"])
+                output = folder / f"run.{args.format}"
+                found = measure(snapshot, output, source, False)
+                loaded, starts, scored = found["loaded"], found["scoring starts"], found["scored"]
+                runner = starts["peak"] - loaded["rss"]
+                traced = ""
+                if args.traced:
+                    steps = measure(snapshot, output, source, True)
+                    allocated = steps["scoring starts"]["traced peak"] - steps["loaded"]["traced"]
+                    traced = f"{allocated / MIB:8.0f}"
                 own[name].append(runner)
-                print(f"  {name:18} {queries:8,} {held / MIB:9.0f} {runner / MIB:8.0f} "
-                      f"{scoring / MIB:8.0f} {peak / MIB:8.0f}")
-                output.unlink()
+                print(f"  {name:18} {queries:8,} "
+                      f"{(loaded['rss'] - found['imports']['rss']) / MIB:9.0f} "
+                      f"{runner / MIB:8.0f} {traced:>8} {(scored['peak'] - starts['rss']) / MIB:8.0f} "
+                      f"{max(loaded['peak'], starts['peak'], scored['peak']) / MIB:8.0f}")
     for name, values in own.items():
-        ratio = values[-1] / max(values[0], 1)
+        ratio = values[-1] / max(values[0], MIB)
         print(f"{name}: the runner's own peak at {args.queries[-1]:,} queries is ×{ratio:.2f} "
-              f"that at {args.queries[0]:,} — target ≤ 2×: "
+              f"that at {args.queries[0]:,} (at least 1 MiB) — target ≤ 2×: "
               f"{'PASS' if ratio <= 2 else 'FAIL'}")
 
 
