@@ -23,12 +23,13 @@ places.
 
 **Streaming.** :class:`RunFiles` takes the records one at a time, in query-set order, and
 writes each query's lines to the files' spools (:class:`~retrieval_gate.formats.atomic.Spool`)
-at once, so no file's text is ever held whole. What can only be known of a whole file is
-checked at the end (:meth:`RunFiles.finish`), in the order a file is checked: the stages
-every query gives (refused at the first query that differs), then per file the ``doc_id`` and
-place rule, then what TREC cannot hold (the first query, in query-set order). A document
-snapshot's file found to mix items with and without ``doc_id`` is written again from the
-records, read a second time (the one case that reads them twice).
+at once, so no file's text is ever held whole. The stages are checked as the records come
+(refused at the first query whose stages differ from the first's); what can only be known of
+a whole file is checked at the end (:meth:`RunFiles.finish`), file by file in stage order:
+the ``doc_id`` and place rule, then what TREC cannot hold (the first query, in query-set
+order) — the messages a file held whole would give. A document snapshot's file found to mix
+items with and without ``doc_id`` is written again from the records, read a second time (the
+one case that reads them twice).
 """
 
 from __future__ import annotations
