@@ -601,6 +601,24 @@ def test_shards_merge_into_the_run_of_every_query(here: Path) -> None:
     assert code == 2 and "'4/3' is not I/N with 1 ≤ I ≤ N" in err
 
 
+def test_a_shard_file_that_lacks_or_holds_another_query_is_refused(here: Path) -> None:
+    world(here)
+    for i in (1, 2):
+        assert run(here, "search", "--shard", f"{i}/2", output=f"shard{i}.jsonl")[0] == 0
+    header, *records = (here / "shard1.jsonl").read_text().splitlines(keepends=True)
+    alien = json.loads(records[0]) | {"query_id": "zz"}
+    for name, text, said in (
+            ("lacks.jsonl", header + "".join(records[1:]),
+             "lacks query 'q1' of shard 1/2 (1 missing, 0 not its own)"),
+            ("holds.jsonl", header + "".join(records) + json.dumps(alien) + "\n",
+             "holds query 'zz', which is not in shard 1/2 (0 missing, 1 not its own)")):
+        (here / name).write_text(text)
+        code, _, err = gate("run", "merge", here / name, here / "shard2.jsonl", "--snapshot",
+                            here / "snapshot.json", "-o", here / "merged.jsonl")
+        assert code == 2 and said in err, err
+    assert not (here / "merged.jsonl").exists()
+
+
 def test_progress_is_shown_only_when_asked_off_a_terminal(here: Path) -> None:
     world(here)
     code, out, err = run(here, "search")

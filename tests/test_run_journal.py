@@ -67,7 +67,7 @@ def test_a_torn_journal_is_continued_after_its_last_whole_line(tmp_path: Path) -
                     + record_line({"query_id": "q2", "failed": "E: down"})
                     + record_line(answer("q3"))[:20])
     kept = scan(path, "journal", IDS, torn_tail=True)
-    assert (kept.count, kept.failed, kept.others) == (2, {1: "E: down"}, [])
+    assert (kept.count, kept.failed, list(kept.others)) == (2, {1: "E: down"}, [])
     assert kept.failures() == [("q2", "E: down")]
     kept.forget_failures()
     assert (kept.count, kept.failed, kept.has_answer(0), kept.has_answer(1)) == (1, {}, True,

@@ -86,7 +86,7 @@ class Held:
         self.header = header
         self.offsets = array("q", [-1]) * len(ids)
         self.failed: dict[int, str] = {}
-        self.others: list[str] = []
+        self.others: dict[str, None] = {}  # an ordered set
         self.count = 0  # queries with a record
         self.size = 0
         self._positions = {qid: i for i, qid in enumerate(ids)}
@@ -103,8 +103,7 @@ class Held:
         qid = record["query_id"]
         position = self._positions.get(qid)
         if position is None:
-            if qid not in self.others:
-                self.others.append(qid)
+            self.others[qid] = None
             return
         if self.offsets[position] < 0:
             self.count += 1

@@ -415,7 +415,7 @@ def _require_share(shard: Held, name: str, index: int, of: int) -> None:
     held = shard.offsets
     absent = [shard.ids[p] for p in range(index - 1, len(held), of) if held[p] < 0]
     extra = sorted([shard.ids[p] for p in range(len(held))
-                    if held[p] >= 0 and p % of != index - 1] + shard.others)
+                    if held[p] >= 0 and p % of != index - 1] + list(shard.others))
     if absent or extra:
         problem = (f"lacks query {shown(absent[0])} of shard {index}/{of}" if absent else
                    f"holds query {shown(extra[0])}, which is not in shard {index}/{of}")
