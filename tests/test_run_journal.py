@@ -28,17 +28,18 @@ def records(path: Path) -> list[str]:
             path.read_text().splitlines()]
 
 
-def test_a_record_reaches_the_file_within_the_block_time_without_another(
+def test_a_record_reaches_the_file_without_another_record_or_the_close(
         tmp_path: Path) -> None:
+    """The journal's own thread writes the block (every BLOCK_SECONDS; the bound here is
+    loose, for a loaded machine)."""
     path = tmp_path / "run.jsonl.journal"
     journal = Journal(str(path), HEADER, IDS, None)
     try:
         journal.add(answer("q2"))
         started = time.monotonic()
-        while records(path) != ["header", "q2"] and time.monotonic() - started < 10:
+        while records(path) != ["header", "q2"] and time.monotonic() - started < 50 * BLOCK_SECONDS:
             time.sleep(0.01)
         assert records(path) == ["header", "q2"]
-        assert time.monotonic() - started < 10 * BLOCK_SECONDS
     finally:
         journal.close()
 
