@@ -16,6 +16,9 @@ import pytest
 from conftest import INTERRUPTED, RENAMES, UNLINKS, gate, interrupted_runs
 from test_approve import make_small_set
 
+from retrieval_gate.core.errors import InputError
+from retrieval_gate.formats.atomic import Spool, write_texts
+
 ROOT_USER = os.geteuid() == 0
 
 
@@ -205,6 +208,48 @@ def test_output_through_a_dangling_link_creates_the_file_it_points_to(tmp_path):
     code, _, err = score(tmp_path, link)
     assert code == 0, err
     assert link.is_symlink() and (tmp_path / "made.json").is_file()
+
+
+def test_a_spooled_file_lands_with_the_others_or_none_does(tmp_path):
+    """A file written a piece at a time to a spool is renamed into place with the others;
+    when the transaction fails, neither lands and the spool's temporary file is gone."""
+    spool = Spool(tmp_path / "big.txt")
+    spool.write(b"a\n")
+    spool.write(b"b\n")
+    assert not (tmp_path / "big.txt").exists()
+    write_texts([(tmp_path / "big.txt", spool), (tmp_path / "small.txt", "s\n")])
+    assert listing(tmp_path) == {"big.txt": b"a\nb\n", "small.txt": b"s\n"}
+    (tmp_path / "folder").mkdir()
+    spool = Spool(tmp_path / "again.txt")
+    spool.write(b"x")
+    with pytest.raises(InputError, match="is a folder"):
+        write_texts([(tmp_path / "again.txt", spool), (tmp_path / "folder", "t")])
+    assert listing(tmp_path) == {"big.txt": b"a\nb\n", "small.txt": b"s\n"}
+
+
+def test_a_spool_goes_through_a_link_and_is_copied_to_a_device(tmp_path):
+    (tmp_path / "real").mkdir()
+    link = tmp_path / "link.txt"
+    link.symlink_to(Path("real") / "file.txt")
+    spool = Spool(link)
+    spool.write(b"linked\n")
+    write_texts([(link, spool)])
+    assert link.is_symlink() and listing(tmp_path / "real") == {"file.txt": b"linked\n"}
+    node = device(tmp_path, "node", 3)
+    spool = Spool(node)
+    spool.write(b"x" * 10)
+    temporary = spool.temporary
+    assert temporary is not None and Path(temporary).exists()
+    write_texts([(node, spool)])
+    assert not Path(temporary).exists() and stat.S_ISCHR(node.stat().st_mode)
+
+
+def test_a_spool_where_no_file_can_be_is_refused_at_once(tmp_path):
+    with pytest.raises(InputError, match="cannot write here .No such file or directory. — "
+                       "create its folder first"):
+        Spool(tmp_path / "missing" / "run.jsonl")
+    with pytest.raises(InputError, match="is a folder"):
+        Spool(tmp_path)
 
 
 def test_output_through_a_link_loop_is_invalid_input(tmp_path):

@@ -17,7 +17,7 @@ from pathlib import Path
 import pytest
 
 import retrieval_gate
-from tests.conftest import ROOT, gate
+from tests.conftest import INTERRUPTED, INTERRUPTIBLE, ROOT, gate
 
 DOCS = {"d1": "alpha apples and more alpha", "d2": "beta bananas", "d3": "gamma grapes here",
         "d4": "delta dates", "d5": "epsilon elderberries", "d6": "zeta zucchini"}
@@ -108,6 +108,18 @@ def log(query):
     with open("calls.log", "a") as f:
         f.write(query.id + "\\n")
     time.sleep(float(os.environ.get("SEARCH_SLEEP", "0")))
+    return search(query)
+
+def stalls(query):
+    with open("calls.log", "a") as f:
+        f.write(query.id + "\\n")
+    if query.id == os.environ.get("STALL"):
+        time.sleep(60)
+    return search(query)
+
+def doc_once(query):
+    if query.id == "q2":
+        return [{{"id": "d2", "doc_id": "d2", "score": 1.0}}]
     return search(query)
 
 def flaky(query):
@@ -478,6 +490,69 @@ def test_resume_after_sigkill_calls_only_the_unanswered_queries(here: Path) -> N
     assert resumed == without_latency(here / "whole.jsonl")
 
 
+def stalled(here: Path, command: list[str], env: dict[str, str]) -> subprocess.Popen[str]:
+    """``command`` started, once its target has answered every query before q4 and stalls on
+    q4, with every answer in the journal: its block reaches the file within 0.2 s, however long
+    the next call takes."""
+    process = subprocess.Popen(command, cwd=here, env={**env, "STALL": "q4"},
+                               stderr=subprocess.PIPE, text=True)
+    journal, log = here / "run.jsonl.journal", here / "calls.log"
+    deadline = time.monotonic() + 60
+    while time.monotonic() < deadline and not (
+            log.exists() and "q4" in log.read_text().split() and journal.exists()
+            and len(journal.read_text().splitlines()) == 1 + 4):
+        time.sleep(0.02)
+    assert "q4" in log.read_text().split(), "the target never stalled"
+    return process
+
+
+@pytest.mark.parametrize("stop", [signal.SIGKILL, signal.SIGTERM, signal.SIGINT])
+def test_a_run_stopped_while_a_call_stalls_keeps_every_answer_before_it(
+        here: Path, stop: signal.Signals) -> None:
+    """Killed (SIGKILL, SIGTERM: no cleanup) or interrupted (Ctrl-C: the last block written)
+    while the target stalls: the journal holds the four answers before, and --resume calls
+    only the stalled query; the run is the one an uninterrupted run writes."""
+    world(here)
+    name = module(here)
+    command = [*INTERRUPTIBLE, "run", "--snapshot", "snapshot.json", "--retriever",
+               f"{name}:stalls", "-o", "run.jsonl", "--commit", "none"]
+    env = {**os.environ, "PYTHONPATH": str(ROOT / "src")}
+    process = stalled(here, command, env)
+    process.send_signal(stop)
+    _, err = process.communicate(timeout=60)
+    assert process.returncode == (130 if stop == signal.SIGINT else -stop)
+    assert err == (INTERRUPTED if stop == signal.SIGINT else "")
+    journal = here / "run.jsonl.journal"
+    assert [json.loads(line)["query_id"] for line in journal.read_text().splitlines()[1:]] \
+        == ["q1", "q2", "u1", "q3"]
+    assert not (here / "run.jsonl").exists()
+    assert not [p for p in here.iterdir() if p.name.endswith(".tmp")]
+    (here / "calls.log").unlink()
+    done = subprocess.run([*command, "--resume"], cwd=here, env=env, capture_output=True,
+                          text=True, check=False)
+    assert done.returncode == 0, done.stderr
+    assert (here / "calls.log").read_text().split() == ["q4"]
+    assert not journal.exists()
+    resumed = without_latency(here / "run.jsonl")
+    assert run(here, "search", output="whole.jsonl")[0] == 0
+    assert resumed == without_latency(here / "whole.jsonl")
+
+
+def test_a_document_snapshot_s_run_gives_every_item_a_doc_id_when_one_has_one(
+        here: Path) -> None:
+    """One query's hits carry doc_id: the file is written again, every item of every query
+    with a doc_id, its own id where it gave none (the run formats' all-or-none rule)."""
+    world(here)
+    code, _, err = run(here, "doc_once")
+    assert code == 0, err
+    written = lines(here / "run.jsonl")
+    assert written[0]["items"][0] == {"id": "d1", "score": 10.0, "doc_id": "d1"}
+    assert written[1]["items"] == [{"id": "d2", "score": 1.0, "doc_id": "d2"}]
+    assert all("doc_id" in item for line in written for item in line["items"])
+    assert gate("validate", here / "snapshot.json", here / "run.jsonl")[0] == 0
+    assert not [p for p in here.iterdir() if p.name.endswith(".tmp")]
+
+
 def test_a_journal_of_another_target_or_snapshot_is_refused(here: Path) -> None:
     world(here)
     code, _, _ = run(here, "returns", env={"RETURNS": "null"})
@@ -576,6 +651,24 @@ def test_shards_merge_into_the_run_of_every_query(here: Path) -> None:
     assert "is not a shard file" in merge(here / "run.jsonl")
     code, _, err = run(here, "search", "--shard", "4/3")
     assert code == 2 and "'4/3' is not I/N with 1 ≤ I ≤ N" in err
+
+
+def test_a_shard_file_that_lacks_or_holds_another_query_is_refused(here: Path) -> None:
+    world(here)
+    for i in (1, 2):
+        assert run(here, "search", "--shard", f"{i}/2", output=f"shard{i}.jsonl")[0] == 0
+    header, *records = (here / "shard1.jsonl").read_text().splitlines(keepends=True)
+    alien = json.loads(records[0]) | {"query_id": "zz"}
+    for name, text, said in (
+            ("lacks.jsonl", header + "".join(records[1:]),
+             "lacks query 'q1' of shard 1/2 (1 missing, 0 not its own)"),
+            ("holds.jsonl", header + "".join(records) + json.dumps(alien) + "\n",
+             "holds query 'zz', which is not in shard 1/2 (0 missing, 1 not its own)")):
+        (here / name).write_text(text)
+        code, _, err = gate("run", "merge", here / name, here / "shard2.jsonl", "--snapshot",
+                            here / "snapshot.json", "-o", here / "merged.jsonl")
+        assert code == 2 and said in err, err
+    assert not (here / "merged.jsonl").exists()
 
 
 def test_progress_is_shown_only_when_asked_off_a_terminal(here: Path) -> None:

@@ -30,6 +30,13 @@ behind.
 ``durable=True`` also flushes each file and then its folder to the disk (``fsync``) before
 returning, for files that must survive a power cut, not just a crash of this process.
 
+**Spools.** A file too large to hold as one text is written a piece at a time to a
+:class:`Spool` — its own temporary file, ``.NAME.PID.N.tmp`` beside it (in the system's
+temporary folder for a device) — and the spool is given to :func:`write_texts` in place of a
+text: it is staged as it is (renamed into place with the others; copied to a device), so the
+transaction is the same. A spool that is not written (an error first, or the caller's
+:meth:`Spool.discard`) leaves no file.
+
 Plain ``os`` calls, not ``tempfile`` and ``pathlib``, which would add their imports (shutil,
 random, urllib, ...) to the start-up of every ``gate score -o``.
 """
@@ -43,27 +50,85 @@ import stat
 from collections.abc import Iterable, Iterator
 from contextlib import contextmanager
 from dataclasses import dataclass
+from typing import BinaryIO
 
 from retrieval_gate.core.errors import EnvironmentFault, GateError, InputError
 from retrieval_gate.core.interrupts import interrupts_held
 
-__all__ = ["leftovers", "staged_texts", "sync_folder", "write_text_atomic", "write_texts"]
+__all__ = ["Spool", "leftovers", "staged_texts", "sync_folder", "write_text_atomic",
+           "write_texts"]
 
 _ATTEMPTS = 100  # temporary names tried before giving up
+_SPOOL_BUFFER = 1 << 20  # bytes a spool gathers before each write to its file
 # as tempfile.mkstemp: read-write, new, not through a symbolic link
 _FLAGS = (os.O_RDWR | os.O_CREAT | os.O_EXCL | getattr(os, "O_NOFOLLOW", 0)
           | getattr(os, "O_BINARY", 0))
+
+
+class Spool:
+    """The new content of the file at ``path``, written a piece at a time (:meth:`write`) to
+    a temporary file of its own, then given to :func:`write_texts` in place of a text (see the
+    module docstring). Refused at once, as :func:`write_texts` would refuse it: a folder, a
+    missing folder, no permission (InputError or EnvironmentFault naming ``path``)."""
+
+    def __init__(self, path: str | os.PathLike[str]):
+        self.given = os.fspath(path)
+        target = _output(self.given, "")
+        try:
+            if target.through:
+                import tempfile
+
+                fd, temporary = tempfile.mkstemp(prefix=".gate-spool.", suffix=".tmp")
+            else:
+                fd, temporary = _create_temporary(target.place)
+        except OSError as exc:
+            raise _refused(self.given, exc, "cannot write here") from None
+        self.temporary: str | None = temporary
+        self._handle = os.fdopen(fd, "wb", buffering=_SPOOL_BUFFER)
+
+    def write(self, data: bytes) -> None:
+        """Append ``data``; EnvironmentFault when the machine refuses it (a full disk)."""
+        try:
+            self._handle.write(data)
+        except OSError as exc:
+            raise _refused(self.given, exc, "cannot write") from None
+
+    def close(self) -> None:
+        """Flush what was written to the file (nothing once closed)."""
+        try:
+            self._handle.close()
+        except OSError as exc:
+            raise _refused(self.given, exc, "cannot write") from None
+
+    def discard(self) -> None:
+        """Close and delete the temporary file, unless :func:`write_texts` has taken it."""
+        try:
+            self._handle.close()
+        except OSError:
+            pass
+        _remove(self.temporary)
+        self.temporary = None
+
+    def _take(self, folder: str) -> str | None:
+        """The temporary file, closed, for a file staged in ``folder``: handed over (the
+        spool no longer deletes it) when it lies there; None when it lies elsewhere."""
+        self.close()
+        if self.temporary is None or os.path.dirname(self.temporary) != folder:
+            return None
+        taken, self.temporary = self.temporary, None
+        return taken
 
 
 @dataclass(eq=False)
 class _Output:
     """One file to write. ``given`` is the path as the caller named it (for messages);
     ``place`` where a regular file is written (``given``, or what a symbolic link points to);
-    ``through`` is true for a device, FIFO or socket, written in place."""
+    ``through`` is true for a device, FIFO or socket, written in place; ``text`` its content,
+    or the spool holding it."""
 
     given: str
     place: str
-    text: str
+    text: str | Spool
     through: bool
     mode: int
     temporary: str | None = None
@@ -76,12 +141,13 @@ def write_text_atomic(path: str | os.PathLike[str], text: str, durable: bool = F
     write_texts([(path, text)], durable)
 
 
-def write_texts(files: Iterable[tuple[str | os.PathLike[str], str]], durable: bool = False,
-                folders: bool = False) -> None:
-    """Write every file of ``files`` (path, text), or none, renamed into place in the order
-    given; with ``folders``, creating the missing folders they go in (see the module
-    docstring). A folder the system refuses to create (a file in its place, no permission) is
-    EnvironmentFault (exit 74)."""
+def write_texts(files: Iterable[tuple[str | os.PathLike[str], str | Spool]],
+                durable: bool = False, folders: bool = False) -> None:
+    """Write every file of ``files`` (path, text or :class:`Spool`), or none, renamed into
+    place in the order given; with ``folders``, creating the missing folders they go in (see
+    the module docstring). A folder the system refuses to create (a file in its place, no
+    permission) is EnvironmentFault (exit 74). Every spool given is used up: taken into
+    place, or deleted."""
     with _writing(files, durable, False, folders):
         pass
 
@@ -100,7 +166,7 @@ def staged_texts(files: Iterable[tuple[str | os.PathLike[str], str]], durable: b
 
 
 @contextmanager
-def _writing(files: Iterable[tuple[str | os.PathLike[str], str]], durable: bool,
+def _writing(files: Iterable[tuple[str | os.PathLike[str], str | Spool]], durable: bool,
              undoable: bool, folders: bool = False) -> Iterator[None]:
     """Make the missing folders (with ``folders``), stage, write through, rename, flush (when
     ``durable``), run the block; until the write is done, undo all on any exception, Ctrl-C
@@ -142,6 +208,10 @@ def _writing(files: Iterable[tuple[str | os.PathLike[str], str]], durable: bool,
             _undo(outputs)
             _remove_folders(made)
         raise
+    finally:
+        for _, text in given:
+            if isinstance(text, Spool):
+                text.discard()
 
 
 def leftovers(path: str | os.PathLike[str]) -> list[str]:
@@ -209,7 +279,7 @@ def _remove_folders(made: list[str]) -> None:
             pass
 
 
-def _output(given: str, text: str) -> _Output:
+def _output(given: str, text: str | Spool) -> _Output:
     """Classify ``given``: a device or the like (written through), else a regular file at
     ``given`` or at the end of its symbolic links."""
     try:
@@ -242,14 +312,22 @@ def _refuse_repeats(outputs: list[_Output]) -> None:
 
 
 def _stage(output: _Output, durable: bool) -> None:
-    """Write the text to a new temporary file beside ``output.place``."""
+    """Write the text to a new temporary file beside ``output.place`` (a spool there is that
+    file already)."""
+    text = output.text
+    taken = text._take(os.path.dirname(output.place)) if isinstance(text, Spool) else None
     try:
-        fd, output.temporary = _create_temporary(output.place)
+        if taken is not None:
+            output.temporary = taken
+            fd = os.open(taken, os.O_RDONLY)
+        else:
+            fd, output.temporary = _create_temporary(output.place)
     except OSError as exc:
         raise _refused(output.given, exc, "cannot write here") from None
     try:
-        with os.fdopen(fd, "w", encoding="utf-8", newline="\n") as handle:
-            handle.write(output.text)
+        with os.fdopen(fd, "rb" if taken is not None else "wb") as handle:
+            if taken is None:
+                _fill(handle, text)
             if durable:
                 handle.flush()
                 os.fsync(handle.fileno())
@@ -261,10 +339,23 @@ def _stage(output: _Output, durable: bool) -> None:
 def _write_through(output: _Output) -> None:
     """Write to a device, FIFO or socket in place."""
     try:
-        with open(output.given, "w", encoding="utf-8", newline="\n") as handle:
-            handle.write(output.text)
+        with open(output.given, "wb") as handle:
+            _fill(handle, output.text)
     except OSError as exc:
         raise _refused(output.given, exc, "cannot write") from None
+
+
+def _fill(handle: BinaryIO, text: str | Spool) -> None:
+    """Write a text (UTF-8, ``\n`` line ends as they are), or copy a spool's file."""
+    if isinstance(text, str):
+        handle.write(text.encode("utf-8"))
+        return
+    import shutil  # here: a spool is rarely copied (to a device), and start-up stays lean
+
+    text.close()
+    assert text.temporary is not None  # a spool is used once
+    with open(text.temporary, "rb") as spooled:
+        shutil.copyfileobj(spooled, handle, _SPOOL_BUFFER)
 
 
 def _place(output: _Output, back_up: bool) -> None:

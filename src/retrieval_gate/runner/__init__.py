@@ -34,6 +34,11 @@ Modules: ``target`` (queries as the target sees them, targets), ``endpoint`` (HT
 ``chain`` (chained stages), ``hits`` (a target's result → checked rankings), ``tokens``
 (token counts: the target's, or the pipeline's tokenizer's), ``records`` (a query's result →
 its journal record; reported latencies), ``calls`` (concurrency, timeouts, retries),
-``journal`` (resuming, shards), ``output`` (the run files' text), ``run`` (``gate run`` and
-``gate run merge`` as library calls).
+``journal`` (the records on disk: resuming, shards), ``output`` (the run files, streamed from
+the records), ``run`` (``gate run`` and ``gate run merge`` as library calls).
+
+**Memory.** No ranking is held longer than its check and its journal line: the records stay
+in the journal, and the run files are written from it one query at a time, so the runner's
+memory does not grow with the run (the manifest's scoring, which reads the run back as ``gate
+run-manifest`` does, does).
 """

@@ -25,7 +25,7 @@ from __future__ import annotations
 
 import math
 import numbers
-from collections.abc import Mapping, Sequence
+from collections.abc import Iterable, Mapping
 from typing import Any, NoReturn
 
 from retrieval_gate.core.errors import InputError
@@ -86,18 +86,24 @@ def _rankings(result: Any) -> list[Any]:
     return list(result.values()) if isinstance(result, Mapping) else [result]
 
 
-def latency_kind(answered: Sequence[dict[str, Any]], kind: str, source: str) -> str:
+def latency_kind(answered: Iterable[dict[str, Any]], kind: str, source: str) -> str:
     """What the run's ``latency_ms`` measure: ``reported`` when every answered record reports
     its latency, else ``kind`` (``call``, ``batch`` or ``stage``: what the runner timed);
-    InputError naming the first query without a reported latency when some have one."""
-    reported = sum(r.get("latency") == REPORTED for r in answered)
+    InputError naming the first query without a reported latency when some have one. One
+    pass over ``answered`` (records read back from the journal, one at a time)."""
+    reported = total = 0
+    lacking: str | None = None
+    for record in answered:
+        total += 1
+        if record.get("latency") == REPORTED:
+            reported += 1
+        elif lacking is None:
+            lacking = record["query_id"]
     if not reported:
         return kind
-    if reported < len(answered):
-        lacking = next(r["query_id"] for r in answered if r.get("latency") != REPORTED)
-        raise InputError(source, f"{reported} of {len(answered)} queries report their "
-                         f"latency_ms and query {shown(lacking)} does not: a run's latencies "
-                         "are all reported or all timed by gate run", f"return {_FORM} for "
-                         "every query, or the hits alone for every query (leave out "
-                         "--resume to start over)")
+    if lacking is not None:
+        raise InputError(source, f"{reported} of {total} queries report their latency_ms and "
+                         f"query {shown(lacking)} does not: a run's latencies are all reported "
+                         "or all timed by gate run", f"return {_FORM} for every query, or the "
+                         "hits alone for every query (leave out --resume to start over)")
     return REPORTED

@@ -40,9 +40,9 @@ from typing import Any
 from retrieval_gate.commands.validate import require_chunking_named, run_manifest_document
 from retrieval_gate.core.errors import InputError
 from retrieval_gate.core.untrusted import capped
-from retrieval_gate.formats.atomic import make_folder, write_text_atomic, write_texts
+from retrieval_gate.formats.atomic import Spool, make_folder, write_texts
 from retrieval_gate.formats.source import Blob, display_name
-from retrieval_gate.inputs.run_manifest import run_manifest_text
+from retrieval_gate.inputs.run_manifest import read_run_file, run_manifest_text
 from retrieval_gate.inputs.snapshot import Snapshot, TestSet, load_snapshot, load_test_set
 from retrieval_gate.runner.calls import Outcome, Settings, call_all
 from retrieval_gate.runner.chain import ChainTarget, StageTargets, load_chain
@@ -50,14 +50,16 @@ from retrieval_gate.runner.endpoint import parse_headers
 from retrieval_gate.runner.hits import HitRules, shown
 from retrieval_gate.runner.journal import (
     VERSION,
+    Answers,
+    Held,
     Journal,
-    Records,
+    Merged,
     journal_path,
-    read_records,
     require_bound,
-    shard_text,
+    scan,
+    write_shard,
 )
-from retrieval_gate.runner.output import is_trec, run_texts, stage_names
+from retrieval_gate.runner.output import RunFiles, is_trec
 from retrieval_gate.runner.records import latency_kind, record_of
 from retrieval_gate.runner.target import Target, batches, code_of, load_target, query_lines
 from retrieval_gate.runner.tokens import Tokenizer, load_tokenizer
@@ -145,18 +147,22 @@ def run_retriever(retriever: str | Callable[..., Any] | object | None,
         given["headers"] = [name for name, _ in extra]
     header = _header(loaded, target, part, len(mine), settings, on_error, given, counter)
     started = time.perf_counter()
-    records, failed, called = _call(target, counter, loaded, test_set, mine, output, header,
-                                    settings, on_error, resume, progress)
+    held, called = _call(target, counter, loaded, test_set, mine, output, header, settings,
+                         on_error, resume, progress)
     seconds = time.perf_counter() - started
-    ordered = [records[q["id"]] for q in mine]
-    if part is not None:
-        write_text_atomic(output, shard_text(header, iter(ordered)))
-        _remove(journal_path(output))
-        return RunResult(Path(output), None, loaded, len(mine), called, failed, seconds)
-    manifest = write_run(loaded, test_set, ordered, output, _runner(header, 1), system=system,
-                         commit=commit, created=created, timed_on=timed_on,
-                         chunks=chunks, chunking_version=chunking_version,
-                         machine_note=machine(settings, batch_size))
+    failed = tuple(held.failures())
+    try:
+        if part is not None:
+            write_shard(output, header, held)
+            manifest = None
+        else:
+            manifest = write_run(loaded, test_set, held, output, _runner(header, 1),
+                                 system=system, commit=commit, created=created,
+                                 timed_on=timed_on, chunks=chunks,
+                                 chunking_version=chunking_version,
+                                 machine_note=machine(settings, batch_size))
+    finally:
+        held.close()
     _remove(journal_path(output))
     return RunResult(Path(output), manifest, loaded, len(mine), called, failed, seconds)
 
@@ -267,24 +273,22 @@ def _runner(header: Mapping[str, Any], shards: int) -> dict[str, Any]:
 def _call(target: Target, tokenizer: Tokenizer | None, loaded: Snapshot, test_set: TestSet,
           mine: list[dict[str, Any]], output: str | os.PathLike[str], header: dict[str, Any],
           settings: Settings, on_error: str, resume: bool, progress: Progress | None
-          ) -> tuple[dict[str, dict[str, Any]], tuple[tuple[str, str], ...], int]:
-    """Call the target for every query of ``mine`` the journal does not answer: each query's
-    record by id, the failures in query-set order, and how many queries were called."""
+          ) -> tuple[Held, int]:
+    """Call the target for every query of ``mine`` the journal does not answer: where each
+    query's record lies in the journal (closed), and how many queries were called."""
     where = journal_path(output)
-    kept = _kept(where, header) if resume else None
-    records = {q: r for q, r in (kept.records if kept else {}).items() if "rankings" in r}
-    todo = [q for q in mine if q["id"] not in records]
+    ids = [q["id"] for q in mine]
+    kept = _kept(where, header, ids) if resume else None
+    todo = [q for i, q in enumerate(mine) if kept is None or not kept.has_answer(i)]
     rules = HitRules.of(loaded, test_set, target.identity)
-    journal = Journal(where, header, kept)
-    failures: dict[str, str] = {}
+    journal = Journal(where, header, ids, kept)
+    held = journal.held
     started = time.perf_counter()
 
     def done(outcome: Outcome) -> None:
         if outcome.error is not None:
             for qid in outcome.query_ids:
-                records[qid] = {"query_id": qid, "failed": outcome.error}
-                journal.add(records[qid])
-                failures[qid] = outcome.error
+                journal.add({"query_id": qid, "failed": outcome.error})
             if on_error == "fail":
                 raise InputError(target.identity, f"query {shown(outcome.query_ids[0])} "
                                  f"failed{_tries(settings)}: {outcome.error}", "fix the "
@@ -292,16 +296,15 @@ def _call(target: Target, tokenizer: Tokenizer | None, loaded: Snapshot, test_se
                                  "record failed queries with --on-error record")
         else:
             for qid, result in zip(outcome.query_ids, _results(outcome, target, rules)):
-                records[qid] = record_of(qid, result, outcome.latency_ms, rules, tokenizer,
-                                         target.batch_size is not None)
-                journal.add(records[qid])
+                journal.add(record_of(qid, result, outcome.latency_ms, rules, tokenizer,
+                                      target.batch_size is not None))
         if progress is not None:
-            progress(len(records), len(mine), len(failures), time.perf_counter() - started)
+            progress(held.count, len(mine), len(held.failed), time.perf_counter() - started)
 
     try:
         call_all(target, list(batches(todo, target.batch_size)), settings, done)
     except InputError as exc:
-        answered = sum("rankings" in r for r in records.values())
+        answered = held.answered
         journal.close()
         if not answered:  # nothing to resume from: no journal is left behind
             _remove(where)
@@ -311,25 +314,26 @@ def _call(target: Target, tokenizer: Tokenizer | None, loaded: Snapshot, test_se
             if answered else ""), exc.where) from None
     finally:
         journal.close()
-    failed = tuple((q["id"], failures[q["id"]]) for q in mine if q["id"] in failures)
-    return records, failed, len(todo)
+    return held, len(todo)
 
 
 def _tries(settings: Settings) -> str:
     return "" if not settings.retries else f" {settings.retries + 1} times"
 
 
-def _kept(where: str, header: dict[str, Any]) -> Records | None:
-    """The journal at ``where`` read back for ``--resume`` (None when there is none, or when
-    a kill cut even its header short); InputError when it belongs to another run."""
+def _kept(where: str, header: dict[str, Any], ids: list[str]) -> Held | None:
+    """The journal at ``where`` read back for ``--resume`` over the queries ``ids``, its
+    failures forgotten (they are called again); None when there is none, or when a kill cut
+    even its header short; InputError when it belongs to another run."""
     try:
         with open(where, "rb") as handle:
             if b"\n" not in handle.read(1 << 20):
                 return None
     except FileNotFoundError:
         return None
-    kept = read_records(where, "journal", torn_tail=True)
+    kept = scan(where, "journal", ids, torn_tail=True)
     require_bound(kept.header, header, display_name(where))
+    kept.forget_failures()
     return kept
 
 
@@ -355,48 +359,59 @@ def _results(outcome: Outcome, target: Target, rules: HitRules) -> list[Any]:
     return list(result)
 
 
-def write_run(loaded: Snapshot, test_set: TestSet, records: Sequence[dict[str, Any]],
+def write_run(loaded: Snapshot, test_set: TestSet, answers: Answers,
               output: str | os.PathLike[str], runner: dict[str, Any], *,
               system: Mapping[str, Any] | None, commit: str | None, created: str | None,
               timed_on: str | None, chunks: str | os.PathLike[str] | None,
               chunking_version: str | None, machine_note: str) -> Path:
-    """Write the run files of ``records`` (every query's, in query-set order; failed ones are
-    left out and listed in ``runner``) and their manifest in one transaction; returns the
-    manifest's path. Refused when a query failed and the snapshot's missing policy is
-    ``error``."""
-    failed = [(r["query_id"], r["failed"]) for r in records if "failed" in r]
+    """Write the run files of ``answers`` (every query's record; failed ones are left out and
+    listed in ``runner``) and their manifest in one transaction; returns the manifest's path.
+    The run files are streamed from the records, read back in query-set order, to spools, and
+    scored for the manifest from those files. Refused when a query failed and the snapshot's
+    missing policy is ``error``."""
+    failed = answers.failures()
     source = runner["target"]
     if failed and loaded.policy.missing == "error":
         qid, error = failed[0]
         raise InputError(source, f"query {shown(qid)} failed ({error}); {len(failed)} of "
-                         f"{len(records)} queries failed, and the snapshot's missing policy is "
-                         "error: a run without them cannot be checked", "make the retriever "
-                         "answer them (gate run --resume calls only the queries the journal "
-                         "does not answer), or let gate check score a failed query 0: "
+                         f"{len(answers.ids)} queries failed, and the snapshot's missing "
+                         "policy is error: a run without them cannot be checked", "make the "
+                         "retriever answer them (gate run --resume calls only the queries the "
+                         "journal does not answer), or let gate check score a failed query 0: "
                          + loaded.policy.fix("missing", "zero"))
     runner["failed"] = [{"query_id": q, "error": e} for q, e in failed]
-    answered = [r for r in records if "rankings" in r]
-    runner["latency"] = latency_kind(answered, runner["latency"], source)
+    runner["latency"] = latency_kind(answers.answers(), runner["latency"], source)
     _require_counts_kept("tokenizer" in runner, output)
-    names = stage_names(answered, source)
-    if loaded.stages and not names and answered:
-        contract = ", ".join(c.name for c in loaded.stages)
-        raise InputError(source, f"query {shown(answered[0]['query_id'])} returned one ranking, "
-                         f"and the snapshot's pipeline has stages {contract}", "return a dict "
-                         "of the stages' rankings, in pipeline order: {"
-                         + ", ".join(f'"{c.name}": [...]' for c in loaded.stages) + "}")
-    texts = run_texts(answered, output, loaded.unit, source)
-    blobs = {str(Path(file)): Blob(display_name(file), text.encode("utf-8"))
-             for file, text in texts}
-    trec = is_trec(output)
-    document, manifest = run_manifest_document(
-        loaded, test_set, output, system, commit, created, None, chunks, chunking_version, None,
-        list(zip(names, [file for file, _ in texts])) if names else (),
-        None if trec else (timed_on or machine_note),
-        read=lambda file: blobs[str(Path(file))])
-    document["provenance"]["runner"] = runner
-    write_texts([*texts, (manifest, run_manifest_text(document, manifest))])
+    files = RunFiles(output, loaded.unit, source)
+    try:
+        for record in answers.answers():
+            files.add(record)
+        names = files.stages
+        if loaded.stages and not names and files.first is not None:
+            contract = ", ".join(c.name for c in loaded.stages)
+            raise InputError(source, f"query {shown(files.first)} returned one ranking, and "
+                             f"the snapshot's pipeline has stages {contract}", "return a dict "
+                             "of the stages' rankings, in pipeline order: {"
+                             + ", ".join(f'"{c.name}": [...]' for c in loaded.stages) + "}")
+        spools = files.finish(answers.answers)
+        spooled = {str(Path(file)): spool for file, spool in spools}
+        document, manifest = run_manifest_document(
+            loaded, test_set, output, system, commit, created, None, chunks, chunking_version,
+            None, list(zip(names, [file for file, _ in spools])) if names else (),
+            None if is_trec(output) else (timed_on or machine_note),
+            read=lambda file: _spooled(file, spooled[str(Path(file))]))
+        document["provenance"]["runner"] = runner
+        write_texts([*spools, (manifest, run_manifest_text(document, manifest))])
+    finally:
+        files.discard()
     return manifest
+
+
+def _spooled(file: str | os.PathLike[str], spool: Spool) -> Blob:
+    """The bytes of a run file written to ``spool``, as read for its manifest (memory-mapped
+    when large), named as the file they become."""
+    assert spool.temporary is not None  # written, not yet in place
+    return Blob(display_name(file), read_run_file(spool.temporary).data)
 
 
 def machine(settings: Settings, batch_size: int | None) -> str:
@@ -428,13 +443,15 @@ def merge_shards(shards: Sequence[str | os.PathLike[str]], snapshot: str | os.Pa
     test_set = load_test_set(loaded)
     require_chunking_named(loaded, chunks, chunking_version)
     make_folder(output)
-    read = [(display_name(s), read_records(s, "shard file")) for s in shards]
+    lines = query_lines(loaded)
+    ids = [q["id"] for q in lines]
+    read = [(display_name(s), scan(s, "shard file", ids)) for s in shards]
     if not read:
         raise InputError("SHARD", "no shard file is given", "give every shard file")
     first_name, first = read[0]
     count = _shard_of(first.header, first_name)[1]
-    lines = query_lines(loaded)
     seen: dict[int, str] = {}
+    by_index: dict[int, Held] = {}
     for name, shard in read:
         index, of = _shard_of(shard.header, name)
         if shard.header.get("snapshot") != loaded.fingerprint:
@@ -450,21 +467,24 @@ def merge_shards(shards: Sequence[str | os.PathLike[str]], snapshot: str | os.Pa
         if index in seen:
             raise InputError(name, f"is shard {index}/{of}, as {seen[index]} is",
                              "give each shard once")
-        seen[index] = name
-        _require_share(shard, lines[index - 1::of], name, index, of)
+        seen[index], by_index[index] = name, shard
+        _require_share(shard, name, index, of)
     missing = [i for i in range(1, count + 1) if i not in seen]
     if missing:
         raise InputError("SHARD", f"shard {missing[0]}/{count} is missing ({len(missing)} of "
                          f"{count} missing)", "give every shard file of the run")
-    records = {qid: r for _, shard in read for qid, r in shard.records.items()}
-    ordered = [records[q["id"]] for q in lines]
+    merged = Merged([by_index[i] for i in range(1, count + 1)])
     settings = Settings(first.header["settings"]["concurrency"])
-    manifest = write_run(loaded, test_set, ordered, output, _runner(first.header, count),
-                         system=system, commit=commit, created=created, timed_on=timed_on,
-                         chunks=chunks, chunking_version=chunking_version,
-                         machine_note=machine(settings, first.header["settings"]["batch_size"]))
-    failed = tuple((r["query_id"], r["failed"]) for r in ordered if "failed" in r)
-    return RunResult(Path(output), manifest, loaded, len(ordered), 0, failed, 0.0)
+    try:
+        manifest = write_run(loaded, test_set, merged, output, _runner(first.header, count),
+                             system=system, commit=commit, created=created,
+                             timed_on=timed_on, chunks=chunks,
+                             chunking_version=chunking_version, machine_note=machine(
+                                 settings, first.header["settings"]["batch_size"]))
+    finally:
+        merged.close()
+    return RunResult(Path(output), manifest, loaded, len(ids), 0, tuple(merged.failures()),
+                     0.0)
 
 
 def _shard_of(header: dict[str, Any], name: str) -> tuple[int, int]:
@@ -476,13 +496,13 @@ def _shard_of(header: dict[str, Any], name: str) -> tuple[int, int]:
     return parse_shard(text)
 
 
-def _require_share(shard: Records, share: list[dict[str, Any]], name: str, index: int,
-                   of: int) -> None:
-    """InputError unless the shard holds exactly the queries of its share."""
-    expected = [q["id"] for q in share]
-    held = set(shard.records)
-    absent = [q for q in expected if q not in held]
-    extra = sorted(held - set(expected))
+def _require_share(shard: Held, name: str, index: int, of: int) -> None:
+    """InputError unless the shard holds exactly the queries of its share: positions
+    ``index - 1``, ``index - 1 + of``, ... of the query set."""
+    held = shard.offsets
+    absent = [shard.ids[p] for p in range(index - 1, len(held), of) if held[p] < 0]
+    extra = sorted([shard.ids[p] for p in range(len(held))
+                    if held[p] >= 0 and p % of != index - 1] + list(shard.others))
     if absent or extra:
         problem = (f"lacks query {shown(absent[0])} of shard {index}/{of}" if absent else
                    f"holds query {shown(extra[0])}, which is not in shard {index}/{of}")
