@@ -5,6 +5,7 @@ on paths and on objects already read, and the lazy top-level exports."""
 from __future__ import annotations
 
 import shutil
+import json
 from pathlib import Path
 
 import pytest
@@ -181,3 +182,35 @@ def test_check_with_a_retriever_runs_it_then_checks_its_run(tmp_path: Path) -> N
     assert report.verdict == expected.verdict
     with pytest.raises(InputError, match="candidate: is where the retriever's run is written"):
         retrieval_gate.check(root=ROOT, retriever=replay)
+
+
+def test_check_with_chained_stages_runs_them_then_checks_their_run(tmp_path: Path) -> None:
+    """``check(stages={...}, run_options=..., candidate=PATH)``: the pydoc pipeline's approved
+    rankings given stage by stage (functions, not module paths), run at concurrency 2, then
+    checked against that baseline: every stage's file holds the baseline's rankings, so every
+    mean difference is 0 and the verdict is pass."""
+    folder = ROOT / "baselines" / "pydoc-pipeline" / "v1"
+    ranked = {stage: {row["query_id"]: row["items"] for row in map(
+        json.loads, (folder / f"{stage}.jsonl").read_text().splitlines())}
+        for stage in ("candidates", "reranked", "context")}
+
+    def candidates(query):
+        return ranked["candidates"][query.id]
+
+    def reranked(query, hits):
+        return ranked["reranked"][query.id]
+
+    def context(query, hits):
+        return ranked["context"][query.id]
+
+    report = retrieval_gate.check(
+        root=ROOT / "examples" / "pydoc", config=ROOT / "examples" / "pydoc" / "pipeline.toml",
+        stages={"candidates": candidates, "reranked": reranked, "context": context},
+        run_options={"concurrency": 2, "commit": "none"}, candidate=tmp_path / "run.jsonl")
+    assert report.verdict == "pass"
+    assert report.comparisons and all(c.mean_diff == 0 for c in report.comparisons)
+    runner = json.loads((tmp_path / "run.jsonl.manifest.json").read_text())["provenance"]["runner"]
+    assert runner["latency"] == "stage" and runner["settings"]["concurrency"] == 2
+    assert [json.loads(line)["items"] for line in (tmp_path / "run.jsonl").read_text().splitlines()
+            ] == [json.loads(line)["items"] for line in (folder / "context.jsonl").read_text()
+                  .splitlines()]

@@ -13,7 +13,7 @@ report's ``verdict`` and ``exit_code``.
 from __future__ import annotations
 
 import os
-from collections.abc import Callable, Iterable
+from collections.abc import Callable, Iterable, Mapping
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, Literal, Union, get_args
 
@@ -36,12 +36,16 @@ def check(candidate: PathLike | None = None, *, baseline: PathLike | None = None
           snapshot: PathLike | None = None, config: PathLike | Literal[False] | None = None,
           gates: str | GatedMeasure | Iterable[str | GatedMeasure] = (),
           fail_on: FailOn | None = None, root: PathLike | None = None,
-          retriever: str | Callable[..., Any] | object | None = None) -> Report:
+          retriever: str | Callable[..., Any] | object | None = None,
+          stages: Mapping[str, str | Callable[..., Any]] | None = None,
+          run_options: Mapping[str, Any] | None = None) -> Report:
     """Run the gate as ``gate check`` does and return its :class:`Report`.
 
-    With ``retriever`` the candidate is made first: :func:`run` calls it over every query of
-    the snapshot and writes the run to ``candidate`` (required then: where the run goes),
-    which is then checked — ``gate run`` then ``gate check``.
+    With ``retriever`` — or ``stages``, one function per stage of the snapshot's pipeline —
+    the candidate is made first: :func:`run` calls it over every query of the snapshot, with
+    ``run_options`` (its other options: ``tokenizer``, ``concurrency``, ``id_key``, ...), and
+    writes the run to ``candidate`` (required then: where the run goes), which is then
+    checked — ``gate run`` then ``gate check``.
 
     The configuration is ``config`` (a ``gate.toml`` or ``pyproject.toml``), else the
     ``gate.toml`` or ``[tool.retrieval-gate]`` table of ``pyproject.toml`` found in ``root``
@@ -57,7 +61,8 @@ def check(candidate: PathLike | None = None, *, baseline: PathLike | None = None
     from retrieval_gate.gating.gate import run_gate
 
     folder = Path(root) if root is not None else Path(".")
-    if retriever is not None and candidate is None:
+    making = retriever is not None or bool(stages)
+    if making and candidate is None:
         from retrieval_gate.core.errors import InputError
 
         raise InputError("candidate", "is where the retriever's run is written, and none is "
@@ -65,8 +70,9 @@ def check(candidate: PathLike | None = None, *, baseline: PathLike | None = None
                          "folder)")
     inputs = _inputs(folder, (snapshot, baseline, candidate), config, _gates(gates),
                      _fail_on(fail_on))
-    if retriever is not None:
-        run(retriever, snapshot=inputs.snapshot, output=inputs.candidate)
+    if making:
+        run(retriever, snapshot=inputs.snapshot, output=inputs.candidate, stages=stages,
+            **dict(run_options or {}))
     return run_gate(inputs.snapshot, inputs.baseline, inputs.candidate, inputs.policy,
                      inputs.config)
 

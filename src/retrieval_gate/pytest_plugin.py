@@ -36,7 +36,7 @@ from __future__ import annotations
 
 import hashlib
 import re
-from collections.abc import Callable, Iterable
+from collections.abc import Callable, Iterable, Mapping
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, Literal, NoReturn
 
@@ -86,19 +86,23 @@ class GateFixture:
                  config: PathLike | Literal[False] | None = None,
                  gates: str | GatedMeasure | Iterable[str | GatedMeasure] = (),
                  fail_on: FailOn | None = None,
-                 retriever: str | Callable[..., Any] | object | None = None) -> Report:
+                 retriever: str | Callable[..., Any] | object | None = None,
+                 stages: Mapping[str, str | Callable[..., Any]] | None = None,
+                 run_options: Mapping[str, Any] | None = None) -> Report:
         """Run the gate (arguments as :func:`retrieval_gate.check`, paths relative to the
         rootdir); return the report if its exit code is 0, else fail the test. With
         ``retriever`` (a function, ``"module:function"``, or a LangChain, LlamaIndex or
-        Haystack retriever object) the candidate is its run over the
-        snapshot's queries, written to the test's temporary folder (``candidate.jsonl``; a
-        second call ``candidate-2.jsonl``) — give one of ``candidate`` and ``retriever``."""
+        Haystack retriever object) — or ``stages``, one function per stage of the snapshot's
+        pipeline — the candidate is its run over the snapshot's queries (``run_options``: the
+        run's other options, as :func:`retrieval_gate.run` takes them), written to the test's
+        temporary folder (``candidate.jsonl``; a second call ``candidate-2.jsonl``) — give
+        one of ``candidate`` and ``retriever`` (or ``stages``)."""
         from retrieval_gate.api import check
         from retrieval_gate.core.errors import GateError, InputError
 
         paths = self._report_paths()
         try:
-            if retriever is not None:
+            if retriever is not None or stages:
                 if candidate is not None:
                     raise InputError("retriever", "and candidate both given", "give the run "
                                      "to check (candidate=) or the retriever to make it "
@@ -106,7 +110,7 @@ class GateFixture:
                 candidate = self._run_path()
             report = check(candidate, baseline=baseline, snapshot=snapshot, config=config,
                            gates=gates, fail_on=fail_on, root=_root(self._config),
-                           retriever=retriever)
+                           retriever=retriever, stages=stages, run_options=run_options)
             text = _written(report, paths)
         except GateError as exc:
             _refused(exc, paths)
