@@ -4,8 +4,8 @@ on paths and on objects already read, and the lazy top-level exports."""
 
 from __future__ import annotations
 
-import shutil
 import json
+import shutil
 from pathlib import Path
 
 import pytest
