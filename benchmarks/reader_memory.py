@@ -10,7 +10,7 @@ the factor its reader gives ``retrieval_gate.core.errors.memory_for`` (in read_r
 retrieval_gate/formats/__init__.py, read_corpus and the access data reader). This script
 measures those factors: the peaks it printed for files of 60 MB were 1.06 (corpus, JSON
 Lines, read in batches), 6.9 (corpus, ids), 5.2 (access data, read in batches; 13.4 read whole), 3.8 and 4.9 (TREC run, pyarrow
-and numpy), 14.6 (run, JSON Lines), 7.1 (qrels, TREC) and 13.8 (qrels, JSON Lines). Generated once (seeded, into benchmarks/data/reader-memory/,
+and numpy), 14.6 (run, JSON Lines; 6.7 since it is read in batches, at 100 MB), 7.1 (qrels, TREC) and 13.8 (qrels, JSON Lines). Generated once (seeded, into benchmarks/data/reader-memory/,
 which git ignores), each about --megabytes MB:
 
 * corpus: JSON Lines documents of 200 ASCII characters, and a list of ids;

@@ -3,6 +3,7 @@ format detection picks the right reader."""
 
 from __future__ import annotations
 
+import json
 from pathlib import Path
 
 import numpy as np
@@ -140,3 +141,42 @@ def test_judgments_found_whatever_the_id_widths(tmp_path):
     scores = score_run(read_qrels(tmp_path / "qrels"), read_run(tmp_path / "run"),
                        parse_measures(["P@2"]), ScoringPolicy())
     assert scores.per_query() == {"q": {"P@2": 0.5}}
+
+
+def _jsonl_run(queries: int) -> str:
+    """A JSON Lines run whose lines carry every field the reader knows."""
+    lines = []
+    for q in range(queries):
+        items = [{"id": f"c{q}-{i}", "score": 10.0 - i / 3, "doc_id": f"d{q % 7}",
+                  "start": i * 5, "end": i * 5 + 4, "tokens": i + 1} for i in range(q % 5)]
+        lines.append(json.dumps({"query_id": f"q{q}", "items": items, "latency_ms": q / 8,
+                                 "abstained": q % 3 == 0}))
+    return "\n".join(lines) + "\n"
+
+
+def test_a_json_lines_run_read_in_batches_is_the_run_read_whole(tmp_path):
+    """The batched reader (what read_run uses for a JSON Lines run) gives the whole-text
+    reader's rows, array for array, for a file of many batches; a fault in a later batch is
+    named by its line in the file, with the same words."""
+    from retrieval_gate.formats.jsonfmt import run_from_jsonl, run_from_jsonl_batches
+    from retrieval_gate.formats.source import Blob
+
+    text = _jsonl_run(600)
+    blob = Blob("run.jsonl", text.encode())
+    whole, batched = run_from_jsonl(text, "run.jsonl"), run_from_jsonl_batches(blob, 2048)
+    (tmp_path / "run.jsonl").write_text(text)
+    for field in ("query_ids", "qcodes", "items", "scores", "lines", "doc_ids", "starts",
+                  "ends", "tokens", "latency_ms", "abstained"):
+        expected, got = getattr(whole, field), getattr(batched, field)
+        if isinstance(expected, np.ndarray):
+            assert np.array_equal(expected, got), field
+        else:
+            assert expected == got, field
+    np.testing.assert_array_equal(read_run(tmp_path / "run.jsonl").items, whole.items)
+    broken = text.replace('"query_id": "q512"', '"query_id": 512')
+    with pytest.raises(InputError) as in_batches:
+        run_from_jsonl_batches(Blob("run.jsonl", broken.encode()), 2048)
+    with pytest.raises(InputError) as read_whole:
+        run_from_jsonl(broken, "run.jsonl")
+    assert str(in_batches.value) == str(read_whole.value)
+    assert str(in_batches.value).startswith("run.jsonl:513: ")
