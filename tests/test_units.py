@@ -68,8 +68,14 @@ def test_chunk_id_repository_init_approve_rechunk_check(chunked: Path) -> None:
     assert code == 0, err
     assert "unit: chunk — given with --unit" in out
     assert f"--chunking-version {V300}" in out  # the next step declares the chunking
-    assert f"--chunking-version {V300}" in (chunked / ".github/workflows/retrieval-gate.yml"
-                                            ).read_text()
+    workflow = (chunked / ".github/workflows/retrieval-gate.yml").read_text()
+    # the run described once, for the pull request's run and the approved one alike, with the
+    # chunk table the baseline pins
+    assert workflow.count("--system retriever=my-retriever") == 1
+    assert (f"RUN_OPTIONS: --system retriever=my-retriever --chunks chunks-300.jsonl "
+            f"--chunking-version {V300}") in workflow
+    assert workflow.count("run-options: ${{ env.RUN_OPTIONS }}") == 2
+    assert workflow.count("retriever: ${{ env.RETRIEVER }}") == 2
     base = chunked / "runs" / "bm25-300.trec"
     code, _, err = gate("run-manifest", "--snapshot", "snapshot.json", "--run", base)
     assert code == 2 and err == (

@@ -50,6 +50,8 @@ def initialise(queries: str | os.PathLike[str], qrels: str | os.PathLike[str], *
     for option, value in (("--baseline", baseline), ("--candidate", candidate),
                           ("--snapshot", _relative(target, base)),
                           *([("--chunking-version", chunking_version)] if chunking_version
+                            else []),
+                          *([("--chunks", _relative(Path(chunks_file), base))] if chunks_file
                             else [])):
         if not _SAFE.fullmatch(value):
             what = "name" if option == "--chunking-version" else "relative path"
@@ -70,14 +72,14 @@ def initialise(queries: str | os.PathLike[str], qrels: str | os.PathLike[str], *
     frozen = freeze(target, queries=queries, qrels=qrels, corpus_file=corpus_file, unit=unit,
                     chunking_version=chunking_version, chunks_file=chunks_file, write=False)
     snapshot_path = _relative(target, base)
-    write_texts([(target, manifest_text(frozen)),
-                 (config, _config(snapshot_path, baseline, candidate)),
-                 (workflow, _workflow(snapshot_path, baseline, candidate,
-                                      chunking_version if frozen.unit == "chunk" else None))],
-                folders=True)
     declare = ("" if frozen.unit != "chunk" else
                f" --chunking-version {chunking_version}" if chunks_file is None else
-               f" --chunks {chunks_file} --chunking-version {chunking_version}")
+               f" --chunks {_relative(Path(chunks_file), base)} --chunking-version "
+               f"{chunking_version}")
+    write_texts([(target, manifest_text(frozen)),
+                 (config, _config(snapshot_path, baseline, candidate)),
+                 (workflow, _workflow(snapshot_path, baseline, candidate, declare))],
+                folders=True)
     steps = (
         f"commit {target}, {config} and {workflow} (and the files the snapshot pins)",
         (f"run your retriever over every query of {frozen.source}'s query set, the run and its "
@@ -102,15 +104,14 @@ def _config(snapshot: str, baseline: str, candidate: str) -> str:
             '[[gate]]\nmeasure = "nDCG@10"\nmargin = 0.02\n')
 
 
-def _workflow(snapshot: str, baseline: str, candidate: str, chunking: str | None) -> str:
-    """The example workflow with this repository's paths; with chunk judgments, its run
-    manifests declare the chunking the runs are made with."""
+def _workflow(snapshot: str, baseline: str, candidate: str, declare: str) -> str:
+    """The example workflow with this repository's paths; with chunk judgments, the run's
+    description (once, for both jobs) ``declare``s the chunking the runs are made with, and
+    its chunk table when one is given — as the baseline approved from it declares them."""
     text = resources.files("retrieval_gate").joinpath("templates/retrieval-gate.yml").read_text(
         encoding="utf-8")
     for old, new in (("eval/snapshot.json", snapshot), ("baselines/my-retriever", baseline),
                      ("runs/candidate.trec", candidate)):
         text = text.replace(old, new)
-    if chunking is not None:
-        text = text.replace("--system retriever=my-retriever",
-                            f"--system retriever=my-retriever --chunking-version {chunking}")
-    return text
+    return text.replace("--system retriever=my-retriever",
+                        f"--system retriever=my-retriever{declare}")
