@@ -147,6 +147,14 @@ def nan(query):
 def coroutine(query):
     return asearch(query)
 
+def exits(query):
+    if query.id == "q2":
+        raise SystemExit(0)
+    return search(query)
+
+def extra_stage(query):
+    return {{"candidates": search(query), "context": search(query)[:2], "bonus": []}}
+
 not_callable = 3
 """
 
@@ -604,6 +612,42 @@ def test_the_output_s_missing_folders_are_created(here: Path) -> None:
     (here / "taken").write_text("a file where a folder must be\n")
     code, _, err = run(here, "search", output="taken/run.jsonl")
     assert code == 74 and "taken: cannot create this folder (a file is in its place)" in err
+
+
+def test_a_retriever_that_calls_sys_exit_fails_its_query_not_the_run(here: Path) -> None:
+    """sys.exit() inside a retriever is its call's failure: exit 2 naming the query under
+    --on-error fail, a recorded failure under record — never gate run's own exit code."""
+    world(here, missing="zero")
+    code, _, err = run(here, "exits")
+    assert code == 2 and "query 'q2' failed: SystemExit: 0" in err
+    code, _, err = run(here, "exits", "--on-error", "record", "--timeout", "5")
+    assert code == 0, err
+    runner = json.loads((here / "run.jsonl.manifest.json").read_text())["provenance"]["runner"]
+    assert runner["failed"] == [{"query_id": "q2", "error": "SystemExit: 0"}]
+
+
+def test_named_stages_that_are_not_the_pipeline_are_refused_at_the_query(here: Path) -> None:
+    """A pipeline snapshot: a retriever returning a stage the pipeline does not have is
+    refused at the first query, before anything is journaled."""
+    world(here, stages=("candidates", "context"))
+    code, _, err = run(here, "extra_stage")
+    assert code == 2 and ("query 'q1' returned the stages 'candidates', 'context', 'bonus', "
+                          "and the snapshot's pipeline has stages candidates, context") in err
+    assert not (here / "run.jsonl").exists() and not (here / "run.jsonl.journal").exists()
+    code, _, err = run(here, "search")
+    assert code == 2 and "query 'q1' returned one ranking, and the snapshot's pipeline" in err
+
+
+@pytest.mark.parametrize("output", ["-", "queries.jsonl", "snapshot.json", "/dev/stdout"])
+def test_an_output_that_is_not_a_file_of_the_run_s_own_is_refused(here: Path,
+                                                                     output: str) -> None:
+    world(here)
+    pinned = {p: p.read_bytes() for p in here.iterdir() if p.is_file()}
+    code, _, err = gate("run", "--snapshot", here / "snapshot.json", "--retriever",
+                        f"{module(here)}:search", "-o", output, "--commit", "none")
+    assert code == 2 and err.startswith("error: --output: "), err
+    assert {p: p.read_bytes() for p in pinned} == pinned
+    assert not Path(f"{output}.manifest.json").exists() and not Path(f"{output}.journal").exists()
 
 
 def test_shards_of_different_code_are_not_merged(here: Path) -> None:

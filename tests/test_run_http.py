@@ -361,6 +361,24 @@ def test_an_endpoint_is_the_first_of_chained_stages(here: Path,
     assert code == 2 and "query 'q2' failed: stage 'candidates': HTTP 503: overloaded" in err
 
 
+def test_resume_refuses_a_journal_of_another_query_string_or_header(
+        here: Path, endpoint: tuple[str, Server]) -> None:
+    """The journal holds a hash of what a request carries beyond the endpoint's identity (its
+    query string, every header): another index or tenant is not resumed; the manifest holds
+    no hash of it, and no code hash (an endpoint's code is not here)."""
+    url, _ = endpoint
+    code, _, err = post(here, f"{url}/flaky?index=idx41")
+    assert code == 2 and "1 answered query is kept in" in err
+    for other in (("?index=idx42",), ("?index=idx41", "--header", "X-Tenant: tenant9z")):
+        code, _, err = post(here, f"{url}/flaky{other[0]}", *other[1:], "--resume")
+        assert code == 2 and "the journal belongs to another run: request sha256:" in err
+        assert "idx4" not in err and "tenant9z" not in err
+    code, _, err = post(here, f"{url}/flaky?index=idx41", "--resume", "--retries", "2")
+    assert code == 0, err
+    runner = runner_of(here / "run.jsonl")
+    assert "code" not in runner and "request" not in runner
+
+
 def test_resume_refuses_a_journal_read_with_another_hits_path(
         here: Path, endpoint: tuple[str, Server]) -> None:
     url, _ = endpoint

@@ -110,8 +110,8 @@ def _attempts(target: Target, queries: list[dict[str, Any]], settings: Settings)
             raise
         except _TimedOut as exc:
             error = str(exc)
-        except Exception as exc:  # noqa: BLE001 — the target's failure, recorded
-            error = first_line(exc)
+        except (Exception, SystemExit) as exc:  # noqa: BLE001 — the target's failure, recorded
+            error = first_line(exc)  # sys.exit() in a retriever fails its call, not the run
     return Outcome(ids, error=error)
 
 
@@ -186,6 +186,6 @@ async def _attempts_async(target: Target, queries: list[dict[str, Any]], setting
             raise
         except asyncio.TimeoutError:
             error = str(_TimedOut(settings.timeout or 0))
-        except Exception as exc:  # noqa: BLE001 — the target's failure, recorded
+        except (Exception, SystemExit) as exc:  # noqa: BLE001 — the target's failure, recorded
             error = first_line(exc)
     return Outcome(ids, error=error)

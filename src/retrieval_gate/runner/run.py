@@ -46,7 +46,7 @@ from retrieval_gate.inputs.run_manifest import read_run_file, run_manifest_text
 from retrieval_gate.inputs.snapshot import Snapshot, TestSet, load_snapshot, load_test_set
 from retrieval_gate.runner.calls import Outcome, Settings, call_all
 from retrieval_gate.runner.chain import ChainTarget, StageTargets, load_chain
-from retrieval_gate.runner.endpoint import parse_headers
+from retrieval_gate.runner.endpoint import EndpointTarget, parse_headers
 from retrieval_gate.runner.hits import HitRules, shown
 from retrieval_gate.runner.journal import (
     VERSION,
@@ -134,6 +134,7 @@ def run_retriever(retriever: str | Callable[..., Any] | object | None,
     test_set = load_test_set(loaded)
     if part is None:
         require_chunking_named(loaded, chunks, chunking_version)
+    _require_own_file(output, loaded, snapshot)
     make_folder(output)  # the journal is written beside the output while the run goes on
     extra = parse_headers(headers)
     target = _target(retriever, stages, loaded, test_set, counter, batch_size, hits_path,
@@ -212,17 +213,31 @@ def _target(retriever: str | Callable[..., Any] | object | None,
                       tokenizer, hits_path, timeout, batch_size, headers)
 
 
-def _code(target: Target) -> str | None:
+def _code(target: Target, tokenizer: Tokenizer | None) -> str | None:
     """What binds a journal to the code that answers (:func:`code_of`): the target's source
-    file's hash; for chained stages, the hash of every stage's entry point and its file's hash,
-    one per line (None when no stage has a file)."""
-    if not isinstance(target, ChainTarget):
-        return code_of(target.identity)
-    each = [(stage.rules.source, code_of(stage.rules.source)) for stage in target.stages]
+    file's hash; for chained stages, or with a tokenizer, the hash of every stage's (and the
+    tokenizer's) entry point and its file's hash, one per line (None when none has a file)."""
+    each = ([(stage.rules.source, code_of(stage.rules.source)) for stage in target.stages]
+            if isinstance(target, ChainTarget) else [(target.identity, code_of(target.identity))])
+    if tokenizer is not None:
+        each.append((tokenizer.identity, code_of(tokenizer.identity)))
+    if len(each) == 1:
+        return each[0][1]
     if all(code is None for _, code in each):
         return None
     joined = "".join(f"{source}\t{code or '-'}\n" for source, code in each)
     return "sha256:" + hashlib.sha256(joined.encode("utf-8")).hexdigest()
+
+
+def _request(target: Target) -> str | None:
+    """For an HTTP endpoint, the sha256 of what its requests carry beyond its identity — the
+    URL with its query string, every header with its value — so that a journal is not resumed
+    against another index or tenant; kept in the journal's header only (a hash, never the
+    values), not in the manifest. None for other targets."""
+    if not isinstance(target, EndpointTarget):
+        return None
+    said = "\n".join([target.url, *(f"{name}: {value}" for name, value in target.headers)])
+    return "sha256:" + hashlib.sha256(said.encode("utf-8")).hexdigest()
 
 
 def _require_counts_kept(counted: bool, output: str | os.PathLike[str]) -> None:
@@ -246,7 +261,8 @@ def _header(loaded: Snapshot, target: Target, part: tuple[int, int] | None, coun
                "call" if target.batch_size is None else "batch")
     return {"gate_run": VERSION, "snapshot": loaded.fingerprint, "target": target.identity,
             "shard": None if part is None else f"{part[0]}/{part[1]}", "queries": count,
-            "package": package, "library": library, "code": _code(target),
+            "package": package, "library": library, "code": _code(target, tokenizer),
+            "request": _request(target),
             "latency": latency, **counted,
             "settings": {"batch_size": target.batch_size, "concurrency": settings.concurrency,
                          "timeout": settings.timeout, "retries": settings.retries,
@@ -281,6 +297,7 @@ def _call(target: Target, tokenizer: Tokenizer | None, loaded: Snapshot, test_se
     kept = _kept(where, header, ids) if resume else None
     todo = [q for i, q in enumerate(mine) if kept is None or not kept.has_answer(i)]
     rules = HitRules.of(loaded, test_set, target.identity)
+    contract = [c.name for c in loaded.stages]
     journal = Journal(where, header, ids, kept)
     held = journal.held
     started = time.perf_counter()
@@ -296,8 +313,10 @@ def _call(target: Target, tokenizer: Tokenizer | None, loaded: Snapshot, test_se
                                  "record failed queries with --on-error record")
         else:
             for qid, result in zip(outcome.query_ids, _results(outcome, target, rules)):
-                journal.add(record_of(qid, result, outcome.latency_ms, rules, tokenizer,
-                                      target.batch_size is not None))
+                record = record_of(qid, result, outcome.latency_ms, rules, tokenizer,
+                                   target.batch_size is not None)
+                _require_contract(record, contract, target.identity)
+                journal.add(record)
         if progress is not None:
             progress(held.count, len(mine), len(held.failed), time.perf_counter() - started)
 
@@ -315,6 +334,47 @@ def _call(target: Target, tokenizer: Tokenizer | None, loaded: Snapshot, test_se
     finally:
         journal.close()
     return held, len(todo)
+
+
+def _require_own_file(output: str | os.PathLike[str], loaded: Snapshot,
+                      snapshot: str | os.PathLike[str]) -> None:
+    """InputError (naming ``--output``) unless ``output`` names a file of the run's own: not
+    ``-`` (a run and its manifest are files side by side, not a stream), not something that
+    exists and is not a regular file (a folder), nothing under ``/dev`` or ``/proc``
+    (``/dev/stdout``: its manifest and journal would land beside it), and neither the snapshot's
+    manifest nor a file it pins (``-o queries.jsonl`` would overwrite the frozen query set)."""
+    given = os.fspath(output)
+    if given == "-":
+        raise InputError("--output", "'-' is not a file: the run and its manifest are written "
+                         "as files side by side", "name the run's file, e.g. -o run.jsonl")
+    path = Path(given)
+    if given.startswith(("/dev/", "/proc/")) or (path.exists() and not path.is_file()):
+        raise InputError("--output", f"{display_name(given)} is not a regular file",
+                         "name a file for the run, e.g. -o runs/candidate.jsonl")
+    frozen = [Path(snapshot), *(f for c in ("queries", "qrels", "corpus", "permissions",
+                                            "chunking") if c in loaded.document
+                                and (f := loaded.file(c)) is not None)]
+    written = {os.path.realpath(p) for p in (given, f"{given}.manifest.json")}
+    for file in frozen:
+        if os.path.realpath(file) in written:
+            raise InputError("--output", f"{display_name(given)} would overwrite "
+                             f"{display_name(file)}, which the snapshot pins",
+                             "write the run to a file of its own, e.g. -o runs/candidate.jsonl")
+
+
+def _require_contract(record: dict[str, Any], contract: list[str], source: str) -> None:
+    """InputError at the query whose stages are not the snapshot's pipeline — every stage, in
+    its order, and no other — before it is journaled (none of a pipeline snapshot's checks
+    waits for the end of the run)."""
+    names = [name for name, _ in record["rankings"]]
+    if not contract or names == contract:
+        return
+    said = ("one ranking" if names == [None] else
+            "the stages " + ", ".join(shown(n) for n in names))
+    raise InputError(source, f"query {shown(record['query_id'])} returned {said}, and the "
+                     f"snapshot's pipeline has stages {', '.join(contract)}", "return a dict of "
+                     "the stages' rankings, in pipeline order: {"
+                     + ", ".join(f'"{name}": [...]' for name in contract) + "}")
 
 
 def _tries(settings: Settings) -> str:
@@ -442,6 +502,7 @@ def merge_shards(shards: Sequence[str | os.PathLike[str]], snapshot: str | os.Pa
     loaded = load_snapshot(snapshot)
     test_set = load_test_set(loaded)
     require_chunking_named(loaded, chunks, chunking_version)
+    _require_own_file(output, loaded, snapshot)
     make_folder(output)
     lines = query_lines(loaded)
     ids = [q["id"] for q in lines]
@@ -458,7 +519,8 @@ def merge_shards(shards: Sequence[str | os.PathLike[str]], snapshot: str | os.Pa
             raise InputError(name, f"was run on snapshot {capped(str(shard.header.get('snapshot')), 80)}, "
                              f"not on {display_name(snapshot)} ({loaded.fingerprint})",
                              "merge shards run on this snapshot")
-        for key in ("target", "settings", "package", "library", "code", "latency", "tokenizer"):
+        for key in ("target", "settings", "package", "library", "code", "latency", "tokenizer",
+                    "request"):
             if shard.header.get(key) != first.header.get(key) or of != count:
                 what = "shard count" if of != count else key
                 raise InputError(name, f"differs from {first_name} in its {what}", "merge the "

@@ -279,6 +279,8 @@ def code_of(identity: str) -> str | None:
     import hashlib
 
     module, sep, _ = identity.partition(":")
+    if identity[:8].lower().startswith(("http://", "https://")):
+        return None  # an endpoint: its code is not here
     path = getattr(sys.modules.get(module), "__file__", None) if sep else None
     if not path:
         return None
