@@ -650,6 +650,29 @@ def test_an_output_that_is_not_a_file_of_the_run_s_own_is_refused(here: Path,
     assert not Path(f"{output}.manifest.json").exists() and not Path(f"{output}.journal").exists()
 
 
+@pytest.mark.parametrize(("args", "said"), [
+    (("--created", "yesterday"), "--created: 'yesterday' is not a UTC time"),
+    (("--chunks", "no-such-table.jsonl"), "no-such-table.jsonl: file not found"),
+])
+def test_what_the_manifest_needs_is_checked_before_the_first_call(here: Path, args, said
+                                                                  ) -> None:
+    world(here)
+    code, _, err = run(here, "log", *args)
+    assert code == 2 and said in err
+    assert not (here / "calls.log").exists() and not (here / "run.jsonl.journal").exists()
+
+
+def test_no_commit_to_record_is_refused_before_the_first_call(here: Path) -> None:
+    """Outside a git repository, without GITHUB_SHA and --commit: refused at once, not after
+    every query was called."""
+    world(here)
+    env = {"GITHUB_SHA": "", "GIT_DIR": str(here / "no-repository")}
+    code, _, err = gate("run", "--snapshot", here / "snapshot.json", "--retriever",
+                        f"{module(here)}:log", "-o", here / "run.jsonl", env=env)
+    assert code == 2 and "--commit: no source commit found" in err
+    assert not (here / "calls.log").exists() and not (here / "run.jsonl.journal").exists()
+
+
 def test_shards_of_different_code_are_not_merged(here: Path) -> None:
     world(here)
     name = module(here)

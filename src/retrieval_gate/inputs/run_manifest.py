@@ -292,10 +292,7 @@ def make_run_manifest(snapshot: Snapshot, run: str | os.PathLike[str] | Blob | N
     stages (:func:`stage_record`), the last being ``run``; ``timed_on`` where its latencies
     were measured; ``costs`` the costs the run file records (``latency_ms``, ``tokens``), when
     it was read."""
-    if created is not None and not re.fullmatch(r"\d{4}-\d{2}-\d{2}T\d{2}:\d{2}:\d{2}Z", created):
-        raise InputError("--created", f"'{created}' is not a UTC time such as "
-                         "2026-11-30T12:00:00Z", "write YYYY-MM-DDTHH:MM:SSZ, or leave it out "
-                         "for now")
+    require_created(created)
     document: dict[str, Any] = {}
     if run is not None:
         blob = run if isinstance(run, Blob) else read_run_file(run)
@@ -384,6 +381,15 @@ def run_manifest_text(document: Mapping[str, Any], output: str | os.PathLike[str
 def utc_now() -> str:
     """The current time, UTC, ISO 8601 to the second: ``2026-11-30T12:00:00Z``."""
     return dt.datetime.now(dt.timezone.utc).strftime("%Y-%m-%dT%H:%M:%SZ")
+
+
+def require_created(created: str | None) -> None:
+    """InputError (naming ``--created``) unless ``created`` is None or a UTC time
+    ``YYYY-MM-DDTHH:MM:SSZ``."""
+    if created is not None and not re.fullmatch(r"\d{4}-\d{2}-\d{2}T\d{2}:\d{2}:\d{2}Z", created):
+        raise InputError("--created", f"'{created}' is not a UTC time such as "
+                         "2026-11-30T12:00:00Z", "write YYYY-MM-DDTHH:MM:SSZ, or leave it out "
+                         "for now")
 
 
 def resolve_commit(given: str | None, option: str) -> str | None:

@@ -42,7 +42,12 @@ from retrieval_gate.core.errors import InputError
 from retrieval_gate.core.untrusted import capped
 from retrieval_gate.formats.atomic import Spool, make_folder, write_texts
 from retrieval_gate.formats.source import Blob, display_name
-from retrieval_gate.inputs.run_manifest import read_run_file, run_manifest_text
+from retrieval_gate.inputs.run_manifest import (
+    read_run_file,
+    require_created,
+    resolve_commit,
+    run_manifest_text,
+)
 from retrieval_gate.inputs.snapshot import Snapshot, TestSet, load_snapshot, load_test_set
 from retrieval_gate.runner.calls import Outcome, Settings, call_all
 from retrieval_gate.runner.chain import ChainTarget, StageTargets, load_chain
@@ -132,8 +137,14 @@ def run_retriever(retriever: str | Callable[..., Any] | object | None,
     _require_counts_kept(counter is not None, output)
     loaded = load_snapshot(snapshot)
     test_set = load_test_set(loaded)
-    if part is None:
+    if part is None:  # what the manifest needs, checked before the first call
         require_chunking_named(loaded, chunks, chunking_version)
+        require_created(created)
+        found = resolve_commit(commit, "--commit")
+        commit = "none" if found is None else found
+        if chunks is not None and not os.path.isfile(chunks):
+            raise InputError(display_name(chunks), "file not found", "check the path given "
+                             "with --chunks")
     _require_own_file(output, loaded, snapshot)
     make_folder(output)  # the journal is written beside the output while the run goes on
     extra = parse_headers(headers)
