@@ -673,6 +673,26 @@ def test_no_commit_to_record_is_refused_before_the_first_call(here: Path) -> Non
     assert not (here / "calls.log").exists() and not (here / "run.jsonl.journal").exists()
 
 
+def test_a_tampered_journal_or_shard_is_refused_not_a_bug(here: Path) -> None:
+    """A NaN written into a journal's record (gate run never writes one) and a shard holding
+    a query twice: exit 2 naming the file and line, not exit 70."""
+    world(here)
+    assert run(here, "returns", env={"RETURNS": "null"})[0] == 2  # q1 journaled
+    journal = here / "run.jsonl.journal"
+    lines_ = journal.read_text().splitlines()
+    journal.write_text("\n".join([lines_[0], lines_[1].replace("10.0", "NaN", 1)]) + "\n")
+    code, _, err = run(here, "returns", "--resume", env={"RETURNS": "[]"})
+    assert code == 2 and "run.jsonl.journal:2: line 2 is not JSON written by gate run" in err
+    for i in (1, 2):
+        assert run(here, "search", "--shard", f"{i}/2", output=f"shard{i}.jsonl")[0] == 0
+    shard = here / "shard1.jsonl"
+    shard.write_text(shard.read_text() + shard.read_text().splitlines()[1] + "\n")
+    code, _, err = gate("run", "merge", shard, here / "shard2.jsonl", "--snapshot",
+                        here / "snapshot.json", "-o", here / "merged.jsonl", "--commit", "none")
+    assert code == 2 and "holds query 'q1' again" in err
+    assert not (here / "merged.jsonl").exists()
+
+
 def test_shards_of_different_code_are_not_merged(here: Path) -> None:
     world(here)
     name = module(here)

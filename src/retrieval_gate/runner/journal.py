@@ -123,6 +123,11 @@ class Held:
         else:
             self.failed.pop(position, None)
 
+    def holds(self, qid: str) -> bool:
+        """Whether a record of the query ``qid`` was noted already."""
+        position = self._positions.get(qid)
+        return qid in self.others if position is None else self.offsets[position] >= 0
+
     def has_answer(self, position: int) -> bool:
         return self.offsets[position] >= 0 and position not in self.failed
 
@@ -210,8 +215,11 @@ def scan(path: str | os.PathLike[str], what: str, ids: Sequence[str],
          torn_tail: bool = False) -> Held:
     """Read a journal or shard file (``what`` names it in messages) line by line into a
     :class:`Held` over the queries ``ids``. With ``torn_tail`` (a journal), a last line without
-    its line end — cut short by a kill — is dropped; otherwise any line that is not a record
-    is InputError (exit 2) naming the file and line."""
+    its line end — cut short by a kill — is dropped, and a later record of a query replaces
+    its earlier one (a retry, a resumed run); without it (a shard file, which holds each
+    query's last record once), a query's second record is InputError. Any line that is not a
+    record — JSON with NaN or an infinity among them, which gate run never writes — is
+    InputError (exit 2) naming the file and line."""
     name = display_name(path)
     try:
         handle = open(path, "rb", buffering=_READ_BUFFER)  # noqa: SIM115
@@ -236,6 +244,10 @@ def scan(path: str | os.PathLike[str], what: str, ids: Sequence[str],
                     "failed" in value or "rankings" in value):
                 raise InputError(name, f"line {number} is not a query's record",
                                  f"give a {what} gate run wrote, unchanged", number)
+            elif not torn_tail and held.holds(value["query_id"]):
+                raise InputError(name, f"line {number} holds query "
+                                 f"{capped(repr(value['query_id']), 80)} again",
+                                 f"give a {what} gate run wrote, unchanged", number)
             else:
                 held.note(value, offset)
             offset += len(data)
@@ -246,9 +258,14 @@ def scan(path: str | os.PathLike[str], what: str, ids: Sequence[str],
     return held
 
 
+def _not_written(constant: str) -> Any:
+    """``NaN``, ``Infinity``: never in a line gate run wrote (its encoder refuses them)."""
+    raise ValueError(constant)
+
+
 def _parsed(data: bytes, name: str, number: int, what: str) -> dict[str, Any]:
     try:
-        value = json.loads(data.decode("utf-8"))
+        value = json.loads(data.decode("utf-8"), parse_constant=_not_written)
     except UnicodeDecodeError:
         raise InputError(name, f"{what} cannot be read (UnicodeDecodeError)",
                          "give a file gate run wrote") from None
