@@ -152,6 +152,9 @@ def exits(query):
         raise SystemExit(0)
     return search(query)
 
+def down(query):
+    raise ConnectionError("index offline")
+
 def extra_stage(query):
     return {{"candidates": search(query), "context": search(query)[:2], "bonus": []}}
 
@@ -691,6 +694,23 @@ def test_a_tampered_journal_or_shard_is_refused_not_a_bug(here: Path) -> None:
                         here / "snapshot.json", "-o", here / "merged.jsonl", "--commit", "none")
     assert code == 2 and "holds query 'q1' again" in err
     assert not (here / "merged.jsonl").exists()
+
+
+def test_a_run_whose_every_query_failed_says_so(here: Path) -> None:
+    world(here, missing="zero")
+    code, _, err = run(here, "down", "--on-error", "record")
+    assert code == 2 and ("every query failed (5; the first, 'q1': ConnectionError: index "
+                          "offline): there is no run to write") in err
+    assert not (here / "run.jsonl").exists()
+
+
+def test_id_key_with_chained_stages_is_refused(here: Path) -> None:
+    world(here, stages=("candidates", "context"))
+    name = module(here)
+    code, _, err = gate("run", "--snapshot", here / "snapshot.json", "--stage",
+                        f"candidates={name}:search", "--stage", f"context={name}:search",
+                        "--id-key", "chunk_id", "-o", here / "run.jsonl", "--commit", "none")
+    assert code == 2 and "--id-key: applies to --retriever only" in err
 
 
 def test_shards_of_different_code_are_not_merged(here: Path) -> None:

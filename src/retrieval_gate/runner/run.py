@@ -220,6 +220,9 @@ def _target(retriever: str | Callable[..., Any] | object | None,
         return load_target(retriever, batch_size, hits_path, timeout, headers, id_key=id_key,
                            unit=loaded.unit)
     assert stages is not None
+    if id_key is not None:
+        raise InputError("--id-key", "applies to --retriever only: a stage's hits come from a "
+                         "function", "leave out --id-key (a stage returns its hits' ids)")
     return load_chain(stages, loaded.stages, HitRules.of(loaded, test_set, "--stage"),
                       tokenizer, hits_path, timeout, batch_size, headers)
 
@@ -451,6 +454,11 @@ def write_run(loaded: Snapshot, test_set: TestSet, answers: Answers,
                          "journal does not answer), or let gate check score a failed query 0: "
                          + loaded.policy.fix("missing", "zero"))
     runner["failed"] = [{"query_id": q, "error": e} for q, e in failed]
+    if failed and len(failed) == len(answers.ids):
+        qid, error = failed[0]
+        raise InputError(source, f"every query failed ({len(failed)}; the first, {shown(qid)}: "
+                         f"{error}): there is no run to write", "make the retriever answer "
+                         "(gate run --resume calls the failed queries again)")
     runner["latency"] = latency_kind(answers.answers(), runner["latency"], source)
     _require_counts_kept("tokenizer" in runner, output)
     files = RunFiles(output, loaded.unit, source)
