@@ -81,6 +81,13 @@ class NotComparableError(GateError):
     exit_code = EXIT_NOT_COMPARABLE
 
 
+class Interrupted(GateError):
+    """Ctrl-C, with what the command kept (exit 130): for a command that can take up where it
+    stopped, its message says how."""
+
+    exit_code = EXIT_INTERRUPTED
+
+
 class ManyErrors(GateError):
     """Several problems found at once (every schema error of a manifest, every component whose
     hash differs), one per line; the exit code is that of the first."""

@@ -38,7 +38,7 @@ from pathlib import Path
 from typing import Any
 
 from retrieval_gate.commands.validate import require_chunking_named, run_manifest_document
-from retrieval_gate.core.errors import InputError
+from retrieval_gate.core.errors import InputError, Interrupted
 from retrieval_gate.core.untrusted import capped
 from retrieval_gate.formats.atomic import Spool, make_folder, write_texts
 from retrieval_gate.formats.source import Blob, display_name
@@ -336,6 +336,15 @@ def _call(target: Target, tokenizer: Tokenizer | None, loaded: Snapshot, test_se
 
     try:
         call_all(target, list(batches(todo, target.batch_size)), settings, done)
+    except KeyboardInterrupt:
+        answered = held.answered
+        journal.close()  # its last block written: every answer so far is kept
+        if not answered:
+            _remove(where)
+        raise Interrupted("interrupted — " + (
+            f"{answered} answered {'query is' if answered == 1 else 'queries are'} kept in "
+            f"{display_name(where)}: the same command with --resume calls only the others"
+            if answered else "no query was answered, nothing was written")) from None
     except InputError as exc:
         answered = held.answered
         journal.close()
