@@ -137,14 +137,8 @@ def run_retriever(retriever: str | Callable[..., Any] | object | None,
     _require_counts_kept(counter is not None, output)
     loaded = load_snapshot(snapshot)
     test_set = load_test_set(loaded)
-    if part is None:  # what the manifest needs, checked before the first call
-        require_chunking_named(loaded, chunks, chunking_version)
-        require_created(created)
-        found = resolve_commit(commit, "--commit")
-        commit = "none" if found is None else found
-        if chunks is not None and not os.path.isfile(chunks):
-            raise InputError(display_name(chunks), "file not found", "check the path given "
-                             "with --chunks")
+    if part is None:
+        commit = _manifest_needs(loaded, chunks, chunking_version, created, commit)
     _require_own_file(output, loaded, snapshot)
     make_folder(output)  # the journal is written beside the output while the run goes on
     extra = parse_headers(headers)
@@ -152,12 +146,8 @@ def run_retriever(retriever: str | Callable[..., Any] | object | None,
                      settings.timeout, extra, id_key)
     lines = query_lines(loaded)
     mine = lines if part is None else lines[part[0] - 1::part[1]]
-    given: dict[str, Any] = {key: value for key, value in (("hits_path", hits_path),
-                                                          ("id_key", id_key))
-                             if value is not None}
-    if extra:
-        given["headers"] = [name for name, _ in extra]
-    header = _header(loaded, target, part, len(mine), settings, on_error, given, counter)
+    header = _header(loaded, target, part, len(mine), settings, on_error,
+                     _given(hits_path, id_key, extra), counter)
     started = time.perf_counter()
     held, called = _call(target, counter, loaded, test_set, mine, output, header, settings,
                          on_error, resume, progress)
@@ -357,6 +347,33 @@ def _call(target: Target, tokenizer: Tokenizer | None, loaded: Snapshot, test_se
     finally:
         journal.close()
     return held, len(todo)
+
+
+def _manifest_needs(loaded: Snapshot, chunks: str | os.PathLike[str] | None,
+                    chunking_version: str | None, created: str | None, commit: str | None
+                    ) -> str:
+    """What the run's manifest needs, checked before the first call rather than after the
+    last: the chunking named (chunk judgments), ``--created``'s form, the ``--chunks`` file,
+    and a source commit — returned as found (``none`` when none is recorded on purpose)."""
+    require_chunking_named(loaded, chunks, chunking_version)
+    require_created(created)
+    if chunks is not None and not os.path.isfile(chunks):
+        raise InputError(display_name(chunks), "file not found", "check the path given with "
+                         "--chunks")
+    found = resolve_commit(commit, "--commit")
+    return "none" if found is None else found
+
+
+def _given(hits_path: str | None, id_key: str | None, extra: Sequence[tuple[str, str]]
+           ) -> dict[str, Any]:
+    """The settings recorded only when given: the hits path, the id key, the names of the
+    extra request headers."""
+    given: dict[str, Any] = {key: value for key, value in (("hits_path", hits_path),
+                                                          ("id_key", id_key))
+                             if value is not None}
+    if extra:
+        given["headers"] = [name for name, _ in extra]
+    return given
 
 
 def _require_own_file(output: str | os.PathLike[str], loaded: Snapshot,
