@@ -149,6 +149,20 @@ def test_bad_files_are_refused_with_one_line():
     refused(lines, "is JSON Lines", "promptfoo eval -o results.json")
 
 
+@pytest.mark.parametrize(("data", "said"), [
+    (b"[PROMPT] answer,[VARS] query_id,Status\nhello,q1,PASS\n",
+     "is promptfoo's CSV output (promptfoo eval -o results.csv)"),
+    (b"evalId: eval-abc\nresults:\n  version: 3\n",
+     "is promptfoo's YAML output (promptfoo eval -o results.yaml)"),
+    (b"---\nevalId: eval-abc\n", "is promptfoo's YAML output"),
+])
+def test_promptfoo_s_other_outputs_are_named_with_the_one_to_use(data, said):
+    """promptfoo's -o results.csv and -o results.yaml: named as such, with the JSON output
+    to write instead — not "invalid JSON"."""
+    refused(data, said, "which records no format version",
+            "write promptfoo's JSON output instead: promptfoo eval -o results.json")
+
+
 def test_an_unknown_results_version_is_refused():
     def change(document):
         document["results"]["version"] = 4

@@ -37,6 +37,7 @@ file order (promptfoo does not number them).
 from __future__ import annotations
 
 import math
+import re
 from typing import Any
 
 from retrieval_gate.core.errors import InputError
@@ -53,12 +54,37 @@ _RAISED = ("Custom function threw error:", "Python code execution failed:")
 _ID = "var query_id"
 
 
+_YAML_KEY = re.compile(rb"[A-Za-z_][\w-]*:(\s|$)")
+_JSON_ARRAY = re.compile(rb'\[\s*($|["\[\]{}\d\-tfn])')  # a CSV header may open with [PROMPT]
+
+
+def _other_output(data: bytes, name: str) -> str | None:
+    """Which of promptfoo's other outputs a file that is no JSON looks like — ``-o
+    results.csv`` (a header row of comma-separated names) or ``-o results.yaml`` (``key:``
+    lines or ``---``) — by its first non-blank line and its name; None when it opens as JSON
+    does (``{``, or ``[`` and a JSON value: read on) or looks like neither."""
+    first = next((line.strip() for line in data[:1 << 16].lstrip(b"\xef\xbb\xbf").splitlines()
+                  if line.strip()), b"")
+    if first[:1] == b"{" or _JSON_ARRAY.match(first):
+        return None
+    lower = name.lower()
+    if lower.endswith((".yaml", ".yml")) or first == b"---" or _YAML_KEY.match(first):
+        return "promptfoo's YAML output (promptfoo eval -o results.yaml)"
+    if lower.endswith(".csv") or b"," in first:
+        return "promptfoo's CSV output (promptfoo eval -o results.csv)"
+    return None
+
+
 def read(data: bytes, name: str) -> ScoreRows:
     """The scores of promptfoo's JSON output ``data`` (the file ``name``); InputError for
     anything else."""
     if data[:4] == b"PK\x03\x04":
         raise InputError(name, "is a zip archive (an inspect_ai .eval log?), not promptfoo's "
                          "JSON output", f"give {_READ}")
+    other = _other_output(data, name)
+    if other is not None:
+        raise InputError(name, f"is {other}, which records no format version", "write "
+                         "promptfoo's JSON output instead: promptfoo eval -o results.json")
     document, lines = document_or_lines(score_text(data, name), name)
     if lines:
         raise InputError(name, "is JSON Lines (promptfoo's -o results.jsonl output), which "
