@@ -578,3 +578,14 @@ def test_a_mixed_check_still_checks_the_ranked_runs_chunk_table(tmp_path):
         table.write('{"id": "extra#0", "doc_id": "assert", "start": 0, "end": 10, "tokens": 3}\n')
     code, _, err = gate(*args)
     assert code == 3 and "chunk table" in err
+
+
+def test_a_whole_number_id_is_read_as_its_digits_and_a_bool_is_refused() -> None:
+    """Tools write numeric ids as JSON numbers: ``"query_id": 1`` is query "1" (as a CSV
+    cell "1" is); true, 1.5 are not ids."""
+    rows = read_scores(blob('{"query_id": 1, "scores": {"f": 0.5}}\n'
+                            '{"query_id": "q2", "scores": {"f": 1}}\n'))
+    assert rows.keys == ("1", "q2")
+    for bad in ("true", "1.5"):
+        with pytest.raises(InputError, match="is not a non-empty string"):
+            read_scores(blob(f'{{"query_id": {bad}, "scores": {{"f": 0.5}}}}\n'))

@@ -198,11 +198,16 @@ def test_ids_on_some_tests_only_are_refused_naming_the_first_without():
             where='$["results"]["results"][2]')
 
 
-def test_an_id_that_is_not_a_string_is_refused():
+def test_an_id_that_is_not_a_string_is_refused_and_a_whole_number_is_read_as_its_digits():
     def change(document):
+        results(document)[0]["vars"]["query_id"] = 17.5
+
+    refused(edited("ids.json", change), "var query_id 17.5 is not a non-empty string")
+
+    def numeric(document):
         results(document)[0]["vars"]["query_id"] = 17
 
-    refused(edited("ids.json", change), "var query_id 17 is not a non-empty string")
+    assert promptfoo.read(edited("ids.json", numeric), "scores.json").keys[0] == "17"
 
 
 def test_without_ids_a_test_needs_the_var_query():

@@ -209,7 +209,7 @@ def test_a_truncated_file_is_refused_naming_the_line():
     (b"user_input,faithfulness\n,1\n", "this row has neither a query_id nor a question text"),
     (b'{"user_input": [{"content": "hi", "type": "human"}], "topic_adherence": 1}',
      "this row has neither a query_id nor a question text: user_input [{"),
-    (b'{"query_id": 7, "user_input": "q", "faithfulness": 1}', "query_id 7 is not a non-empty"),
+    (b'{"query_id": 7.5, "user_input": "q", "faithfulness": 1}', "query_id 7.5 is not a non-empty"),
     (b"user_input,faithfulness\nq,\xff\n", "scores.csv:2: invalid UTF-8"),
     (b"  \n", "the file is empty"),
 ])

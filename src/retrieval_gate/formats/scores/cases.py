@@ -28,7 +28,6 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from retrieval_gate.core.errors import InputError
-from retrieval_gate.formats.jsonfmt import check_id
 from retrieval_gate.formats.scores.rows import (
     SCORE_NAME,
     ScoreRows,
@@ -36,6 +35,7 @@ from retrieval_gate.formats.scores.rows import (
     check_score_name,
     dense,
     quoted,
+    score_id,
 )
 
 _OTHER = re.compile(r"[^a-z0-9_.-]+")
@@ -66,9 +66,9 @@ def score_name(raw: str) -> str:
 def query_id(value: object, source: str, where: int | str, id_field: str = "query_id"
              ) -> str | None:
     """A case's explicit query id, kept in the file as ``id_field``: None for None (absent),
-    else ``value`` if it is a non-empty string of at most
-    :data:`~retrieval_gate.core.limits.MAX_ID_BYTES` bytes; InputError otherwise."""
-    return None if value is None else check_id(value, source, where, id_field)
+    else ``value`` (see :func:`score_id`)."""
+    return None if value is None else score_id(value, source, where, id_field)
+
 
 
 def require(value: Any, kind: type | tuple[type, ...], source: str, where: int | str,

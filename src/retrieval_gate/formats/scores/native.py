@@ -1,7 +1,7 @@
 """The native score files: JSON Lines and CSV, one line per query (or per query and sample).
 
 JSON Lines: ``{"query_id": "q1", "scores": {"faithfulness": 0.82, "correct": 1}, "sample": 0}``
-— ``query_id`` a non-empty string, ``scores`` an object of score name → number (``true`` and
+— ``query_id`` a non-empty string (or a whole number, read as its digits), ``scores`` an object of score name → number (``true`` and
 ``false`` read as 1 and 0, ``null`` as a failed judgement), ``sample`` optional; any other key
 (the answer, the judge's reasons) is kept out of the way. CSV: a header with a ``query_id``
 column, optionally a ``sample`` column, and one column per score; an empty cell (or ``null``,
@@ -27,6 +27,7 @@ from retrieval_gate.formats.scores.rows import (
     finite,
     not_a_number,
     sample_number,
+    score_id,
     score_text,
     score_value,
 )
@@ -37,7 +38,7 @@ _FAILED = {"", "null", "nan", "none"}  # CSV cells of a failed judgement (case-i
 
 def read_jsonl(data: bytes, name: str) -> ScoreRows:
     """The rows of a native JSON Lines score file; InputError naming the line of any fault."""
-    from retrieval_gate.formats.jsonfmt import check_id, json_lines, path
+    from retrieval_gate.formats.jsonfmt import json_lines, path
 
     text = score_text(data, name)
     keys: list[str] = []
@@ -51,7 +52,7 @@ def read_jsonl(data: bytes, name: str) -> ScoreRows:
                              'write {"query_id": ..., "scores": {...}} on every line, or, for '
                              "a tool's output, name its format with --scores-format "
                              f"({', '.join(TOOLS)})", line)
-        keys.append(check_id(obj.get("query_id"), name, line, "query_id"))
+        keys.append(score_id(obj.get("query_id"), name, line, "query_id"))
         scores = obj.get("scores")
         if not isinstance(scores, dict) or not scores:
             raise InputError(name, 'the line has no "scores" object', 'write "scores": '

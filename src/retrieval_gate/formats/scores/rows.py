@@ -171,3 +171,15 @@ def sample_number(value: object, source: str, where: int | str) -> int:
         raise InputError(source, f"sample {quoted(value)} is not a whole number from 0 to "
                          f"{MAX_SAMPLE}", "number the samples of a query 0, 1, 2, ...", where)
     return value
+
+
+def score_id(value: object, source: str, where: int | str, id_field: str = "query_id") -> str:
+    """A query id as a score file gives it: a non-empty string of at most
+    :data:`~retrieval_gate.core.limits.MAX_ID_BYTES` bytes, or a whole number — tools write
+    numeric ids as JSON numbers (``"query_id": 1``) — read as its decimal digits (``"1"``; a
+    bool is not one); InputError otherwise."""
+    if isinstance(value, int) and not isinstance(value, bool):
+        return str(value)
+    from retrieval_gate.formats.jsonfmt import check_id
+
+    return check_id(value, source, where, id_field)
