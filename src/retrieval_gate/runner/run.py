@@ -32,7 +32,7 @@ import os
 import platform
 import re
 import time
-from collections.abc import Callable, Mapping, Sequence
+from collections.abc import Callable, Iterator, Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -48,7 +48,13 @@ from retrieval_gate.inputs.run_manifest import (
     resolve_commit,
     run_manifest_text,
 )
-from retrieval_gate.inputs.snapshot import Snapshot, TestSet, load_snapshot, load_test_set
+from retrieval_gate.inputs.snapshot import (
+    FILE_COMPONENTS,
+    Snapshot,
+    TestSet,
+    load_snapshot,
+    load_test_set,
+)
 from retrieval_gate.runner.calls import Outcome, Settings, call_all
 from retrieval_gate.runner.chain import ChainTarget, StageTargets, load_chain
 from retrieval_gate.runner.endpoint import EndpointTarget, parse_headers
@@ -391,9 +397,7 @@ def _require_own_file(output: str | os.PathLike[str], loaded: Snapshot,
     if given.startswith(("/dev/", "/proc/")) or (path.exists() and not path.is_file()):
         raise InputError("--output", f"{display_name(given)} is not a regular file",
                          "name a file for the run, e.g. -o runs/candidate.jsonl")
-    frozen = [Path(snapshot), *(f for c in ("queries", "qrels", "corpus", "permissions",
-                                            "chunking") if c in loaded.document
-                                and (f := loaded.file(c)) is not None)]
+    frozen = [Path(snapshot), *(f for c in FILE_COMPONENTS if (f := loaded.file(c)) is not None)]
     written = {os.path.realpath(p) for p in (given, f"{given}.manifest.json")}
     for file in frozen:
         if os.path.realpath(file) in written:
@@ -485,12 +489,16 @@ def write_run(loaded: Snapshot, test_set: TestSet, answers: Answers,
         raise InputError(source, f"every query failed ({len(failed)}; the first, {shown(qid)}: "
                          f"{error}): there is no run to write", "make the retriever answer "
                          "(gate run --resume calls the failed queries again)")
-    runner["latency"] = latency_kind(answers.answers(), runner["latency"], source)
     _require_counts_kept("tokenizer" in runner, output)
     files = RunFiles(output, loaded.unit, source)
-    try:
+
+    def written() -> Iterator[dict[str, Any]]:  # one pass over the journal: files and kind
         for record in answers.answers():
             files.add(record)
+            yield record
+
+    try:
+        runner["latency"] = latency_kind(written(), runner["latency"], source)
         names = files.stages
         if loaded.stages and not names and files.first is not None:
             contract = ", ".join(c.name for c in loaded.stages)

@@ -278,9 +278,11 @@ def code_of(identity: str) -> str | None:
     hashed (an installed one is covered by the package's version)."""
     import hashlib
 
+    from retrieval_gate.runner.endpoint import is_endpoint
+
+    if is_endpoint(identity):
+        return None  # its code is not here
     module, sep, _ = identity.partition(":")
-    if identity[:8].lower().startswith(("http://", "https://")):
-        return None  # an endpoint: its code is not here
     path = getattr(sys.modules.get(module), "__file__", None) if sep else None
     if not path:
         return None
@@ -289,6 +291,8 @@ def code_of(identity: str) -> str | None:
             return "sha256:" + hashlib.sha256(handle.read()).hexdigest()
     except OSError:
         return None
+
+
 def _holds(distribution: Any, path: str) -> bool:
     """Whether the installed ``distribution``'s files include ``path``."""
     wanted = os.path.realpath(path)
