@@ -178,8 +178,8 @@ def score_id(value: object, source: str, where: int | str, id_field: str = "quer
     :data:`~retrieval_gate.core.limits.MAX_ID_BYTES` bytes, or a whole number — tools write
     numeric ids as JSON numbers (``"query_id": 1``) — read as its decimal digits (``"1"``; a
     bool is not one); InputError otherwise."""
-    if isinstance(value, int) and not isinstance(value, bool):
-        return str(value)
     from retrieval_gate.formats.jsonfmt import check_id
 
+    if isinstance(value, int) and not isinstance(value, bool):
+        value = str(value)  # its digits, held to an id's length like any id
     return check_id(value, source, where, id_field)
