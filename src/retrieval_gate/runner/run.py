@@ -325,7 +325,7 @@ def _call(target: Target, tokenizer: Tokenizer | None, loaded: Snapshot, test_se
             for qid, result in zip(outcome.query_ids, _results(outcome, target, rules)):
                 record = record_of(qid, result, outcome.latency_ms, rules, tokenizer,
                                    target.batch_size is not None)
-                _require_contract(record, contract, target.identity)
+                _require_returned_stages(record, contract, target.identity)
                 journal.add(record)
         if progress is not None:
             progress(held.count, len(mine), len(held.failed), time.perf_counter() - started)
@@ -406,7 +406,8 @@ def _require_own_file(output: str | os.PathLike[str], loaded: Snapshot,
                              "write the run to a file of its own, e.g. -o runs/candidate.jsonl")
 
 
-def _require_contract(record: dict[str, Any], contract: list[str], source: str) -> None:
+def _require_returned_stages(record: dict[str, Any], contract: list[str], source: str
+                             ) -> None:
     """InputError at the query whose stages are not the snapshot's pipeline — every stage, in
     its order, and no other — before it is journaled (none of a pipeline snapshot's checks
     waits for the end of the run)."""
