@@ -112,7 +112,7 @@ PARTS = (
     ("snapshot and test set", "retrieval_gate.runner.run", "load_test_set"),
     ("query lines", "retrieval_gate.runner.run", "query_lines"),
     ("calls", "retrieval_gate.runner.run", "_call"),
-    ("hit checks", "retrieval_gate.runner.run", "rankings_of"),
+    ("hit checks", "retrieval_gate.runner.run", "record_of"),
     ("journal", "retrieval_gate.runner.journal", "Journal.add"),
     ("journal", "retrieval_gate.runner.journal", "Journal.close"),
     ("run files", "retrieval_gate.runner.run", "write_run"),

@@ -70,6 +70,13 @@ SEARCH = f"""
 import asyncio, json, math, os, time
 RANKED = {RANKED!r}
 CHUNKS = {CHUNKS!r}
+DOCS = {DOCS!r}
+
+def words(text):
+    return text.split()
+
+def with_text(query):
+    return [{{"id": d, "score": 10.0 - i, "text": DOCS[d]}} for i, d in enumerate(RANKED[query.id])]
 
 def search(query):
     return [(d, 10.0 - i) for i, d in enumerate(RANKED[query.id])]
@@ -155,6 +162,13 @@ def exits(query):
 def down(query):
     raise ConnectionError("index offline")
 
+def wanders(query):
+    os.makedirs("elsewhere", exist_ok=True)
+    os.chdir("elsewhere")  # the run's files are still named relative to the folder before
+    if query.id == "q3" and not os.environ.get("FIXED"):
+        raise RuntimeError("offline")
+    return chunks(query)
+
 def extra_stage(query):
     return {{"candidates": search(query), "context": search(query)[:2], "bonus": []}}
 
@@ -191,6 +205,24 @@ def lines(path: Path) -> list[dict]:
 def without_latency(path: Path) -> str:
     """The run file's text with each latency_ms removed (the one part that is measured)."""
     return re.sub(r', "latency_ms": [0-9.e-]+', "", path.read_text())
+
+
+def test_a_retriever_that_changes_the_working_folder_moves_none_of_the_run_s_files(
+        here: Path) -> None:
+    world(here, "chunk")
+    name = module(here)
+    (here / "own.jsonl").write_text((here / "chunks.jsonl").read_text())
+    command = ("run", "--snapshot", "snapshot.json", "--retriever", f"{name}:wanders", "-o",
+               "run.jsonl", "--commit", "none", "--chunks", "own.jsonl")
+    code, _, err = gate(*command)
+    assert code == 2 and "kept in run.jsonl.journal" in err and os.getcwd() == str(here)
+    code, _, err = gate(*command, "--resume", env={"FIXED": "1"})
+    assert code == 0, err
+    assert sorted(p.name for p in here.glob("run.*")) == ["run.jsonl", "run.jsonl.manifest.json"]
+    assert not [p for p in (here / "elsewhere").rglob("*") if p.is_file()]
+    assert os.getcwd() == str(here)
+    assert json.loads((here / "run.jsonl.manifest.json").read_text())["chunking"]["file"] == \
+        "own.jsonl"
 
 
 def test_every_query_is_called_and_the_run_and_its_manifest_are_written(here: Path) -> None:
@@ -413,6 +445,23 @@ def test_check_refuses_a_run_whose_failed_queries_the_policy_does_not_score(
            "the snapshot's missing policy is error" in err
     code, _, err = gate("validate", here / "snapshot.json", here / "run.jsonl")
     assert code == 2 and "query 'u1' failed when the run was run" in err
+
+
+def test_the_manifest_names_the_tokenizer_only_when_it_counted(here: Path) -> None:
+    world(here)
+    name = module(here)
+    code, _, err = run(here, "with_text", "--tokenizer", f"{name}:words")
+    assert code == 0, err
+    assert [i["tokens"] for i in lines(here / "run.jsonl")[0]["items"]] == [
+        len(DOCS[d].split()) for d in RANKED["q1"]]
+    runner = json.loads((here / "run.jsonl.manifest.json").read_text())["provenance"]["runner"]
+    assert runner["tokenizer"] == f"{name}:words" and "counted no hit" not in err
+    code, _, err = run(here, "slow", "--tokenizer", f"{name}:words")  # counts, but no text
+    assert code == 0, err
+    assert {i["tokens"] for i in lines(here / "run.jsonl")[0]["items"]} == {7}  # its own
+    runner = json.loads((here / "run.jsonl.manifest.json").read_text())["provenance"]["runner"]
+    assert "tokenizer" not in runner
+    assert f"note: --tokenizer {name}:words counted no hit: none carried text" in err
 
 
 def test_trec_output_has_no_costs_and_says_so(here: Path) -> None:

@@ -17,9 +17,14 @@ from retrieval_gate.core.errors import InputError
 from retrieval_gate.runner.hits import HitRules, _common, _precise, rankings_of
 
 DOCS = {f"d{i}": 40 for i in range(8)}
-RULES = [HitRules("document", DOCS, None, "t:f"), HitRules("document", None, None, "t:f"),
-         HitRules("chunk", None, frozenset(f"{d}#0" for d in DOCS) | set(DOCS), "t:f"),
-         HitRules("span", DOCS, None, "t:f")]
+# a chunk table: d0#0 ... and, as chunks of themselves, d0 ...
+TABLE = {**{f"{d}#0": (d, 0, 5) for d in DOCS}, **{d: (d, 3, 9) for d in DOCS}}
+RULES = [HitRules("document", DOCS, None, None, "t:f"),
+         HitRules("document", None, None, None, "t:f"),
+         HitRules("chunk", None, TABLE, "the snapshot's chunk table", "t:f"),
+         HitRules("span", DOCS, None, None, "t:f"),
+         HitRules("document", DOCS, TABLE, "the chunk table c.jsonl", "t:f"),
+         HitRules("span", DOCS, TABLE, "the chunk table c.jsonl", "t:f")]
 
 ids = st.sampled_from([*DOCS, "d0#0", "nope", "", "a\x00b", "x" * 300, "é" * 300])
 numbers = st.one_of(st.floats(allow_nan=True, allow_infinity=True), st.integers(-10, 10),

@@ -37,6 +37,9 @@ def candidates(query):
 def pairs(query):
     return [(d, 10.0 - i) for i, d in enumerate(RANKED[query.id])]
 
+def text_once(query):
+    return candidates(query) if query.id == "q2" else pairs(query)
+
 def context(query, hits):
     _sleep("context")
     _log("context", query, hits)
@@ -473,11 +476,18 @@ def test_reported_counts_are_kept_checked_or_absent_never_made_up(here: Path) ->
                          args=("--tokenizer", f"{name}:words"))
     assert code == 2 and f"query 'q1' returned hit 1 of stage 'context' with tokens 99, and " \
         f"{name}:words counts {words_of('d1')} in its text" in err
-    # neither text nor tokens: none written, even with a tokenizer
+    # neither text nor tokens: none written, even with a tokenizer, which is then not named
     code, _, err = chain(here, "candidates=pairs", "context=context",
                          args=("--tokenizer", f"{name}:words"))
     assert code == 0, err
     assert "tokens" not in (here / "run.jsonl").read_text()
+    assert "tokenizer" not in manifest(here / "run.jsonl")["provenance"]["runner"]
+    assert f"note: --tokenizer {name}:words counted no hit: none carried text" in err
+    # counted on one query only: named
+    code, _, err = chain(here, "candidates=text_once", "context=context",
+                         args=("--tokenizer", f"{name}:words"))
+    assert code == 0 and "counted no hit" not in err, err
+    assert manifest(here / "run.jsonl")["provenance"]["runner"]["tokenizer"] == f"{name}:words"
 
 
 @pytest.mark.parametrize(("tokenizer", "output", "said"), [

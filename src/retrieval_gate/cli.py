@@ -563,6 +563,10 @@ def _run_summary(done) -> None:
     if is_trec(done.output):
         _report("the run is TREC, which holds no costs: latency_ms is not recorded (write "
                 "JSON Lines to keep it)", "note")
+    if done.idle_tokenizer is not None:
+        _report(f"--tokenizer {_shown(done.idle_tokenizer)} counted no hit: none carried text, "
+                "so the manifest names no tokenizer (return each hit's text to have it "
+                "counted)", "note")
     _print(f"{_shown(done.output)}: run of {_count(done.queries, 'query')} on snapshot "
            f"'{_shown(done.snapshot.name)}', manifest {_shown(done.manifest)}"
            + (f" ({_count(done.called, 'query')} called in {done.seconds:.1f} s)"

@@ -76,6 +76,7 @@ class Staged:
     rankings: Rankings
     latencies: tuple[float, ...]
     error: InputError | None = None
+    counted: int = 0  # hits whose text the tokenizer counted
 
 
 @dataclass(frozen=True)
@@ -125,7 +126,7 @@ def _failure(stage: Stage, exc: Exception) -> TargetFailure:
 
 class _Answer:
     """One query's chain in progress: the stages' arguments, their checked rankings and
-    times."""
+    times, and how many hits the tokenizer counted."""
 
     def __init__(self, chain: ChainTarget, query: RunnerQuery):
         self.chain = chain
@@ -135,6 +136,7 @@ class _Answer:
         self.latencies: list[float] = []
         self.passed: list[dict[str, Any]] = []
         self.error: InputError | None = None
+        self.counted = 0  # hits whose text the tokenizer counted
 
     def arguments(self, index: int) -> tuple[Any, ...]:
         """The stage's arguments: its query, and after the first stage the hits passed on."""
@@ -146,30 +148,33 @@ class _Answer:
         self.latencies.append((time.perf_counter() - started) * 1000)
         stage = self.chain.stages[index]
         try:
-            items = _checked(stage, hits, self.qid, self.chain.tokenizer)
+            items, counted = _checked(stage, hits, self.qid, self.chain.tokenizer)
         except InputError as exc:
             self.error = exc
             return True
+        self.counted += counted
         self.rankings.append([stage.name, items])
         self.passed = [_passed(item, rank, text_of(hit))
                        for rank, (item, hit) in enumerate(zip(items, hits), 1)]
         return False
 
     def staged(self) -> Staged:
-        return Staged(self.rankings, tuple(self.latencies), self.error)
+        return Staged(self.rankings, tuple(self.latencies), self.error, self.counted)
 
 
-def _checked(stage: Stage, hits: Any, qid: str, tokenizer: Tokenizer | None) -> list[Item]:
-    """A stage's result as its checked items (counted by ``tokenizer`` when there is one)."""
+def _checked(stage: Stage, hits: Any, qid: str, tokenizer: Tokenizer | None
+             ) -> tuple[list[Item], int]:
+    """A stage's result as its checked items (counted by ``tokenizer`` when there is one),
+    and how many the tokenizer counted."""
     if hasattr(hits, "__await__"):
         getattr(hits, "close", lambda: None)()
         raise InputError(stage.rules.source, f"query {shown(qid)} got an awaitable (a "
                          f"coroutine) from stage '{stage.name}'", "declare every stage async "
                          "def, so that gate run awaits it, or none")
     items = rankings_of({stage.name: hits}, qid, stage.rules)[0][1]
-    if tokenizer is not None:
-        count_tokens(hits, items, tokenizer, qid, stage.name, stage.rules.source)
-    return items
+    counted = 0 if tokenizer is None else count_tokens(hits, items, tokenizer, qid,
+                                                       stage.name, stage.rules.source)
+    return items, counted
 
 
 def _passed(item: Item, rank: int, text: str | None) -> dict[str, Any]:

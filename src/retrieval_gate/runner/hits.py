@@ -26,7 +26,13 @@ them by id as it does for every run.
   when it gives none, is ``doc[start:end]``).
 
 When the snapshot pins a corpus, every document a hit names must be in it (and a place must
-lie inside its text); when it pins a chunk table (chunk unit), every id must be a chunk of it.
+lie inside its text).
+
+**With a chunk table** — the run's own (``gate run --chunks``), else the one a chunk
+snapshot pins — the table places every item, as ``gate check`` reads the run: on every unit a
+hit names a chunk of the table by its ``id`` (a place or ``doc_id`` is then not required), and a
+``doc_id`` or place the hit gives must be the table's for that chunk (else refused: the
+retriever and the table disagree on where the chunk lies).
 
 **A result with stages** is a dict of named rankings in pipeline order (``{"candidates": [...],
 "reranked": [...], "context": [...]}``); every query must return the same stages.
@@ -43,7 +49,8 @@ Refused, naming the query and what it returned (capped, escaped: ids and texts a
 data): anything else — a result that is not a list or dict of lists, a hit of another kind, an
 id that is not a non-empty string of at most 1,024 UTF-8 bytes without NUL, a score that is not
 a finite number, scores on some hits only or increasing, an id repeated in one ranking, an id
-or place outside the pinned corpus or chunk table, a span hit without its place.
+or place outside the pinned corpus or chunk table, a span hit without its place (or a chunk
+of the table), a place that is not the table's.
 """
 
 from __future__ import annotations
@@ -59,6 +66,7 @@ import numpy as np
 
 from retrieval_gate.core.errors import InputError
 from retrieval_gate.core.limits import MAX_ID_BYTES
+from retrieval_gate.core.model import ChunkTable
 from retrieval_gate.core.stages import STAGE_NAME
 from retrieval_gate.core.untrusted import capped
 from retrieval_gate.inputs.snapshot import Snapshot, TestSet
@@ -76,26 +84,42 @@ _NUMBERS = frozenset({float, int, np.float64, np.float32, np.int64, np.int32})
 class HitRules:
     """What a hit must be on this snapshot: its evidence ``unit``, the pinned corpus's
     documents with their text lengths (None: no corpus pinned; a length of -1: no text), the
-    pinned chunk table's ids (None: none pinned), and ``source``, the target's name for
-    messages."""
+    chunk table that places the items — each chunk's ``(doc_id, start, end)`` by id, and
+    where the table comes from, for messages (None: no table) — and ``source``, the target's
+    name for messages."""
 
     unit: str
     documents: dict[str, int] | None
-    chunks: frozenset[str] | None
+    table: dict[str, tuple[str, int, int]] | None
+    table_name: str | None
     source: str
 
     @staticmethod
-    def of(snapshot: Snapshot, test_set: TestSet, source: str) -> HitRules:
-        corpus, table = test_set.corpus, test_set.chunks
+    def of(snapshot: Snapshot, test_set: TestSet, source: str,
+           chunks: ChunkTable | None = None) -> HitRules:
+        """The rules of ``snapshot``; ``chunks`` is the run's own chunk table (``--chunks``),
+        which places the items in place of the one a chunk snapshot pins."""
+        corpus = test_set.corpus
         documents = None
         if corpus is not None:
-            ids = corpus.ids.astype(str).tolist()
+            ids = _texts(corpus.ids)
             lengths = (corpus.lengths.tolist() if corpus.lengths is not None
                        else [-1] * len(ids))
             documents = dict(zip(ids, lengths))
-        chunks = (None if table is None or snapshot.unit != "chunk"
-                  else frozenset(table.ids.astype(str).tolist()))
-        return HitRules(snapshot.unit, documents, chunks, source)
+        table = chunks if chunks is not None else (
+            test_set.chunks if snapshot.unit == "chunk" else None)
+        if table is None:
+            return HitRules(snapshot.unit, documents, None, None, source)
+        places = dict(zip(_texts(table.ids), zip(
+            _texts(table.doc), table.start.tolist(), table.end.tolist())))
+        named = ("the chunk table " + table.source if chunks is not None
+                 else "the snapshot's chunk table")
+        return HitRules(snapshot.unit, documents, places, named, source)
+
+
+def _texts(ids: np.ndarray) -> list[str]:
+    """The ids of a reader's ``S`` array (UTF-8 bytes) as strings."""
+    return [value.decode("utf-8") for value in ids.tolist()]
 
 
 def rankings_of(result: Any, query_id: str, rules: HitRules) -> Rankings:
@@ -161,7 +185,7 @@ def _precise(hits: Any, qid: str, rules: HitRules, stage: str | None) -> list[It
             _refuse(rules, qid, hits, f"id {shown(item[0])} twice (again at "
                     f"{_where(stage, rank)})", "return each id once per ranking")
         seen.add(item[0])
-        if not (by_id and item[2] is None and item[3] is None and (
+        if not (by_id and rules.table is None and item[2] is None and item[3] is None and (
                 documents is None or item[0] in documents)):
             _in_snapshot(item, qid, rules, stage, rank, hits)
         items.append(item)
@@ -174,9 +198,12 @@ def _common(hits: Any, rules: HitRules) -> list[Item] | None:
     Conservative: a ranking it accepts is one the precise path accepts, with the same items
     (an id over 256 characters or a ``doc_id`` key set to None are left to the precise
     path)."""
-    if rules.unit == "span":
+    if rules.table is not None:
+        known: Mapping[str, Any] | None = rules.table
+    elif rules.unit == "span":
         return None
-    known = rules.documents if rules.unit == "document" else rules.chunks
+    else:
+        known = rules.documents if rules.unit == "document" else None
     items: list[Item] = []
     seen: set[str] = set()
     scored = None
@@ -272,16 +299,15 @@ def _in_snapshot(item: Item, qid: str, rules: HitRules, stage: str | None, rank:
     table (see the module docstring)."""
     ident, _, doc, start, end, _ = item
     where = _where(stage, rank)
+    if rules.table is not None:
+        _in_table(item, qid, rules, where, hits)
+        return
     if rules.unit == "span" and start is None:
         _refuse(rules, qid, hits, f"{where} has no place: the snapshot judges spans",
                 "give each hit doc_id, start and end (code points into the document's "
-                "text, end exclusive)")
-    if rules.unit == "chunk":
-        if rules.chunks is not None and ident not in rules.chunks:
-            _refuse(rules, qid, hits, f"{where}, {shown(ident)}, is not a chunk of the "
-                    "snapshot's chunk table", "return chunk ids of the judged chunking")
-        if doc is None:
-            return
+                "text, end exclusive), or its chunk id with the chunk table (--chunks)")
+    if rules.unit == "chunk" and doc is None:
+        return
     if rules.documents is None:
         return
     document = doc if doc is not None else ident
@@ -294,6 +320,25 @@ def _in_snapshot(item: Item, qid: str, rules: HitRules, stage: str | None, rank:
         _refuse(rules, qid, hits, f"{where} ends at {end}, past the {length} characters of "
                 f"document {shown(document)}", "give offsets into the pinned corpus text "
                 "(code points, end exclusive)")
+
+
+def _in_table(item: Item, qid: str, rules: HitRules, where: str, hits: Any) -> None:
+    """The hit names a chunk of the table, and any ``doc_id`` or place it gives is the
+    table's (see the module docstring)."""
+    assert rules.table is not None
+    ident, _, doc, start, end, _ = item
+    placed = rules.table.get(ident)
+    if placed is None:
+        _refuse(rules, qid, hits, f"{where}, {shown(ident)}, is not a chunk of "
+                f"{rules.table_name}", "return chunk ids of that chunking (the table places "
+                "them)")
+        raise AssertionError  # _refuse raised
+    if (doc is not None and doc != placed[0]) or (start is not None and (start, end) != placed[1:]):
+        said = f"{shown(doc)}" + ("" if start is None else f" at {start}:{end}")
+        _refuse(rules, qid, hits, f"{where} places chunk {shown(ident)} in {said}, and "
+                f"{rules.table_name} in {shown(placed[0])} at {placed[1]}:{placed[2]}",
+                "return the chunk's id alone (the table places it), or give the chunk table "
+                "the retriever was built on")
 
 
 def _id(value: Any, what: str, qid: str, rules: HitRules, where: str, hit: Any) -> str:

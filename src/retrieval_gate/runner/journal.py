@@ -56,10 +56,11 @@ VERSION = 1
 # What a journal is bound to: its answers came from this snapshot, target (its entry point,
 # the version of the package that provides it, the hash of its source file and the
 # tokenizer's, the adapted library's version; an endpoint's query string and headers, hashed),
-# shard, tokenizer, and the settings that change what an answer is or how it is read — not the
+# shard, tokenizer, the run's chunk table (its sha256: the hits were checked against it), and
+# the settings that change what an answer is or how it is read — not the
 # concurrency, timeout or retries, which a resumed run may change.
 BOUND = ("snapshot", "target", "package", "code", "library", "shard", "latency", "tokenizer",
-         "request")
+         "request", "chunks")
 BOUND_SETTINGS = ("batch_size", "hits_path", "id_key")
 BLOCK_BYTES = 1 << 20  # a block of records is written once it holds this many bytes ...
 BLOCK_SECONDS = 0.2  # ... and at the latest this long after its first record
@@ -293,7 +294,7 @@ def require_bound(found: dict[str, Any], expected: dict[str, Any], name: str) ->
         raise InputError(name, f"the journal belongs to another run: {said}",
                          "resume with the same snapshot, target (its code, package and "
                          "library versions; an endpoint's query string and headers), shard, "
-                         "tokenizer and reading options (--batch-size, --hits-path, "
+                         "tokenizer, chunk table (--chunks) and reading options (--batch-size, --hits-path, "
                          "--id-key), or leave out --resume to start over (the journal is then "
                          "replaced)")
 

@@ -17,7 +17,8 @@ that merely has a ``run`` or ``retrieve`` method is not taken for a library's.
   else the library's own fields where it has them (LlamaIndex: ``ref_doc_id``,
   ``start_char_idx``, ``end_char_idx``); on a ``document`` snapshot, ``doc_id`` when one is
   found and differs from the id (a chunk, collapsed to its document); on a ``chunk`` snapshot,
-  the id alone;
+  and on any snapshot when a chunk table places the hits (``gate run --chunks``), the id
+  alone;
 - ``text``, the document's text, when it has one (ignored by the checks).
 
 What is missing is refused here, naming the query, the hit and where it was looked for: no id

@@ -9,7 +9,9 @@ An answered query's record (see :mod:`retrieval_gate.runner.journal`) is one of:
 - the same with ``"latency": "reported"``: ``latency_ms`` is the one the batch function
   reported for the query (below);
 - ``{"query_id", "rankings", "stage_latency_ms": [...]}``: chained stages
-  (:mod:`retrieval_gate.runner.chain`), each stage's own time in pipeline order.
+  (:mod:`retrieval_gate.runner.chain`), each stage's own time in pipeline order;
+- any of them with ``"counted": true`` when the tokenizer counted the text of at least one of
+  its hits (:mod:`retrieval_gate.runner.tokens`).
 
 **A reported latency.** A batch function may return, for a query, ``{"hits": RESULT,
 "latency_ms": N}``: RESULT a ranking or a dict of named stages, N the milliseconds the query
@@ -45,8 +47,11 @@ def record_of(qid: str, result: Any, latency_ms: float, rules: HitRules,
     if isinstance(result, Staged):
         if result.error is not None:
             raise result.error
-        return {"query_id": qid, "rankings": result.rankings,
-                "stage_latency_ms": list(result.latencies)}
+        staged: dict[str, Any] = {"query_id": qid, "rankings": result.rankings,
+                                  "stage_latency_ms": list(result.latencies)}
+        if result.counted:
+            staged["counted"] = True
+        return staged
     record: dict[str, Any] = {"query_id": qid}
     if isinstance(result, Mapping) and "latency_ms" in result:
         result, latency_ms = _reported(result, qid, rules, batched)
@@ -54,8 +59,11 @@ def record_of(qid: str, result: Any, latency_ms: float, rules: HitRules,
     record["rankings"] = rankings_of(result, qid, rules)
     record["latency_ms"] = latency_ms
     if tokenizer is not None:
+        counted = 0
         for (stage, items), hits in zip(record["rankings"], _rankings(result)):
-            count_tokens(hits, items, tokenizer, qid, stage, rules.source)
+            counted += count_tokens(hits, items, tokenizer, qid, stage, rules.source)
+        if counted:
+            record["counted"] = True
     return record
 
 

@@ -33,15 +33,18 @@ import platform
 import re
 import time
 from collections.abc import Callable, Iterator, Mapping, Sequence
-from dataclasses import dataclass
+from contextlib import contextmanager
+from dataclasses import dataclass, replace
 from pathlib import Path
 from typing import Any
 
 from retrieval_gate.commands.validate import require_chunking_named, run_manifest_document
 from retrieval_gate.core.errors import InputError, Interrupted
+from retrieval_gate.core.model import ChunkTable
 from retrieval_gate.core.untrusted import capped
 from retrieval_gate.formats.atomic import Spool, make_folder, write_texts
-from retrieval_gate.formats.source import Blob, display_name
+from retrieval_gate.formats.corpus import read_chunk_table
+from retrieval_gate.formats.source import Blob, display_name, read_blob
 from retrieval_gate.inputs.run_manifest import (
     read_run_file,
     require_created,
@@ -94,6 +97,7 @@ class RunResult:
     called: int
     failed: tuple[tuple[str, str], ...]
     seconds: float
+    idle_tokenizer: str | None = None  # the tokenizer given, when it counted no hit
 
 
 def parse_shard(text: str | tuple[int, int]) -> tuple[int, int]:
@@ -144,27 +148,32 @@ def run_retriever(retriever: str | Callable[..., Any] | object | None,
     loaded = load_snapshot(snapshot)
     test_set = load_test_set(loaded)
     if part is None:
-        commit = _manifest_needs(loaded, chunks, chunking_version, created, commit)
+        commit = _manifest_needs(loaded, chunking_version, created, commit, chunks)
+    table = None if chunks is None else _chunk_table(chunks)
     _require_own_file(output, loaded, snapshot)
     make_folder(output)  # the journal is written beside the output while the run goes on
     extra = parse_headers(headers)
-    target = _target(retriever, stages, loaded, test_set, counter, batch_size, hits_path,
+    rules = HitRules.of(loaded, test_set, "--stage", None if table is None else table[0])
+    target = _target(retriever, stages, loaded, rules, counter, batch_size, hits_path,
                      settings.timeout, extra, id_key)
     lines = query_lines(loaded)
     mine = lines if part is None else lines[part[0] - 1::part[1]]
     header = _header(loaded, target, part, len(mine), settings, on_error,
-                     _given(hits_path, id_key, extra), counter)
+                     _given(hits_path, id_key, extra), counter,
+                     None if table is None else table[1])
     started = time.perf_counter()
-    held, called = _call(target, counter, loaded, test_set, mine, output, header, settings,
-                         on_error, resume, progress)
+    held, called = _call(target, counter, loaded, replace(rules, source=target.identity), mine,
+                         output, header, settings, on_error, resume, progress)
     seconds = time.perf_counter() - started
     failed = tuple(held.failures())
+    runner = None
     try:
         if part is not None:
             write_shard(output, header, held)
             manifest = None
         else:
-            manifest = write_run(loaded, test_set, held, output, _runner(header, 1),
+            runner = _runner(header, 1)
+            manifest = write_run(loaded, test_set, held, output, runner,
                                  system=system, commit=commit, created=created,
                                  timed_on=timed_on, chunks=chunks,
                                  chunking_version=chunking_version,
@@ -172,7 +181,8 @@ def run_retriever(retriever: str | Callable[..., Any] | object | None,
     finally:
         held.close()
     _remove(journal_path(output))
-    return RunResult(Path(output), manifest, loaded, len(mine), called, failed, seconds)
+    return RunResult(Path(output), manifest, loaded, len(mine), called, failed, seconds,
+                     _idle(header, runner))
 
 
 def _checked(batch_size: int | None, concurrency: int, timeout: float | None, retries: int,
@@ -201,12 +211,13 @@ def _checked(batch_size: int | None, concurrency: int, timeout: float | None, re
 
 def _target(retriever: str | Callable[..., Any] | object | None,
             stages: StageTargets | Mapping[str, str | Callable[..., Any]] | None,
-            loaded: Snapshot, test_set: TestSet, tokenizer: Tokenizer | None,
+            loaded: Snapshot, rules: HitRules, tokenizer: Tokenizer | None,
             batch_size: int | None, hits_path: str | None, timeout: float | None,
             headers: Sequence[tuple[str, str]], id_key: str | None) -> Target:
     """The target ``retriever`` names, or the chain of ``stages``: exactly one is given
     (InputError naming the options otherwise); ``hits_path`` and ``headers`` are an HTTP
-    endpoint's (the first stage's)."""
+    endpoint's (the first stage's). A library retriever's hits are read as chunks (the id
+    alone) when a chunk table places them."""
     if (retriever is None) == (stages is None or not stages):
         raise InputError("--retriever", "and --stage are both given" if retriever is not None
                          else "is required", "give --retriever MODULE:FUNCTION for one "
@@ -214,13 +225,12 @@ def _target(retriever: str | Callable[..., Any] | object | None,
                          "snapshot's pipeline, in its order")
     if retriever is not None:
         return load_target(retriever, batch_size, hits_path, timeout, headers, id_key=id_key,
-                           unit=loaded.unit)
+                           unit="chunk" if rules.table is not None else loaded.unit)
     assert stages is not None
     if id_key is not None:
         raise InputError("--id-key", "applies to --retriever only: a stage's hits come from a "
                          "function", "leave out --id-key (a stage returns its hits' ids)")
-    return load_chain(stages, loaded.stages, HitRules.of(loaded, test_set, "--stage"),
-                      tokenizer, hits_path, timeout, batch_size, headers)
+    return load_chain(stages, loaded.stages, rules, tokenizer, hits_path, timeout, batch_size, headers)
 
 
 def _code(target: Target, tokenizer: Tokenizer | None) -> str | None:
@@ -260,13 +270,16 @@ def _require_counts_kept(counted: bool, output: str | os.PathLike[str]) -> None:
 
 def _header(loaded: Snapshot, target: Target, part: tuple[int, int] | None, count: int,
             settings: Settings, on_error: str, given: dict[str, Any],
-            tokenizer: Tokenizer | None) -> dict[str, Any]:
+            tokenizer: Tokenizer | None, chunks: str | None) -> dict[str, Any]:
     """The journal's (and shard file's) header: what its records belong to, and how they were
     made (the ``given`` settings — ``hits_path``, ``id_key``, the extra request headers'
-    names — among the settings, and ``tokenizer``, only when given)."""
+    names — among the settings; ``tokenizer`` and ``chunks``, the sha256 of the run's chunk
+    table the hits were checked against, only when given)."""
     package, library = ({"name": known[0], "version": known[1]} if known is not None else None
                         for known in (target.package, target.library))
     counted = {} if tokenizer is None else {"tokenizer": tokenizer.identity}
+    if chunks is not None:
+        counted["chunks"] = chunks
     latency = ("stage" if isinstance(target, ChainTarget) else
                "call" if target.batch_size is None else "batch")
     return {"gate_run": VERSION, "snapshot": loaded.fingerprint, "target": target.identity,
@@ -296,17 +309,17 @@ def _runner(header: Mapping[str, Any], shards: int) -> dict[str, Any]:
     return runner
 
 
-def _call(target: Target, tokenizer: Tokenizer | None, loaded: Snapshot, test_set: TestSet,
+def _call(target: Target, tokenizer: Tokenizer | None, loaded: Snapshot, rules: HitRules,
           mine: list[dict[str, Any]], output: str | os.PathLike[str], header: dict[str, Any],
           settings: Settings, on_error: str, resume: bool, progress: Progress | None
           ) -> tuple[Held, int]:
-    """Call the target for every query of ``mine`` the journal does not answer: where each
-    query's record lies in the journal (closed), and how many queries were called."""
+    """Call the target for every query of ``mine`` the journal does not answer, its hits
+    checked by ``rules``: where each query's record lies in the journal (closed), and how
+    many queries were called."""
     where = journal_path(output)
     ids = [q["id"] for q in mine]
     kept = _kept(where, header, ids) if resume else None
     todo = [q for i, q in enumerate(mine) if kept is None or not kept.has_answer(i)]
-    rules = HitRules.of(loaded, test_set, target.identity)
     contract = [c.name for c in loaded.stages]
     journal = Journal(where, header, ids, kept)
     held = journal.held
@@ -331,7 +344,8 @@ def _call(target: Target, tokenizer: Tokenizer | None, loaded: Snapshot, test_se
             progress(held.count, len(mine), len(held.failed), time.perf_counter() - started)
 
     try:
-        call_all(target, list(batches(todo, target.batch_size)), settings, done)
+        with _working_folder_kept():
+            call_all(target, list(batches(todo, target.batch_size)), settings, done)
     except KeyboardInterrupt:
         answered = held.answered
         journal.close()  # its last block written: every answer so far is kept
@@ -355,19 +369,39 @@ def _call(target: Target, tokenizer: Tokenizer | None, loaded: Snapshot, test_se
     return held, len(todo)
 
 
-def _manifest_needs(loaded: Snapshot, chunks: str | os.PathLike[str] | None,
-                    chunking_version: str | None, created: str | None, commit: str | None
-                    ) -> str:
+@contextmanager
+def _working_folder_kept() -> Iterator[None]:
+    """The working folder as it was before the calls, back after them, whatever a target did
+    (``os.chdir`` in a retriever): the run's files, its journal and the chunk table are named
+    relative to it."""
+    here = os.getcwd()
+    try:
+        yield
+    finally:
+        if os.getcwd() != here:
+            os.chdir(here)
+
+
+def _manifest_needs(loaded: Snapshot, chunking_version: str | None, created: str | None,
+                    commit: str | None, chunks: str | os.PathLike[str] | None) -> str:
     """What the run's manifest needs, checked before the first call rather than after the
-    last: the chunking named (chunk judgments), ``--created``'s form, the ``--chunks`` file,
-    and a source commit — returned as found (``none`` when none is recorded on purpose)."""
+    last: the chunking named (chunk judgments), ``--created``'s form, and a source commit —
+    returned as found (``none`` when none is recorded on purpose)."""
     require_chunking_named(loaded, chunks, chunking_version)
     require_created(created)
-    if chunks is not None and not os.path.isfile(chunks):
-        raise InputError(display_name(chunks), "file not found", "check the path given with "
-                         "--chunks")
     found = resolve_commit(commit, "--commit")
     return "none" if found is None else found
+
+
+def _chunk_table(chunks: str | os.PathLike[str]) -> tuple[ChunkTable, str]:
+    """The run's chunk table (``--chunks``), read before the first call — the hits are
+    checked against it, and it places them (see :mod:`retrieval_gate.runner.hits`) — and the
+    sha256 of its bytes, which binds the journal and the shards to it."""
+    if not os.path.isfile(chunks):
+        raise InputError(display_name(chunks), "file not found", "check the path given with "
+                         "--chunks")
+    blob = read_blob(chunks)
+    return read_chunk_table(blob), "sha256:" + blob.sha256
 
 
 def _given(hits_path: str | None, id_key: str | None, extra: Sequence[tuple[str, str]]
@@ -470,7 +504,8 @@ def write_run(loaded: Snapshot, test_set: TestSet, answers: Answers,
               timed_on: str | None, chunks: str | os.PathLike[str] | None,
               chunking_version: str | None, machine_note: str) -> Path:
     """Write the run files of ``answers`` (every query's record; failed ones are left out and
-    listed in ``runner``) and their manifest in one transaction; returns the manifest's path.
+    listed in ``runner``, and its ``tokenizer`` is left out when it counted no hit) and their
+    manifest in one transaction; returns the manifest's path.
     The run files are streamed from the records, read back in query-set order, to spools, and
     scored for the manifest from those files. Refused when a query failed and the snapshot's
     missing policy is ``error``."""
@@ -493,13 +528,18 @@ def write_run(loaded: Snapshot, test_set: TestSet, answers: Answers,
     _require_counts_kept("tokenizer" in runner, output)
     files = RunFiles(output, loaded.unit, source)
 
+    counted = [False]  # whether the tokenizer counted a hit of any query
+
     def written() -> Iterator[dict[str, Any]]:  # one pass over the journal: files and kind
         for record in answers.answers():
             files.add(record)
+            counted[0] = counted[0] or bool(record.get("counted"))
             yield record
 
     try:
         runner["latency"] = latency_kind(written(), runner["latency"], source)
+        if not counted[0]:
+            runner.pop("tokenizer", None)  # it counted nothing: no count in the run is its
         names = files.stages
         if loaded.stages and not names and files.first is not None:
             contract = ", ".join(c.name for c in loaded.stages)
@@ -556,6 +596,7 @@ def merge_shards(shards: Sequence[str | os.PathLike[str]], snapshot: str | os.Pa
     loaded = load_snapshot(snapshot)
     test_set = load_test_set(loaded)
     require_chunking_named(loaded, chunks, chunking_version)
+    table = None if chunks is None else _chunk_table(chunks)[1]
     _require_own_file(output, loaded, snapshot)
     make_folder(output)
     lines = query_lines(loaded)
@@ -573,6 +614,13 @@ def merge_shards(shards: Sequence[str | os.PathLike[str]], snapshot: str | os.Pa
             raise InputError(name, f"was run on snapshot {capped(str(shard.header.get('snapshot')), 80)}, "
                              f"not on {display_name(snapshot)} ({loaded.fingerprint})",
                              "merge shards run on this snapshot")
+        if shard.header.get("chunks") != table:
+            raise InputError(name, "was checked against " + (
+                "no chunk table" if shard.header.get("chunks") is None else
+                f"another chunk table ({capped(str(shard.header.get('chunks')), 80)})")
+                + (f", and --chunks gives {display_name(chunks)}" if chunks is not None else
+                   ", and no --chunks is given"), "give gate run merge the --chunks of the "
+                "shards' gate run (each shard's hits were checked against it)")
         for key in ("target", "settings", "package", "library", "code", "latency", "tokenizer",
                     "request"):
             if shard.header.get(key) != first.header.get(key) or of != count:
@@ -591,8 +639,9 @@ def merge_shards(shards: Sequence[str | os.PathLike[str]], snapshot: str | os.Pa
                          f"{count} missing)", "give every shard file of the run")
     merged = Merged([by_index[i] for i in range(1, count + 1)])
     settings = Settings(first.header["settings"]["concurrency"])
+    runner = _runner(first.header, count)
     try:
-        manifest = write_run(loaded, test_set, merged, output, _runner(first.header, count),
+        manifest = write_run(loaded, test_set, merged, output, runner,
                              system=system, commit=commit, created=created,
                              timed_on=timed_on, chunks=chunks,
                              chunking_version=chunking_version, machine_note=machine(
@@ -600,7 +649,14 @@ def merge_shards(shards: Sequence[str | os.PathLike[str]], snapshot: str | os.Pa
     finally:
         merged.close()
     return RunResult(Path(output), manifest, loaded, len(ids), 0, tuple(merged.failures()),
-                     0.0)
+                     0.0, _idle(first.header, runner))
+
+
+def _idle(header: Mapping[str, Any], runner: Mapping[str, Any] | None) -> str | None:
+    """The tokenizer the header names when the manifest's ``runner`` does not: it counted no
+    hit (None for a shard file, whose records are counted when merged)."""
+    named = header.get("tokenizer")
+    return named if runner is not None and named and "tokenizer" not in runner else None
 
 
 def _shard_of(header: dict[str, Any], name: str) -> tuple[int, int]:

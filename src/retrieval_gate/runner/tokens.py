@@ -21,8 +21,10 @@ as the stages are.
 No hit gets 0 for want of a count: an item without one is written without ``tokens``. Hits of
 the other kinds (``(id, score)`` pairs, ids) carry no text. With a tokenizer, a ``text`` that
 is not a string is refused; without one, ``text`` is not read. The run manifest names the
-tokenizer (``provenance.runner.tokenizer``); without one, every count in the run is the
-target's.
+tokenizer (``provenance.runner.tokenizer``) when it counted at least one hit (a query's
+journal record says ``"counted": true`` when it counted one of its hits); without one, every
+count in the run is the target's. A tokenizer that counted no hit — none carried text — is
+not named, and ``gate run`` says so.
 """
 
 from __future__ import annotations
@@ -87,10 +89,11 @@ def load_tokenizer(tokenizer: str | Callable[[str], Any]) -> Tokenizer:
 
 
 def count_tokens(hits: Sequence[Any], items: list[Item], tokenizer: Tokenizer, qid: str,
-                 stage: str | None, source: str) -> None:
+                 stage: str | None, source: str) -> int:
     """Give each checked item (``items``, one per hit of ``hits``, in order) the count of its
-    hit's ``text`` (see the module docstring); InputError naming the query when a text is not
-    a string or a reported count disagrees."""
+    hit's ``text`` (see the module docstring), and return how many were counted; InputError
+    naming the query when a text is not a string or a reported count disagrees."""
+    counted = 0
     for rank, (hit, item) in enumerate(zip(hits, items), 1):
         if not isinstance(hit, Mapping) or hit.get("text") is None:
             continue
@@ -100,14 +103,16 @@ def count_tokens(hits: Sequence[Any], items: list[Item], tokenizer: Tokenizer, q
             raise InputError(source, f"query {shown(qid)} returned {where} with text "
                              f"{shown(text)}, not a string", "give each hit's text as a "
                              "string, or none")
-        counted = tokenizer.count(text, qid, where)
-        if item[5] is not None and item[5] != counted:
+        count = tokenizer.count(text, qid, where)
+        if item[5] is not None and item[5] != count:
             raise InputError(source, f"query {shown(qid)} returned {where} with tokens "
                              f"{item[5]}, and {capped(tokenizer.identity, 100)} counts "
-                             f"{counted} in its text", "name the tokenizer the pipeline counts "
+                             f"{count} in its text", "name the tokenizer the pipeline counts "
                              "with (--tokenizer), or leave out --tokenizer to keep the "
                              "reported counts")
-        item[5] = counted
+        item[5] = count
+        counted += 1
+    return counted
 
 
 def text_of(hit: Any) -> str | None:
