@@ -17,8 +17,8 @@ that merely has a ``run`` or ``retrieve`` method is not taken for a library's.
   else the library's own fields where it has them (LlamaIndex: ``ref_doc_id``,
   ``start_char_idx``, ``end_char_idx``); on a ``document`` snapshot, ``doc_id`` when one is
   found and differs from the id (a chunk, collapsed to its document); on a ``chunk`` snapshot,
-  and on any snapshot when a chunk table places the hits (``gate run --chunks``), the id
-  alone;
+  the id alone; on any snapshot when a chunk table places the hits (``gate run --chunks``),
+  the id, with its place when all three keys are found (checked against the table's);
 - ``text``, the document's text, when it has one (ignored by the checks).
 
 What is missing is refused here, naming the query, the hit and where it was looked for: no id
@@ -45,13 +45,15 @@ class AdapterArgs:
     """What an adapter is told besides the object: the target's ``identity`` (what the journal
     and manifest record), the ``module`` that defines it (its distribution is recorded), the
     ``batch_size`` asked (None: one query per call), ``id_key`` (the metadata key of the hits'
-    ids; None: the documents' own ids) and the snapshot's evidence ``unit``."""
+    ids; None: the documents' own ids), the snapshot's evidence ``unit``, and ``placed``:
+    whether a chunk table places the hits (``gate run --chunks``)."""
 
     identity: str
     module: str
     batch_size: int | None
     id_key: str | None
     unit: str
+    placed: bool = False
 
 
 @dataclass(frozen=True)
@@ -132,12 +134,16 @@ def document_hit(native: Native, args: AdapterArgs, query: RunnerQuery, rank: in
     if native.score is not None:
         hit["score"] = native.score
     doc_id = meta.get("doc_id", native.doc_id)
-    if args.unit == "span":
-        place = [doc_id, meta.get("start", native.start), meta.get("end", native.end)]
+    place = [doc_id, meta.get("start", native.start), meta.get("end", native.end)]
+    if args.placed and "id" in hit:
+        if all(value is not None for value in place):  # checked against the table's
+            hit.update(zip(PLACE_KEYS, place))
+    elif args.unit == "span" and not args.placed:
         if any(value is None for value in place):
             _missing(args, query, native, rank, "has no doc_id, start and end: the snapshot "
                      "judges spans", "put them in each document's metadata (doc_id, and "
-                     "start and end: code points into its text, end exclusive)")
+                     "start and end: code points into its text, end exclusive), or give the "
+                     "chunk table that places the ids (--chunks)")
         hit.update(zip(PLACE_KEYS, place))
     elif "id" not in hit:
         _missing(args, query, native, rank, f"has no id ({own_id} is None)", "give every "

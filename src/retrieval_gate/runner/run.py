@@ -216,8 +216,7 @@ def _target(retriever: str | Callable[..., Any] | object | None,
             headers: Sequence[tuple[str, str]], id_key: str | None) -> Target:
     """The target ``retriever`` names, or the chain of ``stages``: exactly one is given
     (InputError naming the options otherwise); ``hits_path`` and ``headers`` are an HTTP
-    endpoint's (the first stage's). A library retriever's hits are read as chunks (the id
-    alone) when a chunk table places them."""
+    endpoint's (the first stage's)."""
     if (retriever is None) == (stages is None or not stages):
         raise InputError("--retriever", "and --stage are both given" if retriever is not None
                          else "is required", "give --retriever MODULE:FUNCTION for one "
@@ -225,7 +224,7 @@ def _target(retriever: str | Callable[..., Any] | object | None,
                          "snapshot's pipeline, in its order")
     if retriever is not None:
         return load_target(retriever, batch_size, hits_path, timeout, headers, id_key=id_key,
-                           unit="chunk" if rules.table is not None else loaded.unit)
+                           unit=loaded.unit, placed=rules.table is not None)
     assert stages is not None
     if id_key is not None:
         raise InputError("--id-key", "applies to --retriever only: a stage's hits come from a "

@@ -140,13 +140,15 @@ class CallableTarget:
 def load_target(retriever: str | Callable[..., Any] | object, batch_size: int | None = None,
                 hits_path: str | None = None, timeout: float | None = None,
                 headers: Sequence[tuple[str, str]] = (), option: str = "--retriever",
-                id_key: str | None = None, unit: str = "document") -> Target:
+                id_key: str | None = None, unit: str = "document", placed: bool = False
+                ) -> Target:
     """The target named by ``retriever``: an HTTP endpoint's URL (with ``hits_path``, the
     dotted keys to its hits, ``headers``, its extra request headers, and ``timeout``, its
     socket's; see :mod:`retrieval_gate.runner.endpoint`), ``module:function`` (see the module
     docstring), or the object itself (library callers). Whichever of the last two, each adapter
     of :data:`~retrieval_gate.runner.adapters.ADAPTERS` is asked first (with ``id_key``, the
-    metadata key of the hits' ids, and ``unit``, the snapshot's evidence unit); otherwise it
+    metadata key of the hits' ids, ``unit``, the snapshot's evidence unit, and ``placed``,
+    whether a chunk table places the hits); otherwise it
     must be callable. InputError (exit 2, naming ``option``: ``--retriever``, or ``--stage
     NAME`` for a stage) for a name that is not ``module:function``, a module that cannot be
     imported (with the first line of why), an attribute it lacks, or an object that is neither
@@ -175,7 +177,7 @@ def load_target(retriever: str | Callable[..., Any] | object, batch_size: int | 
     else:
         obj, identity = retriever, name_of(retriever)
         module = getattr(retriever, "__module__", None) or ""
-    args = AdapterArgs(identity, module, batch_size, id_key, unit)
+    args = AdapterArgs(identity, module, batch_size, id_key, unit, placed)
     for adapt in ADAPTERS:
         adapted = adapt(obj, args)
         if adapted is not None:
