@@ -31,7 +31,11 @@ Features (:data:`FEATURES`) switch on:
 - ``scores-only`` — the candidate is its score file alone (no ranking), only ``score:f1`` gated;
 - ``unjudged`` — two items of each ranking are chunks of documents nobody judged for the query;
 - ``cache`` — the check runs with the cache on, twice, and off, and must not tell the
-  difference.
+  difference;
+- ``batch-latency`` — both runs were made by ``gate run --batch-size 3`` (their manifests say
+  ``latency: batch``): the queries of a batch of three share one ``latency_ms``, the batch
+  call's; the latency gate is an absolute budget (a relative one is refused on batch times,
+  ``tests/test_run_stages.py``).
 """
 
 from __future__ import annotations
@@ -44,7 +48,8 @@ from pathlib import Path
 
 UNITS = ("document", "chunk", "chunk-no-table", "span")
 TOGGLES = ("access", "time", "stages", "costs", "slices", "abstention", "scores", "scores-only",
-           "unjudged", "cache")
+           "unjudged", "cache", "batch-latency")
+BATCH = 3  # queries per batch call, with batch-latency
 FEATURES = (*(f"unit:{u}" for u in UNITS), *TOGGLES)
 DOCS = [f"d{i:02d}" for i in range(12)]
 CHUNK = 20  # characters per chunk, three per document
@@ -137,8 +142,11 @@ def build(features: frozenset[str], seed: int) -> World:
             else:
                 stages.setdefault("", {})[qid] = ranked
             for stage in world.stages:
-                world.latency.setdefault(run, {}).setdefault(stage, {})[qid] = round(
-                    rng.uniform(5, 50), 3)
+                timed = world.latency.setdefault(run, {}).setdefault(stage, {})
+                first = QUERIES[QUERIES.index(qid) // BATCH * BATCH]
+                drawn = round(rng.uniform(5, 50), 3)  # drawn alike with or without batches
+                timed[qid] = timed[first] if "batch-latency" in features and first != qid \
+                    else drawn
             world.scores.setdefault(run, {})[qid] = [round(rng.random(), 4) for _ in range(2)]
             world.abstained.setdefault(run, {})[qid] = rng.random() < 0.3
     return world
