@@ -100,11 +100,45 @@ def shipped_ids() -> dict[str, list[str]]:
     return {query: [chunk for _, chunk in sorted(pairs)] for query, pairs in ranked.items()}
 
 
-def agreement(run: Path, k: int = 10) -> tuple[int, int]:
+def agreement(run: Path, k: int = 10, scores: dict[str, dict[str, float]] | None = None
+              ) -> tuple[int, int]:
     """How the run's top ``k`` agrees with the shipped run's over every query: the chunks
-    both hold (summed over the queries), and the queries whose top ``k`` is the same list."""
-    mine, shipped = ranked_ids(run), shipped_ids()
+    both hold (summed over the queries), and the queries whose top ``k`` is the same list.
+    Each ranking is read as the gate reads a run — by score, ties by id — so that the order
+    in which a library leaves tied chunks (numpy's unstable sort, which differs between
+    machines) does not count. ``scores``: for a run written without its scores (LangChain's
+    hits carry none: 1/rank), each query's score of every chunk, from the library; the run's
+    ranking must then be an order of those scores (checked), and its top ``k`` is the first
+    ``k`` of every chunk by score, ties by id."""
+    mine, shipped = ranked_ids(run, scores), shipped_ids()
     assert mine.keys() == shipped.keys()
     shared = sum(len(set(mine[q][:k]) & set(shipped[q][:k])) for q in shipped)
     same = sum(mine[q][:k] == shipped[q][:k] for q in shipped)
     return shared, same
+
+
+def ranked_ids(run: Path, scores: dict[str, dict[str, float]] | None = None
+               ) -> dict[str, list[str]]:
+    """Each query's ids of a JSON Lines run, by score (its own to 6 decimals, as TREC keeps
+    them, or ``scores``' — see :func:`agreement`), ties by id."""
+    ranked = {}
+    for line in map(json.loads, run.read_text(encoding="utf-8").splitlines()):
+        qid, ids = line["query_id"], [item["id"] for item in line["items"]]
+        if scores is None:
+            given = {item["id"]: round(item["score"], 6) for item in line["items"]}
+            ranked[qid] = sorted(ids, key=lambda i: (-given[i], i))
+            continue
+        mine = scores[qid]
+        assert all(mine[a] >= mine[b] for a, b in zip(ids, ids[1:])), qid  # in score order
+        assert all(mine[c] <= mine[ids[-1]] for c in mine if c not in ids), qid  # the top
+        ranked[qid] = sorted(mine, key=lambda i: (-mine[i], i))[:len(ids)]
+    return ranked
+
+
+def shipped_ids() -> dict[str, list[str]]:
+    """Each query's chunk ids in the shipped bm25s run, by score, ties by id."""
+    ranked: dict[str, list[tuple[float, str]]] = {}
+    for line in SHIPPED.read_text(encoding="utf-8").splitlines():
+        query, _, chunk, _, score, _ = line.split()
+        ranked.setdefault(query, []).append((-float(score), chunk))
+    return {query: [chunk for _, chunk in sorted(pairs)] for query, pairs in ranked.items()}
