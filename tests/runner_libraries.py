@@ -9,6 +9,7 @@ import json
 import re
 import shlex
 from importlib import metadata
+from itertools import pairwise
 from pathlib import Path
 
 import retrieval_gate
@@ -85,21 +86,6 @@ def library(name: str) -> dict[str, str]:
     return {"name": name, "version": metadata.version(name)}
 
 
-def ranked_ids(run: Path) -> dict[str, list[str]]:
-    """Each query's ids, best first, of a JSON Lines run (the runner writes them in order)."""
-    return {line["query_id"]: [item["id"] for item in line["items"]]
-            for line in map(json.loads, run.read_text(encoding="utf-8").splitlines())}
-
-
-def shipped_ids() -> dict[str, list[str]]:
-    """Each query's chunk ids in the shipped bm25s run, by rank."""
-    ranked: dict[str, list[tuple[int, str]]] = {}
-    for line in SHIPPED.read_text(encoding="utf-8").splitlines():
-        query, _, chunk, rank, _, _ = line.split()
-        ranked.setdefault(query, []).append((int(rank), chunk))
-    return {query: [chunk for _, chunk in sorted(pairs)] for query, pairs in ranked.items()}
-
-
 def agreement(run: Path, k: int = 10, scores: dict[str, dict[str, float]] | None = None
               ) -> tuple[int, int]:
     """How the run's top ``k`` agrees with the shipped run's over every query: the chunks
@@ -129,7 +115,7 @@ def ranked_ids(run: Path, scores: dict[str, dict[str, float]] | None = None
             ranked[qid] = sorted(ids, key=lambda i: (-given[i], i))
             continue
         mine = scores[qid]
-        assert all(mine[a] >= mine[b] for a, b in zip(ids, ids[1:])), qid  # in score order
+        assert all(mine[a] >= mine[b] for a, b in pairwise(ids)), qid  # in score order
         assert all(mine[c] <= mine[ids[-1]] for c in mine if c not in ids), qid  # the top
         ranked[qid] = sorted(mine, key=lambda i: (-mine[i], i))[:len(ids)]
     return ranked

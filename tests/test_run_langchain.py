@@ -78,6 +78,7 @@ def test_the_pydoc_example_runs_as_the_recipe_says(tmp_path: Path, monkeypatch) 
     assert first == {"id": "compound#7", "score": 1.0, "doc_id": "compound", "start": 12002,
                      "end": 13999}  # no score: 1/rank
     from examples.pydoc.retrievers.langchain_bm25 import retriever
+
     assert shared.agreement(made, scores=every_score(retriever)) == (428, 0)
 
     words = BM25Retriever.from_documents(
@@ -86,6 +87,7 @@ def test_the_pydoc_example_runs_as_the_recipe_says(tmp_path: Path, monkeypatch) 
     control = retrieval_gate.run(words, snapshot=shared.PYDOC_SNAPSHOT,
                                  output=tmp_path / "words.jsonl", commit="none")
     assert shared.agreement(control, scores=every_score(words))[0] == 804
+    assert shared.runner_of(control)["package"] == shared.library("langchain-community")
 
 
 def every_score(bm25: BM25Retriever) -> dict[str, dict[str, float]]:
@@ -96,7 +98,6 @@ def every_score(bm25: BM25Retriever) -> dict[str, dict[str, float]]:
     ids = [document.id for document in bm25.docs]
     return {qid: dict(zip(ids, bm25.vectorizer.get_scores(bm25.preprocess_func(text)).tolist()))
             for qid, text in texts.items()}
-    assert shared.runner_of(control)["package"] == shared.library("langchain-community")
 
 
 def test_batch_size_calls_batch_and_writes_the_same_run(here: Path) -> None:
