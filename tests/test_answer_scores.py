@@ -589,3 +589,94 @@ def test_a_whole_number_id_is_read_as_its_digits_and_a_bool_is_refused() -> None
     for bad in ("true", "1.5", "9" * 1100):  # a whole number is held to an id's length too
         with pytest.raises(InputError, match="is not a non-empty string|longer than 1024"):
             read_scores(blob(f'{{"query_id": {bad}, "scores": {{"f": 0.5}}}}\n'))
+
+
+def _pydoc_candidate(tmp_path: Path, drop: set[str]) -> Path:
+    """The pydoc re-chunked run beside the snapshot, its manifest pinning its answer scores
+    without the rows of the queries ``drop``."""
+    folder = tmp_path / "pydoc"
+    shutil.copytree(PYDOC, folder, ignore=shutil.ignore_patterns("*.manifest.json"))
+    scores = folder / "answers" / "bm25-200.scores.jsonl"
+    scores.write_text("".join(line + "\n" for line in scores.read_text().splitlines()
+                              if json.loads(line)["query_id"] not in drop))
+    run = folder / "runs" / "bm25-200.trec"
+    code, _, err = gate("run-manifest", "--snapshot", folder / "snapshot.json", "--run", run,
+                        "--chunks", folder / "chunks-200.jsonl", "--chunking-version",
+                        "tokens-200-overlap-40", "--scores", scores, "--commit", "none",
+                        "--judge", "reader-scoring=squad-token-f1+exact-match+evidence-match",
+                        "--judge", "gold=examples/pydoc/label.py direct quotes")
+    assert code == 0, err
+    return run
+
+
+def test_a_score_file_without_the_unanswerable_queries_is_read(tmp_path) -> None:
+    """An evaluation of the answerable questions only: its scores of them are compared as
+    those of a file that lists every query (the slice all is the answerable queries), and a
+    score gated on the slice unanswerable is refused, naming the file."""
+    test_set = load_test_set(load_snapshot(PYDOC / "snapshot.json"))
+    unanswerable = set(test_set.unanswerable)
+    assert len(unanswerable) == 10
+    reports = []
+    for name, drop in (("full", set()), ("answerable", unanswerable)):
+        run = _pydoc_candidate(tmp_path / name, drop)
+        code, out, err = gate("check", "--config", PYDOC / "answers.toml", "--candidate", run,
+                              "--output-format", "json")
+        assert code == 0, err
+        reports.append(json.loads(out))
+    full, answerable = ([(c["measure"], c["n"], c["baseline_mean"], c["candidate_mean"],
+                          c["decision"]) for c in r["comparisons"]] for r in reports)
+    assert answerable == full
+    f1 = [json.loads(line) for line in (PYDOC / "answers" / "bm25-200.scores.jsonl").open()]
+    kept = [r["scores"]["token_f1"] for r in f1 if r["query_id"] not in unanswerable]
+    assert len(kept) == 89 and answerable[1][3] == pytest.approx(math.fsum(kept) / 89, abs=1e-12)
+    run = _pydoc_candidate(tmp_path / "gated", unanswerable)
+    code, _, err = gate("check", "--config", PYDOC / "answers.toml", "--candidate", run,
+                        "--gate", "score:token_f1:unanswerable=0.1")
+    assert code == 2 and "score:token_f1 is gated on slice 'unanswerable', and the " \
+        "candidate's scores" in err and "score no unanswerable query" in err, err
+
+
+def test_a_score_file_with_some_unanswerable_queries_only_is_refused(tmp_path) -> None:
+    test_set = load_test_set(load_snapshot(PYDOC / "snapshot.json"))
+    ids = (*test_set.answerable, *test_set.unanswerable)
+    lines = "\n".join(json.dumps({"query_id": q, "scores": {"f": 1}})
+                      for q in ids if q != test_set.unanswerable[3])
+    with pytest.raises(InputError, match=rf"unanswerable query {test_set.unanswerable[3]} of "
+                       r"the snapshot has no score: the file scores 9 of its 10 unanswerable "
+                       r"queries — score every unanswerable query, or none"):
+        load_query_scores(blob(lines), None, test_set.queries, ids, None, 10)
+    lines = "\n".join(json.dumps({"query_id": q, "scores": {"f": 1}})
+                      for q in test_set.answerable[1:])
+    with pytest.raises(InputError, match=f"query {ids[0]} of the snapshot has no score"):
+        load_query_scores(blob(lines), None, test_set.queries, ids, None, 10)
+    scores = load_query_scores(blob(lines + "\n" + json.dumps(
+        {"query_id": ids[0], "scores": {"f": 0.5}})), None, test_set.queries, ids, None, 10)
+    assert scores.absent.tolist() == [False] * 89 + [True] * 10
+    assert not scores.scores_unanswerable and np.isnan(scores.column("f")[89:]).all()
+
+
+@pytest.mark.parametrize("policy", ["error", "drop-pair", "worst"])
+def test_absent_queries_are_neither_failed_nor_covered(policy: str) -> None:
+    """An unanswerable query a file leaves out is no failed score: under every policy it is
+    left out of the signal, uncounted, and the worst value is taken from the scored queries."""
+    from retrieval_gate.decide.signals import apply_missing
+
+    nan = math.nan
+    base = np.array([0.4, nan, 0.9, nan, nan])
+    cand = np.array([0.6, 0.7, 0.8, nan, 0.2])
+    absent = np.array([False, False, False, True, True])
+    if policy == "error":
+        with pytest.raises(InputError, match="score:f of query q1 is missing or failed"):
+            apply_missing("score:f", base, cand, False, "error", ["q0", "q1", "q2", "u0", "u1"],
+                          ("b", "c"), absent)
+        base[1] = 0.5
+    signal, count = apply_missing("score:f", base, cand, False, policy,  # type: ignore[arg-type]
+                                  ["q0", "q1", "q2", "u0", "u1"], ("b", "c"), absent)
+    failed = 0 if policy == "error" else 1
+    assert (count.baseline, count.candidate, count.pairs) == (failed, 0, failed)
+    covered = {"error": [True, True, True, False, False],
+               "drop-pair": [True, False, True, False, False],
+               "worst": [True, True, True, False, False]}[policy]
+    assert signal.covers.tolist() == covered
+    expected = {"error": 0.5, "drop-pair": 0.0, "worst": 0.4}[policy]  # worst: min of scored
+    assert signal.baseline[1] == expected and not np.isnan(signal.baseline).any()

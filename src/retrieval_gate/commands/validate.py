@@ -237,7 +237,8 @@ def _scores(scores: str | os.PathLike[str], format: str | None, judge: Mapping[s
         raise InputError("--scores-format", f"unknown score format '{fmt}'",
                          f"use one of {', '.join(FORMATS)}")
     ids = (*test_set.answerable, *test_set.unanswerable)
-    loaded = load_query_scores(blob, fmt, test_set.queries, ids, dict(judge or {}))
+    loaded = load_query_scores(blob, fmt, test_set.queries, ids, dict(judge or {}),
+                               len(test_set.unanswerable))
     return scores_record(blob, scores, target, fmt, loaded.tool, loaded.names, judge)
 
 

@@ -94,8 +94,11 @@ class MissingCount:
 
 def apply_missing(name: str, baseline: np.ndarray, candidate: np.ndarray,
                   lower_is_better: bool, policy: Missing, query_ids: Sequence[str],
-                  sources: tuple[str, str]) -> tuple[PairedSignal, MissingCount]:
-    """The signal of score ``name`` from both runs' per-query values, NaN where a score failed:
+                  sources: tuple[str, str], absent: np.ndarray | None = None
+                  ) -> tuple[PairedSignal, MissingCount]:
+    """The signal of score ``name`` from both runs' per-query values, NaN where a score failed
+    — or where either file leaves the query out (``absent``: not a failure, and not covered,
+    whatever the policy) —:
 
     - ``error`` (the default): InputError (exit 2) naming the first query whose score failed
       and its file (``sources``: the baseline's and the candidate's score files);
@@ -105,13 +108,12 @@ def apply_missing(name: str, baseline: np.ndarray, candidate: np.ndarray,
       run (the lowest; the highest when lower is better), counted — a judge's failure counts
       against the run it happened in.
     """
-    failed = np.isnan(baseline), np.isnan(candidate)
+    out = np.zeros(len(baseline), dtype=bool) if absent is None else absent
+    failed = np.isnan(baseline) & ~out, np.isnan(candidate) & ~out
     either = failed[0] | failed[1]
     count = MissingCount(name, policy, int(failed[0].sum()), int(failed[1].sum()),
                          int(either.sum()))
-    if not either.any():
-        return PairedSignal.of(name, baseline, candidate, lower_is_better), count
-    if policy == "error":
+    if either.any() and policy == "error":
         side = 0 if failed[0].any() else 1
         first = int(np.flatnonzero(failed[side])[0])
         raise InputError(sources[side], f"{name} of query {query_ids[first]} is missing or "
@@ -119,20 +121,21 @@ def apply_missing(name: str, baseline: np.ndarray, candidate: np.ndarray,
                          "score it again, or set missing = \"drop-pair\" (leave such queries "
                          "out of both runs) or \"worst\" (score them as the worst value) in the "
                          "gate's configuration")
-    seen = np.concatenate([baseline[~failed[0]], candidate[~failed[1]]])
-    if policy == "worst":
+    dropped = either | out
+    if either.any() and policy == "worst":
+        seen = np.concatenate([baseline[~failed[0] & ~out], candidate[~failed[1] & ~out]])
         if not len(seen):
             raise InputError(sources[0], f"score {name} failed on every query of both runs",
                              "score the runs again: there is no value to compare")
         worst = seen.max() if lower_is_better else seen.min()
-        base = np.where(failed[0], worst, baseline)
-        cand = np.where(failed[1], worst, candidate)
-        return PairedSignal.of(name, base, cand, lower_is_better), count
-    kept = ~either
+        baseline = np.where(failed[0], worst, baseline)
+        candidate = np.where(failed[1], worst, candidate)
+        dropped = out
+    kept = ~dropped
     both = np.concatenate([baseline[kept], candidate[kept]])
     kind: SignalKind = "decision" if len(both) and np.isin(both, (0.0, 1.0)).all() else "score"
-    return PairedSignal(name, kind, lower_is_better, np.where(either, 0.0, baseline),
-                        np.where(either, 0.0, candidate), kept), count
+    return PairedSignal(name, kind, lower_is_better, np.where(dropped, 0.0, baseline),
+                        np.where(dropped, 0.0, candidate), kept), count
 
 
 def _more(n: int) -> str:

@@ -25,7 +25,8 @@ def answer_summary(scores: tuple[QueryScores, QueryScores], signals: Sequence[Pa
         signal = by_name[count.name]
         rows.append(ScoreSummary(
             count.name, signal.kind, signal.lower_is_better,
-            tuple((int(s.samples.min()), int(s.samples.max())) for s in scores),  # type: ignore[arg-type]
+            tuple((int(s.samples[~s.absent].min()), int(s.samples[~s.absent].max()))  # type: ignore[arg-type]
+                  for s in scores),
             tuple(s.spread[s.names.index(name)] for s in scores),  # type: ignore[arg-type]
             (count.baseline, count.candidate), count.policy, count.pairs))
     return AnswerScores((scores[0].source, scores[1].source), (scores[0].tool, scores[1].tool),

@@ -439,7 +439,8 @@ def _answer_scores(manifests: tuple[RunManifest, RunManifest], test_set: TestSet
                    ) -> tuple[QueryScores, QueryScores] | None:
     """Both runs' per-query scores, when a ``score:NAME`` is gated (None otherwise): each
     run's score file, hash-checked and matched with the snapshot's queries; InputError when a
-    run pins none, or a gated score is not in its file; exit 3 when the judges differ."""
+    run pins none, a gated score is not in its file, or a score is gated on ``unanswerable``
+    and a file scores none of those queries; exit 3 when the judges differ."""
     if not gated.scores:
         return None
     from retrieval_gate.inputs.answer_scores import judge_warnings, load_run_scores
@@ -461,6 +462,15 @@ def _answer_scores(manifests: tuple[RunManifest, RunManifest], test_set: TestSet
                                  f"'{name.removeprefix(SCORE_PREFIX)}' (they hold "
                                  f"{', '.join(scores.names)})", "gate one of its scores, or "
                                  "score the run for it", '$["gate"]')
+        if not scores.scores_unanswerable:
+            on = next((name for name, gate in gated.named if gate.slice == UNANSWERABLE
+                       and name.startswith(SCORE_PREFIX)), None)
+            if on is not None:
+                raise InputError(config or "gate policy", f"{on} is gated on slice "
+                                 f"'unanswerable', and the {role}'s scores {scores.source} "
+                                 "score no unanswerable query", "score the unanswerable "
+                                 "queries too, or gate the score on answerable slices only",
+                                 '$["gate"]')
         loaded.append(scores)
     return loaded[0], loaded[1]
 

@@ -68,13 +68,15 @@ def cost_signals(base: RunScores, cand: RunScores) -> list[PairedSignal]:
 def score_signals(scores: tuple[QueryScores, QueryScores], gated: Sequence[tuple[str, bool]],
                   missing: Missing) -> tuple[list[PairedSignal], list[MissingCount]]:
     """One signal per gated ``score:NAME`` (with whether lower is better), and what
-    ``missing`` did to each."""
+    ``missing`` did to each; a query either file leaves out (an unanswerable query of a file
+    that scores none of them) is not covered."""
     signals, counts = [], []
     for name, lower in gated:
         score = name.removeprefix(SCORE_PREFIX)
         signal, count = apply_missing(name, scores[0].column(score), scores[1].column(score),
                                       lower, missing, scores[0].query_ids,
-                                      (scores[0].source, scores[1].source))
+                                      (scores[0].source, scores[1].source),
+                                      scores[0].absent | scores[1].absent)
         signals.append(signal)
         counts.append(count)
     return signals, counts

@@ -6,8 +6,12 @@ Rules, the same for every format (:mod:`retrieval_gate.formats.scores`):
 - **Matching.** A row's key is a query id, or — for a tool that records the question only —
   the query's text, matched exactly (the whole string) against the snapshot's query texts; a
   text that two of the snapshot's queries share cannot be matched and is refused, as is a key
-  the snapshot does not hold. Every snapshot query must have at least one row (exit 2 naming
-  the first without one).
+  the snapshot does not hold. Every answerable query must have at least one row (exit 2 naming
+  the first without one). The unanswerable queries are scored all or none: a file without
+  them (an evaluation of the answerable questions only) is read, their scores are *absent*
+  (:attr:`QueryScores.absent`) — not failed —, and such a score cannot be compared on the
+  slice ``unanswerable``; a file that scores some of them only is refused, naming the first
+  without a row.
 - **Samples.** A query's rows are its samples (k of them; k may differ between queries). Its
   value for a score is the mean over its samples; the within-query spread of a score is the
   root mean square of the queries' sample standard deviations (ddof 1, over the queries with
@@ -41,7 +45,9 @@ class QueryScores:
     queries × ``names``, each the mean over the query's samples (NaN when a sample failed);
     ``samples`` the number of samples per query; ``spread`` the within-query spread of each
     score (None when no query has two samples); ``source`` the score file and ``tool`` its
-    producer; ``judge`` who scored (the manifest's record, empty when not recorded)."""
+    producer; ``judge`` who scored (the manifest's record, empty when not recorded);
+    ``absent``, per query, whether the file leaves it out (the unanswerable queries of a file
+    that scores none of them: value NaN, 0 samples)."""
 
     source: str
     tool: str
@@ -51,6 +57,12 @@ class QueryScores:
     samples: np.ndarray
     spread: tuple[float | None, ...]
     judge: dict[str, str]
+    absent: np.ndarray
+
+    @property
+    def scores_unanswerable(self) -> bool:
+        """Whether the file scores the unanswerable queries (it scores all or none)."""
+        return not self.absent.any()
 
     def column(self, name: str) -> np.ndarray:
         """Score ``name``'s per-query means (NaN where a sample failed)."""
@@ -58,27 +70,26 @@ class QueryScores:
 
 
 def load_query_scores(blob: Blob, format: str | None, queries: tuple[Any, ...],
-                      query_ids: tuple[str, ...], judge: dict[str, str] | None = None
-                      ) -> QueryScores:
+                      query_ids: tuple[str, ...], judge: dict[str, str] | None = None,
+                      unanswerable: int = 0) -> QueryScores:
     """The score file ``blob`` (read once, its hash checked by the caller) in ``format``,
     matched with ``queries`` (the snapshot's :class:`~retrieval_gate.core.model.Query` objects)
-    and arranged in ``query_ids`` order (the gate's rows: answerable, then unanswerable)."""
+    and arranged in ``query_ids`` order (the gate's rows: answerable, then the last
+    ``unanswerable`` ones, which the file scores all or none: see the module docstring)."""
     rows = read_scores(blob, format)
     position = _positions(rows, queries, query_ids, blob.name)
     n, m = len(query_ids), len(rows.names)
     sums = np.zeros((n, m))
     squares = np.zeros((n, m))
     counts = np.bincount(position, minlength=n)
-    missing = np.flatnonzero(counts == 0)
-    if len(missing):
-        shown = query_ids[int(missing[0])]
-        more = f" (and {len(missing) - 1} more)" if len(missing) > 1 else ""
-        raise InputError(blob.name, f"query {shown} of the snapshot has no score{more}",
-                         "score every query of the snapshot (a judge that failed: write null, "
-                         "and choose the policy's missing = \"drop-pair\" or \"worst\")")
+    absent = np.zeros(n, dtype=bool)
+    if unanswerable and not counts[n - unanswerable:].any():
+        absent[n - unanswerable:] = True
+    _require_scored(counts, absent, query_ids, unanswerable, blob.name)
     np.add.at(sums, position, rows.values)
     np.add.at(squares, position, rows.values ** 2)
-    means = sums / counts[:, None]
+    with np.errstate(invalid="ignore"):  # an absent query: 0 / 0, its mean NaN
+        means = sums / counts[:, None]
     spread: list[float | None] = []
     several = counts >= 2
     for j in range(m):
@@ -90,7 +101,27 @@ def load_query_scores(blob: Blob, format: str | None, queries: tuple[Any, ...],
         finite = variance[np.isfinite(variance)]
         spread.append(float(np.sqrt(np.clip(finite, 0, None).mean())) if len(finite) else None)
     return QueryScores(blob.name, rows.tool, rows.names, query_ids, means, counts,
-                       tuple(spread), dict(judge or {}))
+                       tuple(spread), dict(judge or {}), absent)
+
+
+def _require_scored(counts: np.ndarray, absent: np.ndarray, query_ids: tuple[str, ...],
+                    unanswerable: int, name: str) -> None:
+    """InputError naming the first query without a row that must have one: an answerable
+    query, or an unanswerable one of a file that scores some of them."""
+    missing = np.flatnonzero((counts == 0) & ~absent)
+    if not len(missing):
+        return
+    first = int(missing[0])
+    more = f" (and {len(missing) - 1} more)" if len(missing) > 1 else ""
+    if first >= len(query_ids) - unanswerable:
+        scored = int((counts[len(query_ids) - unanswerable:] > 0).sum())
+        raise InputError(name, f"unanswerable query {query_ids[first]} of the snapshot has no "
+                         f"score{more}: the file scores {scored} of its {unanswerable} "
+                         "unanswerable queries", "score every unanswerable query, or none "
+                         "(their scores are then not compared on the slice unanswerable)")
+    raise InputError(name, f"query {query_ids[first]} of the snapshot has no score{more}",
+                     "score every answerable query of the snapshot (a judge that failed: write "
+                     "null, and choose the policy's missing = \"drop-pair\" or \"worst\")")
 
 
 def _positions(rows: ScoreRows, queries: tuple[Any, ...], query_ids: tuple[str, ...],
@@ -130,7 +161,8 @@ def load_run_scores(manifest: RunManifest, test_set: TestSet, query_ids: tuple[s
                     ) -> QueryScores | None:
     """The score file ``manifest`` pins, read once: its bytes must have the pinned SHA-256
     (NotComparableError, exit 3, otherwise), then matched with the snapshot's queries in
-    ``query_ids`` order; None when the run pins no scores."""
+    ``query_ids`` order (the answerable, then the unanswerable ones); None when the run pins
+    no scores."""
     file = manifest.scores_file()
     record = manifest.scores
     if file is None or record is None:
@@ -143,7 +175,7 @@ def load_run_scores(manifest: RunManifest, test_set: TestSet, query_ids: tuple[s
             "after the manifest was written: rewrite the manifest with gate run-manifest "
             "--scores")
     return load_query_scores(blob, record["format"], test_set.queries, query_ids,
-                             manifest.judge)
+                             manifest.judge, len(test_set.unanswerable))
 
 
 def judge_warnings(manifests: tuple[RunManifest, RunManifest]) -> list[str]:
