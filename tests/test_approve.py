@@ -636,3 +636,53 @@ def test_history_shows_the_gated_measures(tmp_path, monkeypatch):
     # no configuration: the snapshot's measures in its order, a handful of them
     (tmp_path / "gate.toml").unlink()
     assert columns() == measures[:5]
+
+
+def test_the_approved_run_again_under_another_manifest_says_what_differs(repo):
+    """The baseline's own run bytes, its manifest written again: one that drops the scores the
+    baseline pins is refused (approving it would leave the baseline without them) unless
+    forced; one that describes the system otherwise is approved as a new version, saying what
+    differs; the same manifest again is a no-op."""
+    again = repo / "examples" / "pydoc" / "runs" / "again.trec"
+    shutil.copy(repo / "baselines" / "pydoc" / "bm25-300.trec", again)
+    snapshot = ("--snapshot", "examples/pydoc/snapshot.json")
+    approve = ("baseline", "approve", "--candidate", again, "--to", "baselines/pydoc",
+               *snapshot)
+    chunks = ("--chunks", "examples/pydoc/chunks-300.jsonl", "--chunking-version",
+              "tokens-300-overlap-50")
+    code, _, err = gate("run-manifest", *snapshot, "--run", again, *chunks, "--system",
+                        "retriever=my-retriever")
+    assert code == 0, err
+    before = tree(repo / "baselines" / "pydoc")
+    code, _, err = gate(*approve)
+    assert code == 2 and "again.trec.manifest.json: is the approved baseline's run again (the " \
+        "same bytes), and its manifest drops the baseline's scores: system: " \
+        "retriever=my-retriever (the approved baseline's: retriever=bm25s-0.3.16, k1=1.5, " \
+        "b=0.75); scores: none (the approved baseline's: " \
+        "../../examples/pydoc/answers/bm25-300.scores.jsonl); judge: none" in err, err
+    assert "pass --force" in err and tree(repo / "baselines" / "pydoc") == before
+    judge = ("--judge", "reader-scoring=squad-token-f1+exact-match+evidence-match", "--judge",
+             "gold=examples/pydoc/label.py direct quotes")
+    code, _, err = gate("run-manifest", *snapshot, "--run", again, *chunks, "--system",
+                        "retriever=my-retriever", "--scores",
+                        "examples/pydoc/answers/bm25-300.scores.jsonl", *judge)
+    assert code == 0, err
+    code, out, err = gate(*approve)
+    assert code == 0 and out.startswith("approved baselines/pydoc/v1/again.trec"), err
+    assert err == ("note: the candidate's run is the approved baseline's (the same bytes), "
+                   "described otherwise — system: retriever=my-retriever (the approved "
+                   "baseline's: retriever=bm25s-0.3.16, k1=1.5, b=0.75): approved as a new "
+                   "version\n")
+    assert gate(*approve)[1].startswith("unchanged:")  # the same manifest again: nothing
+    code, _, err = gate("run-manifest", *snapshot, "--run", again, *chunks, "--system",
+                        "retriever=renamed", "--scores",
+                        "examples/pydoc/answers/bm25-300.scores.jsonl", *judge)
+    assert code == 0, err
+    code, out, err = gate(*approve)  # the same files, another system: kept, and said
+    assert code == 0 and out.startswith("unchanged:") and err == (
+        "note: its manifest describes the run otherwise — system: retriever=renamed (the "
+        "approved baseline's: retriever=my-retriever): the approved manifest is kept\n"), err
+    code, _, err = gate("run-manifest", *snapshot, "--run", again, *chunks)
+    assert code == 0, err
+    code, out, err = gate(*approve, "--force")
+    assert code == 0 and "drops" not in err and "scores: none" in err, err

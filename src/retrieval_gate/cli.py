@@ -768,7 +768,9 @@ def baseline() -> None:
 @click.option("--snapshot", "snapshot_file", type=click.Path(dir_okay=False),
               help="The snapshot.  [default: from the config]")
 @click.option("--force", is_flag=True,
-              help="Replace a baseline made on a snapshot of another name (another test set).")
+              help="Replace a baseline made on a snapshot of another name (another test set), "
+                   "or approve the baseline's own run again under a manifest that drops its "
+                   "chunk table, scores or stages.")
 @click.option("--commit", help="Source commit to record; 'none' to record none on purpose.  "
               "[default: $GITHUB_SHA, else git rev-parse HEAD; none found is an error]")
 def approve(candidate, to, snapshot_file, force, commit):
@@ -783,7 +785,15 @@ def approve(candidate, to, snapshot_file, force, commit):
     if done.unchanged:
         _print(f"unchanged: {_shown(candidate)} is already the approved baseline "
                f"({_shown(done.run)}) — nothing written")
+        if done.described:
+            _report("its manifest describes the run otherwise — " + "; ".join(
+                _shown(line) for line in done.described) + ": the approved manifest is kept",
+                "note")
         return
+    if done.described:
+        _report("the candidate's run is the approved baseline's (the same bytes), described "
+                "otherwise — " + "; ".join(_shown(line) for line in done.described)
+                + ": approved as a new version", "note")
     _print(f"approved {_shown(done.run)} ({_shown(done.manifest)})"
            + "".join(f"; replaced {_shown(old)}" for old in done.replaced)
            + (f"; the snapshot moved on: {done.snapshot_change['from'][:19]}… → "

@@ -39,6 +39,7 @@ import numpy as np
 from retrieval_gate.commands.validate import check_run
 from retrieval_gate.core.errors import EnvironmentFault, InputError, NotComparableError
 from retrieval_gate.core.interrupts import interrupts_held
+from retrieval_gate.core.untrusted import capped
 from retrieval_gate.decide.policy import SCORE_PREFIX, GatedMeasure
 from retrieval_gate.formats import schema
 from retrieval_gate.formats.atomic import sync_folder, write_text_atomic
@@ -59,8 +60,9 @@ from retrieval_gate.scoring.measures import parse_measure
 class Approval:
     """An approval done: the run and manifest written, the baseline run it replaced (if any),
     the means recorded, and leftovers it could not delete (the next approval retries);
-    ``unchanged`` when the candidate already was the approved baseline (nothing written), and
-    the snapshot change it records when the test set moved on."""
+    ``unchanged`` when the candidate already was the approved baseline (nothing written), the
+    snapshot change it records when the test set moved on, and ``described``: for the approved
+    run's own bytes again, what its manifest says otherwise (:func:`described_otherwise`)."""
 
     run: Path
     manifest: Path
@@ -69,6 +71,7 @@ class Approval:
     kept: tuple[str, ...] = ()
     unchanged: bool = False
     snapshot_change: dict[str, str] | None = None
+    described: tuple[str, ...] = ()  # the approved run again, described otherwise: how
 
 
 def approver() -> str:
@@ -144,7 +147,10 @@ def approve_baseline(candidate: str | os.PathLike[str], to: str | os.PathLike[st
                 previous, checked.manifest):  # nothing to write; an earlier one's leftovers go
             run = before.run or source
             return Approval(run, manifest_path(run), (), means, _delete(before.leftovers()),
-                            unchanged=True)
+                            unchanged=True,
+                            described=tuple(described_otherwise(previous, checked.manifest)))
+        described = () if previous is None else _require_described_alike(
+            previous, checked.manifest, force)
         change = None
         if previous is not None and previous.fingerprint != snap.fingerprint:
             change = {"from": previous.fingerprint, "to": snap.fingerprint}
@@ -157,7 +163,54 @@ def approve_baseline(candidate: str | os.PathLike[str], to: str | os.PathLike[st
         kept = _delete(read_folder(folder).leftovers())
     run = folder / version / source.name
     return Approval(run, manifest_path(run), (before.run,) if before.run else (), means, kept,
-                    snapshot_change=change)
+                    snapshot_change=change, described=described)
+
+
+def described_otherwise(previous: RunManifest, candidate: RunManifest) -> list[str]:
+    """When the candidate's run is the approved baseline's — the same bytes on the same
+    snapshot —, what its manifest says otherwise, one line per part: the system, the chunk
+    table, the scores and their judge, the stages, where its latencies were measured (the
+    commit and time of making are not compared). Empty for another run."""
+    if (previous.sha256, previous.fingerprint) != (candidate.sha256, candidate.fingerprint):
+        return []
+    def said(m: RunManifest) -> dict[str, tuple[object, str]]:
+        """Each part: what is compared (files by their hash: the approved copies lie in the
+        baseline folder, under other paths), and what is shown."""
+        document, chunking, scores = m.document, m.chunking or {}, m.scores or {}
+        system = ", ".join(f"{k}={v}" for k, v in document.get("system", {}).items())
+        table = " ".join(str(chunking[k]) for k in ("file", "version") if chunking.get(k))
+        judge = ", ".join(f"{k}={v}" for k, v in m.judge.items())
+        stages = [(name, sha) for name, _, sha in m.stage_files()]
+        timed = str(document.get("provenance", {}).get("timed_on") or "")
+        return {"system": (system, system),
+                "chunk table": ((chunking.get("sha256"), chunking.get("version")), table),
+                "scores": (scores.get("sha256"), str(scores.get("file") or "")),
+                "judge": (judge, judge),
+                "stages": (stages, ", ".join(name for name, _ in stages)),
+                "timed on": (timed, timed)}
+    before, now = said(previous), said(candidate)
+    return [f"{part}: {capped(now[part][1], 120) or 'none'} (the approved baseline's: "
+            f"{capped(before[part][1], 120) or 'none'})" for part in before
+            if before[part][0] != now[part][0]]
+
+
+def _require_described_alike(previous: RunManifest, candidate: RunManifest, force: bool
+                             ) -> tuple[str, ...]:
+    """What :func:`described_otherwise` finds; InputError (exit 2) when the candidate's
+    manifest drops a file the approved baseline's pins for the same run — its chunk table, its
+    scores, its stages — unless ``force``: approving it would leave the baseline without
+    them (a re-run manifest that forgot ``--chunks``)."""
+    differ = described_otherwise(previous, candidate)
+    dropped = [line.partition(":")[0] for line in differ
+               if line.partition(":")[0] in ("chunk table", "scores", "stages")
+               and line.partition(": ")[2].startswith("none (")]
+    if dropped and not force:
+        raise InputError(candidate.source, "is the approved baseline's run again (the same "
+                         f"bytes), and its manifest drops the baseline's {' and '.join(dropped)}"
+                         f": {'; '.join(differ)}", "write the run's manifest as the baseline's "
+                         "was written (the same --chunks, --scores, --stage), or pass --force "
+                         "to approve it without them")
+    return tuple(differ)
 
 
 def _require_replaceable(before: BaselineFolder, snap: Snapshot, force: bool
