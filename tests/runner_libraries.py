@@ -128,3 +128,21 @@ def shipped_ids() -> dict[str, list[str]]:
         query, _, chunk, _, score, _ = line.split()
         ranked.setdefault(query, []).append((-float(score), chunk))
     return {query: [chunk for _, chunk in sorted(pairs)] for query, pairs in ranked.items()}
+
+
+def pydoc_texts() -> dict[str, str]:
+    """The pydoc corpus: each document's text by id, in file order."""
+    return {d["id"]: d["text"] for d in map(json.loads, (ROOT / "examples" / "pydoc" /
+                                                         "corpus.jsonl").open(encoding="utf-8"))}
+
+
+def located(chunks: list[dict], folder: Path) -> list[dict]:
+    """``gate chunks locate`` of ``chunks`` (id, doc_id, text) in the pydoc corpus: the table
+    it writes."""
+    table = folder / "text.jsonl"
+    table.write_text("".join(json.dumps(c) + "\n" for c in chunks), encoding="utf-8")
+    code, _, err = gate("chunks", "locate", "--chunks", table, "--corpus",
+                        ROOT / "examples" / "pydoc" / "corpus.jsonl", "-o", folder / "t.jsonl")
+    assert code == 0, err
+    return [json.loads(line) for line in (folder / "t.jsonl").read_text().splitlines()]
+

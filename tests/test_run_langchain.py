@@ -276,3 +276,23 @@ def test_shards_of_another_id_key_are_not_merged(here: Path) -> None:
     assert runner["library"] == shared.library("langchain-core")
     assert runner["settings"]["id_key"] == "a"
     assert shared.ranked_ids(here / "merged.jsonl")["q2"] == ["d1"]
+
+
+def test_a_text_splitter_s_chunks_are_located_where_it_cut_them(tmp_path: Path) -> None:
+    """LangChain's RecursiveCharacterTextSplitter over 30 pydoc documents, its chunks exported
+    as text alone (id, doc_id, text: what a splitter keeps without add_start_index): gate
+    chunks locate finds every one where the splitter's own start_index says it cut it."""
+    from langchain_text_splitters import RecursiveCharacterTextSplitter
+
+    texts = dict(list(shared.pydoc_texts().items())[:30])
+    splitter = RecursiveCharacterTextSplitter(chunk_size=400, chunk_overlap=80,
+                                              add_start_index=True)
+    cut = splitter.create_documents(list(texts.values()),
+                                    metadatas=[{"doc_id": d} for d in texts])
+    exported = [{"id": f"{c.metadata['doc_id']}#{i}", "doc_id": c.metadata["doc_id"],
+                 "text": c.page_content} for i, c in enumerate(cut)]
+    located = shared.located(exported, tmp_path)
+    assert len(located) == len(cut) > 500
+    assert [(c["start"], c["end"]) for c in located] == [
+        (c.metadata["start_index"], c.metadata["start_index"] + len(c.page_content))
+        for c in cut]

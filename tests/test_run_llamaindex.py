@@ -143,3 +143,20 @@ def test_batch_size_is_refused_before_any_call(here: Path) -> None:
     assert not (here / "run.jsonl.journal").exists()
     made = run(answer, here, concurrency=3)
     assert shared.runner_of(made)["settings"]["concurrency"] == 3
+
+
+def test_a_node_parser_s_nodes_are_located_where_it_cut_them(tmp_path: Path) -> None:
+    """LlamaIndex's SentenceSplitter over 30 pydoc documents, its nodes exported as text alone
+    (node id, ref_doc_id, text): gate chunks locate finds every one at the node's own
+    start_char_idx and end_char_idx."""
+    from llama_index.core import Document
+    from llama_index.core.node_parser import SentenceSplitter
+
+    texts = dict(list(shared.pydoc_texts().items())[:30])
+    nodes = SentenceSplitter(chunk_size=128, chunk_overlap=20).get_nodes_from_documents(
+        [Document(text=t, id_=d) for d, t in texts.items()])
+    exported = [{"id": n.node_id, "doc_id": n.ref_doc_id, "text": n.text} for n in nodes]
+    located = shared.located(exported, tmp_path)
+    assert len(located) == len(nodes) > 300
+    assert [(c["start"], c["end"]) for c in located] == [
+        (n.start_char_idx, n.end_char_idx) for n in nodes]

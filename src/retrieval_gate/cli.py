@@ -915,6 +915,31 @@ def pool_merge(snapshot_file, judged, output, qrels_version, freeze_to):
 
 
 @cli.group()
+def chunks() -> None:
+    """Convert chunk tables."""
+
+
+@chunks.command("locate")
+@click.option("--chunks", "table", required=True, type=click.Path(dir_okay=False),
+              help="The chunks as a splitter wrote them (JSON Lines: id, doc_id, text, "
+                   "tokens?), in the order it cut them.")
+@click.option("--corpus", required=True, type=click.Path(dir_okay=False),
+              help="The corpus (JSON Lines documents with their text).")
+@click.option("-o", "--output", required=True, type=click.Path(dir_okay=False),
+              help="The chunk table to write (JSON Lines: id, doc_id, start, end, tokens).")
+def chunks_locate(table, corpus, output):
+    """Find each chunk's place (start, end) in its document's text, and write the chunk table
+    the gate reads."""
+    from retrieval_gate.commands.locate_chunks import write_located
+
+    done = write_located(output, table, corpus)
+    _print(f"{_count(len(done.lines), 'chunk')} of {_count(done.documents, 'document')} "
+           f"located → {_shown(output)}: {done.exact:,} exactly, {done.loose:,} with white "
+           f"space read loosely, {done.by_order:,} repeated in their document and placed by "
+           "the table's order")
+
+
+@cli.group()
 def qrels() -> None:
     """Convert judgments."""
 

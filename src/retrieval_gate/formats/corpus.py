@@ -220,6 +220,10 @@ def _chunk_rows(batch: LineBatch, name: str) -> tuple[np.ndarray, ...]:
     for line, obj in zip(batch.numbers, batch.objects):
         ids.append(check_id(obj.get("id"), name, line, "id").encode())
         docs.append(check_id(obj.get("doc_id"), name, line, "doc_id").encode())
+        if "text" in obj and "start" not in obj and "end" not in obj:
+            raise InputError(name, "the chunk has its text but no place (start, end)",
+                             f"find each chunk in its document first: gate chunks locate "
+                             f"--chunks {name} --corpus CORPUS -o TABLE", line)
         start, end = offsets(obj, name, line, "the chunk")
         tokens = obj.get("tokens")
         places.append((start, end, -1 if tokens is None else
