@@ -13,6 +13,8 @@ from pathlib import Path
 import pytest
 from conftest import CRANFIELD, INTERRUPTED, ROOT, RUNS, gate, interrupted_runs
 
+from retrieval_gate.inputs.config import load_config
+
 
 def git(repo: Path, *args: str) -> str:
     done = subprocess.run(["git", "-c", "user.name=t", "-c", "user.email=t@example.invalid",
@@ -40,6 +42,38 @@ def test_init_writes_a_gated_repository_and_refuses_to_overwrite(tmp_path, monke
                         "--snapshot", "other.json", "--candidate", "runs/$(rm -rf ~).trec")
     assert code == 2 and "not a plain relative path" in err
     assert not (tmp_path / "other.json").exists()
+
+
+def test_init_says_what_the_test_set_can_certify(tmp_path, monkeypatch):
+    """Per default gate, the drop found 80 % of the time and the queries its margin needs at
+    each assumed spread — (z₀.₉₇₅ + z₀.₈) · σ / √n and ⌈((z₀.₉₇₅ + z₀.₈) · σ / δ)²⌉, two gates
+    at α/2 each, from scipy — on the command line and in gate.toml, which states fail-on."""
+    from scipy.stats import norm
+
+    (tmp_path / "eval").mkdir()
+    lines = (CRANFIELD / "queries.jsonl").read_text().splitlines()[:60]
+    (tmp_path / "eval" / "queries.jsonl").write_text("\n".join(lines) + "\n")
+    kept = {json.loads(line)["id"] for line in lines}
+    (tmp_path / "eval" / "qrels.tsv").write_text("".join(
+        line + "\n" for line in (CRANFIELD / "qrels.tsv").read_text().splitlines()
+        if line.split()[0] in kept))
+    monkeypatch.chdir(tmp_path)
+    code, out, err = gate("init", "--queries", "eval/queries.jsonl", "--qrels", "eval/qrels.tsv")
+    assert code == 0, err
+    z = norm.ppf(0.975) + norm.ppf(0.8)
+    drops = " / ".join(f"{z * s / 60 ** 0.5:.3f}" for s in (0.1, 0.2, 0.3))
+    needs = " / ".join(f"{int(-(-(z * s / 0.02) ** 2 // 1)):,}" for s in (0.1, 0.2, 0.3))
+    said = [("60 answerable queries, each gated measure at one-sided level 0.025; if the "
+             "per-query differences of a change spread 0.1 / 0.2 / 0.3:"),
+            *(f"  {m}: a drop of {drops} is found 80 % of the time; margin 0.02 needs {needs} "
+              "queries" for m in ("Recall@10", "nDCG@10"))]
+    shown = out.splitlines()
+    start = shown.index("what the test set can certify (gate.toml says it too):")
+    assert shown[start + 1:start + 4] == [f"  {line}" for line in said]
+    config = (tmp_path / "gate.toml").read_text()
+    assert all(f"#   {line.strip()}\n" in config for line in said)
+    assert '\nfail-on = "regression"\n' in config
+    assert load_config(tmp_path / "gate.toml").policy.fail_on == "regression"
 
 
 @pytest.mark.parametrize("obstacle", [".github", ".github/workflows"])

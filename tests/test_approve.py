@@ -4,6 +4,7 @@ and `gate validate` read, environment faults, and approvals killed at every file
 from __future__ import annotations
 
 import json
+import math
 import os
 import re
 import shutil
@@ -12,6 +13,7 @@ import subprocess
 import sys
 from pathlib import Path
 
+import numpy as np
 import pytest
 from conftest import INTERRUPTED, RUNS, gate, interrupted_runs
 
@@ -109,8 +111,9 @@ def test_approve_writes_run_manifest_and_provenance(repo, monkeypatch):
     code, out, err = gate("baseline", "approve", "--candidate",
                           "examples/cranfield/runs/hybrid.trec", "--to", "baselines/cranfield")
     assert code == 0, err
-    assert out == ("approved baselines/cranfield/v1/hybrid.trec (baselines/cranfield/v1/"
-                   "hybrid.trec.manifest.json); replaced baselines/cranfield/bm25.trec\n")
+    assert out.splitlines()[0] == ("approved baselines/cranfield/v1/hybrid.trec (baselines/"
+                                   "cranfield/v1/hybrid.trec.manifest.json); replaced "
+                                   "baselines/cranfield/bm25.trec")
     assert approved_layout(tree(folder), "hybrid.trec") == "v1"
     assert (folder / "v1" / "hybrid.trec").read_bytes() == (RUNS / "hybrid.trec").read_bytes()
     approved = json.loads((folder / "v1" / "hybrid.trec.manifest.json").read_text())["approved"]
@@ -127,7 +130,7 @@ def test_approve_writes_run_manifest_and_provenance(repo, monkeypatch):
     code, out, err = gate("baseline", "approve", "--candidate", "examples/cranfield/runs/dense.trec",
                           "--to", "baselines/cranfield")
     assert code == 0, err
-    assert out.endswith("; replaced baselines/cranfield/v1/hybrid.trec\n")
+    assert out.splitlines()[0].endswith("; replaced baselines/cranfield/v1/hybrid.trec")
     assert approved_layout(tree(folder), "dense.trec") == "v2"
 
 
@@ -135,7 +138,8 @@ def test_approve_into_a_new_folder_and_validate_accepts_baseline_folders(small, 
     folder = tmp_path / "baselines" / "new"
     code, out, err = approve(small, "old.trec", folder)
     assert code == 0, err
-    assert out == f"approved {folder}/v1/old.trec ({folder}/v1/old.trec.manifest.json)\n"
+    assert out.splitlines()[0] == (f"approved {folder}/v1/old.trec ({folder}/v1/old.trec."
+                                   "manifest.json)")
     first_layout(small, tmp_path / "first")
     for baseline, run in ((folder, "v1/old.trec"), (tmp_path / "first", "old.trec")):
         code, out, err = gate("validate", small / "snapshot.json", baseline)
@@ -377,7 +381,7 @@ def test_approvals_of_one_folder_take_turns(small, tmp_path):
         os.close(held)
     out, err = waiting.communicate(timeout=120)
     assert waiting.returncode == 0, err
-    assert out.endswith(f"replaced {folder}/v5/old.trec\n")
+    assert out.splitlines()[0].endswith(f"replaced {folder}/v5/old.trec")
     assert approved_layout(tree(folder), "new.trec") == "v6"
 
 
@@ -686,3 +690,63 @@ def test_the_approved_run_again_under_another_manifest_says_what_differs(repo):
     assert code == 0, err
     code, out, err = gate(*approve, "--force")
     assert code == 0 and "drops" not in err and "scores: none" in err, err
+
+
+def test_an_approval_says_what_the_test_set_can_certify(repo):
+    """Under a configuration, per gated measure: the spread of the per-query differences
+    from the baseline it replaces (on the same snapshot), the drop found 80 % of the time
+    and the queries the margin needs — checked against pytrec_eval's per-query values and
+    scipy's normal quantiles; the first approval of a folder measures the run's own spread."""
+    pytrec_eval = pytest.importorskip("pytrec_eval")
+    from scipy.stats import norm
+
+    (repo / "gate.toml").write_text(
+        'snapshot = "examples/cranfield/snapshot.json"\nbaseline = "baselines/cranfield"\n'
+        '[[gate]]\nmeasure = "P@10"\nmargin = 0.05\n'
+        '[[gate]]\nmeasure = "Recall@10"\nmargin = 0.02\n'
+        '[[gate]]\nmeasure = "nDCG@10"\nmargin = 0.1\nreport-only = true\n')
+    qrels: dict[str, dict[str, int]] = {}
+    for line in (repo / "examples" / "cranfield" / "qrels.tsv").read_text().splitlines():
+        qid, _, doc, grade = line.split()
+        qrels.setdefault(qid, {})[doc] = int(grade)
+
+    def per_query(run: str, measure: str) -> np.ndarray:
+        ranked: dict[str, dict[str, float]] = {}
+        for line in (repo / run).read_text().splitlines():
+            qid, _, doc, _, score, _ = line.split()
+            ranked.setdefault(qid, {})[doc] = float(score)
+        got = pytrec_eval.RelevanceEvaluator(qrels, {measure}).evaluate(ranked)
+        return np.array([got[q][measure] if q in got else 0.0 for q in sorted(qrels)])
+
+    z = norm.ppf(1 - 0.05 / 2) + norm.ppf(0.8)  # two gates in the family: α/2 each
+    gates = (("P@10", "P_10", 0.05), ("Recall@10", "recall_10", 0.02))
+
+    def said(out: str, spreads: list[float], source: str) -> None:
+        lines = out.splitlines()
+        assert lines[1] == "what the test set can certify (the gates of the configuration):"
+        for line, (measure, _, margin), spread in zip(lines[2:4], gates, spreads):
+            drop = z * spread / 15  # √225
+            needs = math.ceil((z * spread / margin) ** 2)
+            tail = "is within it" if drop <= margin else f"needs {needs:,} queries"
+            assert line == (f"  {measure}: 225 queries, spread {spread:.3f} ({source}): a drop "
+                            f"of {drop:.3f} is found 80 % of the time (one-sided, level 0.025);"
+                            f" margin {margin:g} {tail}")
+        assert lines[4].startswith("  a drop of the margin is not found 80 % of the time: it "
+                                   "usually ends inconclusive, which passes under fail-on = "
+                                   '"regression": set fail-on = "inconclusive" to block it, a '
+                                   "margin of at least")
+        assert len(lines) == 5  # the report-only gate is not one
+
+    replaced = [float(np.std(per_query("examples/cranfield/runs/hybrid.trec", oracle)
+                             - per_query("baselines/cranfield/bm25.trec", oracle), ddof=1))
+                for _, oracle, _ in gates]  # read before the approval replaces bm25
+    code, out, err = gate("baseline", "approve", "--candidate",
+                          "examples/cranfield/runs/hybrid.trec", "--to", "baselines/cranfield")
+    assert code == 0, err
+    said(out, replaced, "per-query differences from the baseline before it")
+    code, out, err = gate("baseline", "approve", "--candidate",
+                          "examples/cranfield/runs/dense.trec", "--to", "baselines/new")
+    assert code == 0, err
+    said(out, [float(np.std(per_query("examples/cranfield/runs/dense.trec", oracle), ddof=1))
+               for _, oracle, _ in gates],
+         "the run's own per-query values: no earlier baseline on this snapshot")

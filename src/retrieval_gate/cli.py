@@ -777,11 +777,12 @@ def approve(candidate, to, snapshot_file, force, commit):
     """Make a candidate run the approved baseline: its run and manifest become the next version
     in the baseline folder, switched in with one atomic rename."""
     from retrieval_gate.commands.approve import approve_baseline
+    from retrieval_gate.commands.power_said import measured
     from retrieval_gate.inputs.config import find_config, snapshot_path
 
     config = find_config()  # its gates are recorded as the measures the approval gates
     done = approve_baseline(candidate, to, snapshot_path(snapshot_file), force, commit,
-                            None if config is None else config.policy.gates)
+                            None if config is None else config.policy)
     if done.unchanged:
         _print(f"unchanged: {_shown(candidate)} is already the approved baseline "
                f"({_shown(done.run)}) — nothing written")
@@ -798,6 +799,11 @@ def approve(candidate, to, snapshot_file, force, commit):
            + "".join(f"; replaced {_shown(old)}" for old in done.replaced)
            + (f"; the snapshot moved on: {done.snapshot_change['from'][:19]}… → "
               f"{done.snapshot_change['to'][:19]}…" if done.snapshot_change else ""))
+    if done.power:
+        _print("what the test set can certify (the gates of the configuration):")
+        assert config is not None  # the power is measured under a configuration only
+        for line in measured(done.power, config.policy.fail_on):
+            _print(f"  {_shown(line)}")
     for leftover in done.kept:
         _report(f"could not delete the leftover {leftover} — the next approval tries again",
                 "warning")
@@ -836,6 +842,9 @@ def init(queries, qrels, corpus_file, unit, chunking_version, chunks_file, snaps
     for path in done.written:
         _print(f"wrote {_shown(path)}")
     _print(done.unit.describe())
+    _print("what the test set can certify (gate.toml says it too):")
+    for line in done.power:
+        _print(f"  {line}")
     _print("next:")
     for i, step in enumerate(done.next_steps, 1):
         _print(f"  {i}. {step}")

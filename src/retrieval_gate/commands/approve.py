@@ -36,11 +36,13 @@ from typing import Any
 
 import numpy as np
 
+from retrieval_gate.commands.power_said import approval_power
 from retrieval_gate.commands.validate import check_run
 from retrieval_gate.core.errors import EnvironmentFault, InputError, NotComparableError
 from retrieval_gate.core.interrupts import interrupts_held
 from retrieval_gate.core.untrusted import capped
-from retrieval_gate.decide.policy import SCORE_PREFIX, GatedMeasure
+from retrieval_gate.decide.policy import SCORE_PREFIX, GatedMeasure, GatePolicy
+from retrieval_gate.decide.power import Certifiable
 from retrieval_gate.formats import schema
 from retrieval_gate.formats.atomic import sync_folder, write_text_atomic
 from retrieval_gate.inputs.answer_scores import QueryScores
@@ -72,6 +74,7 @@ class Approval:
     unchanged: bool = False
     snapshot_change: dict[str, str] | None = None
     described: tuple[str, ...] = ()  # the approved run again, described otherwise: how
+    power: tuple[Certifiable, ...] = ()  # what the test set can certify on the gated measures
 
 
 def approver() -> str:
@@ -84,12 +87,13 @@ def approver() -> str:
 
 def approve_baseline(candidate: str | os.PathLike[str], to: str | os.PathLike[str],
                      snapshot: str | os.PathLike[str], force: bool = False,
-                     commit: str | None = None,
-                     gates: Sequence[GatedMeasure] | None = None) -> Approval:
+                     commit: str | None = None, policy: GatePolicy | None = None) -> Approval:
     """Check ``candidate`` against ``snapshot`` and make it, with its manifest, the baseline of
-    the folder ``to`` (created if needed); see the module docstring. ``gates``, the gates of
-    the configuration the approval runs under, are recorded as the measures it gates
-    (``approved.gated`` and the history line's ``gated``: :func:`gated_measures`).
+    the folder ``to`` (created if needed); see the module docstring. ``policy``, the
+    configuration the approval runs under: its gates are recorded as the measures it gates
+    (``approved.gated`` and the history line's ``gated``: :func:`gated_measures`), and what
+    the test set can certify on them is measured (``power``:
+    :func:`~retrieval_gate.commands.power_said.approval_power`).
 
     A candidate whose files and snapshot are those of the approved baseline is a no-op
     (``unchanged``: nothing written, no history line). A baseline made on an earlier snapshot
@@ -102,15 +106,16 @@ def approve_baseline(candidate: str | os.PathLike[str], to: str | os.PathLike[st
     of another name (unless ``force``) or a candidate that changed while it was copied;
     EnvironmentFault (exit 74) when the folder cannot be created or written."""
     snap = load_snapshot(snapshot)
-    checked = check_run(snap, load_test_set(snap), candidate, "candidate")
+    test_set = load_test_set(snap)
+    checked = check_run(snap, test_set, candidate, "candidate")
     source = Path(checked.path)
     means = {**checked.scores.means(), **_score_means(checked.answer_scores,
                                                       len(checked.scores.query_ids))}
     document = dict(checked.manifest.document)
     document["approved"] = {"at": utc_now(), "by": approver(),
                             "commit": resolve_commit(commit, "--commit"), "scores": means}
-    if gates is not None:
-        document["approved"]["gated"] = gated_measures(gates, snap)
+    if policy is not None:
+        document["approved"]["gated"] = gated_measures(policy.gates, snap)
     # a run of scores only is its score file: copied below
     copies = [(source, checked.manifest.sha256)] if checked.manifest.ranked else []
     chunks = checked.manifest.chunks_file()
@@ -151,6 +156,10 @@ def approve_baseline(candidate: str | os.PathLike[str], to: str | os.PathLike[st
                             described=tuple(described_otherwise(previous, checked.manifest)))
         described = () if previous is None else _require_described_alike(
             previous, checked.manifest, force)
+        power = () if policy is None else tuple(approval_power(  # the replaced run read now
+            policy, snap, checked, None if previous is None or before.run is None
+            or previous.fingerprint != snap.fingerprint
+            else check_run(snap, test_set, before.run, "baseline")))
         change = None
         if previous is not None and previous.fingerprint != snap.fingerprint:
             change = {"from": previous.fingerprint, "to": snap.fingerprint}
@@ -163,7 +172,7 @@ def approve_baseline(candidate: str | os.PathLike[str], to: str | os.PathLike[st
         kept = _delete(read_folder(folder).leftovers())
     run = folder / version / source.name
     return Approval(run, manifest_path(run), (before.run,) if before.run else (), means, kept,
-                    snapshot_change=change, described=described)
+                    snapshot_change=change, described=described, power=power)
 
 
 def described_otherwise(previous: RunManifest, candidate: RunManifest) -> list[str]:

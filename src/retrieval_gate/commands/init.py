@@ -14,9 +14,12 @@ from dataclasses import dataclass
 from importlib import resources
 from pathlib import Path
 
+from retrieval_gate.commands.power_said import assumed
 from retrieval_gate.core.errors import InputError
+from retrieval_gate.decide.policy import GatePolicy
+from retrieval_gate.decide.power import family_size
 from retrieval_gate.formats.atomic import write_texts
-from retrieval_gate.inputs.snapshot import freeze, manifest_text
+from retrieval_gate.inputs.snapshot import freeze, load_test_set, manifest_text
 from retrieval_gate.scoring.units import UnitChoice
 
 WORKFLOW = Path(".github") / "workflows" / "retrieval-gate.yml"
@@ -25,11 +28,13 @@ _SAFE = re.compile(r"(?!/)(?!.*\.\.)[A-Za-z0-9._/-]{1,200}")
 
 @dataclass(frozen=True)
 class Initialised:
-    """What ``gate init`` wrote (paths) and the next steps, in words."""
+    """What ``gate init`` wrote (paths), the next steps, and what the test set can certify,
+    in words."""
 
     written: tuple[Path, ...]
     next_steps: tuple[str, ...]
     unit: UnitChoice
+    power: tuple[str, ...] = ()  # what the test set can certify (power_said.assumed)
 
 
 def initialise(queries: str | os.PathLike[str], qrels: str | os.PathLike[str], *,
@@ -72,12 +77,16 @@ def initialise(queries: str | os.PathLike[str], qrels: str | os.PathLike[str], *
     frozen = freeze(target, queries=queries, qrels=qrels, corpus_file=corpus_file, unit=unit,
                     chunking_version=chunking_version, chunks_file=chunks_file, write=False)
     snapshot_path = _relative(target, base)
+    starter = GatePolicy()
+    power = assumed(len(load_test_set(frozen).answerable),
+                    [(gate.measure, gate.margin) for gate in starter.gates],
+                    starter.alpha / family_size(starter))
     declare = ("" if frozen.unit != "chunk" else
                f" --chunking-version {chunking_version}" if chunks_file is None else
                f" --chunks {_relative(Path(chunks_file), base)} --chunking-version "
                f"{chunking_version}")
     write_texts([(target, manifest_text(frozen)),
-                 (config, _config(snapshot_path, baseline, candidate)),
+                 (config, _config(snapshot_path, baseline, candidate, power)),
                  (workflow, _workflow(snapshot_path, baseline, candidate, declare))],
                 folders=True)
     steps = (
@@ -90,16 +99,25 @@ def initialise(queries: str | os.PathLike[str], qrels: str | os.PathLike[str], *
         (f"edit the REPLACE parts of {workflow} (your retriever's packages and its "
         f"MODULE:FUNCTION, which makes {candidate}); from then on, every pull request is gated"))
     assert frozen.unit_choice is not None
-    return Initialised((target, config, workflow), steps, frozen.unit_choice)
+    return Initialised((target, config, workflow), steps, frozen.unit_choice, tuple(power))
 
 
 def _relative(path: Path, base: Path) -> str:
     return Path(os.path.relpath(path.resolve(), base.resolve())).as_posix()
 
 
-def _config(snapshot: str, baseline: str, candidate: str) -> str:
+def _config(snapshot: str, baseline: str, candidate: str, power: list[str]) -> str:
+    """The starter configuration: the paths, the two default gates, and ``fail-on`` stated
+    beside what the test set can certify (``power``)."""
+    said = "".join(f"#   {line.strip()}\n" for line in power)
     return (f'# retrieval-gate: gate check reads this file (every key: the configuration reference of its documentation).\n'
             f'snapshot = "{snapshot}"\nbaseline = "{baseline}"\ncandidate = "{candidate}"\n\n'
+            '# What this test set can certify (gate baseline approve measures the spread on the\n'
+            f'# baseline):\n{said}'
+            '# A smaller drop than the margin needs ends "inconclusive", which passes under\n'
+            '# fail-on = "regression"; fail-on = "inconclusive" blocks it (and every change the\n'
+            '# set cannot decide), as a wider margin would let it through on purpose.\n'
+            'fail-on = "regression"\n\n'
             '[[gate]]\nmeasure = "Recall@10"\nmargin = 0.02\n\n'
             '[[gate]]\nmeasure = "nDCG@10"\nmargin = 0.02\n')
 
