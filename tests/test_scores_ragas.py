@@ -105,6 +105,28 @@ def test_a_json_array_of_records_is_read_too():
     np.testing.assert_array_equal(rows.values, read("result-ids.jsonl").values)
 
 
+@pytest.mark.parametrize(("file", "where"), [("result-columns.json", '$["*"]["{}"]'),
+                                           ("result-index.json", '$["{}"]')])
+def test_pandas_default_and_index_layouts_are_read(file, where):
+    """``df.to_json(path)`` (pandas' default: orient="columns", each column an object of its
+    cells by row label) and ``orient="index"``, written by pandas 3.1.1 from the DataFrame
+    of result.jsonl: the same rows, in the order of their labels."""
+    rows = read(file)
+    same = read("result.jsonl")
+    assert rows.names == same.names and rows.keys == same.keys == TEXTS
+    np.testing.assert_array_equal(rows.values, same.values)
+    assert rows.places == tuple(where.format(i) for i in range(6))
+
+
+@pytest.mark.parametrize(("content", "problem"), [
+    (b'{"user_input": {"0": "q", "1": "r"}, "faithfulness": {"0": 1}}',
+     "column 'faithfulness' has no cell for row '1'"),
+    (b'{"0": {"faithfulness": 1}}', "it has none of Ragas' columns"),
+])
+def test_a_pandas_layout_with_a_gap_or_no_ragas_column_is_refused(content, problem):
+    assert problem in str(refused(content, "r.json"))
+
+
 def test_a_bom_and_crlf_line_ends_are_read():
     data = (FIXTURES / "result-ids.csv").read_bytes()
     rows = read("result.csv", b"\xef\xbb\xbf" + data.replace(b"\n", b"\r\n"))

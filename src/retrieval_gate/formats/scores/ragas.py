@@ -1,6 +1,9 @@
 """Ragas scores: the DataFrame of an ``EvaluationResult`` (``result.to_pandas()``) saved with
-``to_csv`` (with or without its index column) or ``to_json(orient="records")``, as JSON Lines
-(``lines=True``) or one JSON array. Read as written by ragas 0.2 to 0.4; the ragas 0.1 layout
+``to_csv`` (with or without its index column) or ``to_json``: ``orient="records"``, as JSON
+Lines (``lines=True``) or one JSON array, or pandas' default layout (``to_json(path)``:
+``orient="columns"``, each column an object of its cells by row label) or
+``orient="index"`` (each row an object by row label), rows in the order of their labels as
+written. Read as written by ragas 0.2 to 0.4; the ragas 0.1 layout
 (``question``, ``answer``, ``contexts``, ``ground_truth``) is read too.
 
 The format is told from the content: a file whose first character (after white space) is
@@ -142,7 +145,7 @@ def _json_records(text: str, name: str) -> tuple[list[str], list[Record]]:
     if lines:
         records: list[Record] = list(json_lines(text, name, depth_checked=True))
     elif isinstance(document, dict):
-        records = [(1, document)]
+        records = _pandas_records(document, name) or [(1, document)]
     elif isinstance(document, list):
         records = []
         for i, item in enumerate(document):
@@ -157,6 +160,30 @@ def _json_records(text: str, name: str) -> tuple[list[str], list[Record]]:
         raise InputError(name, "holds no row", "give a file with at least one row")
     columns = list(dict.fromkeys(column for _, record in records for column in record))
     return columns, records
+
+
+def _pandas_records(document: dict[str, Any], name: str) -> list[Record] | None:
+    """The rows of a DataFrame saved with pandas' ``to_json`` in its default layout
+    (``orient="columns"``: each column an object of its cells by row label) or with
+    ``orient="index"`` (each row an object of its cells, by row label), in the order of the
+    row labels as written; None for a document in neither layout (a one-row record)."""
+    values = list(document.values())
+    if not values or not all(isinstance(value, dict) for value in values):
+        return None
+    known = SAMPLE_FIELDS | V01_FIELDS
+    if any(key in known for key in document):  # columns: {"user_input": {"0": ...}, ...}
+        labels = list(dict.fromkeys(label for cells in values for label in cells))
+        for column, cells in document.items():
+            missing = [label for label in labels if label not in cells]
+            if missing:
+                raise InputError(name, f"column '{column}' has no cell for row "
+                                 f"'{missing[0]}'", "save the DataFrame whole (to_json writes "
+                                 "every cell of every column)", path(column))
+        return [(path("*", label), {column: cells[label] for column, cells in document.items()})
+                for label in labels]
+    if any(key in known for row in values for key in row):  # index: {"0": {"user_input": ...}}
+        return [(path(label), row) for label, row in document.items()]
+    return None
 
 
 def _csv_records(text: str, name: str) -> tuple[list[str], list[Record]]:
