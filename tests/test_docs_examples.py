@@ -7,9 +7,12 @@ The convention of a marked block:
   commands; a command ending in ``\\`` continues on the next line. The other lines are the
   output expected from the command above them.
 * Each command runs from the repository root (a ``$ cd DIR`` line changes the folder for the
-  rest of its block). ``$TMP`` stands for a fresh empty folder per document, shared by its
-  blocks in document order, in commands and in expected lines alike: a command that writes
-  files writes them there, never into the repository.
+  rest of its block; a block that changes it changes it back, so that a reader who pastes the
+  page into one shell stays where the next block starts). ``$TMP`` stands for a fresh empty
+  folder per document, shared by its blocks in document order, in commands and in expected
+  lines alike: a command that writes files writes them there, never into the repository. A
+  page sets it before its first use, ``$ export TMP=$(mktemp -d)``, as a reader in a fresh
+  shell must; here that line stands for the folder the test gives.
 * The exit code expected is 0, or the one a trailing ``# exit N`` comment states
   (``$ gate check ...  # exit 1``).
 * Every expected line must appear in the command's output (standard output and standard
@@ -153,6 +156,9 @@ def test_the_documents_hold_marked_blocks() -> None:
     assert _PAGES, "no ```console block in docs/ or README.md"
 
 
+SET_TMP = "export TMP=$(mktemp -d)"
+
+
 @pytest.mark.parametrize(
     "blocks", [blocks for _, blocks in _PAGES], ids=[name for name, _ in _PAGES]
 )
@@ -160,6 +166,8 @@ def test_documented_commands(blocks: list[Block], tmp_path: Path) -> None:
     for block in blocks:
         cwd = ROOT
         for command in block.commands:
+            if command.text == SET_TMP:
+                continue  # $TMP is the test's own folder
             text = command.text.replace("$TMP", str(tmp_path))
             if text.startswith("cd "):
                 cwd = (cwd / shlex.split(text)[1]).resolve()
@@ -176,3 +184,24 @@ def test_documented_commands(blocks: list[Block], tmp_path: Path) -> None:
             )
             expected = [line.replace("$TMP", str(tmp_path)) for line in command.expected]
             _check_output(f"{block.where}: $ {text}", expected, output)
+
+
+@pytest.mark.parametrize(
+    "blocks", [blocks for _, blocks in _PAGES], ids=[name for name, _ in _PAGES]
+)
+def test_a_page_runs_as_written_in_one_fresh_shell(blocks: list[Block]) -> None:
+    """A reader pastes a page's blocks into one new shell: ``$TMP`` is set before its first
+    use, and every block ends in the folder it started from (the repository root)."""
+    commands = [c.text for block in blocks for c in block.commands]
+    uses = [i for i, text in enumerate(commands) if "$TMP" in text and text != SET_TMP]
+    if uses:
+        assert SET_TMP in commands[:uses[0]], f"{blocks[0].where}: $TMP used before it is set"
+    for block in blocks:
+        cwd = ROOT
+        for command in block.commands:
+            if command.text.startswith("cd ") and "$TMP" not in command.text:
+                cwd = (cwd / shlex.split(command.text)[1]).resolve()
+            elif command.text.startswith("cd "):
+                cwd = Path("/tmp-folder")  # somewhere under $TMP: must be left again
+        assert cwd == ROOT or block is blocks[-1], f"{block.where}: ends in {cwd}"
+

@@ -18,6 +18,7 @@ from typing import Any
 
 import click
 import pytest
+from click.testing import CliRunner
 
 from retrieval_gate.cli import cli
 from retrieval_gate.core.errors import EXIT_CODES
@@ -101,3 +102,45 @@ def test_the_readme_exit_code_table_is_exit_codes():
     readme = (ROOT / "README.md").read_text(encoding="utf-8")
     table = "| code | meaning |\n|---|---|\n" + "\n".join(f"| {c} | {m} |" for c, m in EXIT_CODES)
     assert table in readme
+
+
+def all_commands(group: click.Group = cli, path: tuple[str, ...] = ()
+                 ) -> Iterator[tuple[tuple[str, ...], click.Command]]:
+    for name, command in group.commands.items():
+        yield (*path, name), command
+        if isinstance(command, click.Group):
+            yield from all_commands(command, (*path, name))
+
+
+def test_every_command_s_summary_is_a_whole_sentence():
+    """The first line of a command's help is what the CLI reference lists and what ``--help``
+    shows beside its name: a whole sentence of at most 55 characters, then a blank line, so
+    that neither cuts it (at 80 columns click keeps 62)."""
+    for path, command in all_commands():
+        lines = (command.help or "").strip().splitlines()
+        assert lines and lines[0].endswith(".") and len(lines[0]) <= 55, (path, lines[:1])
+        assert len(lines) == 1 or lines[1] == "", (path, lines[:2])
+    runner = CliRunner()
+    for path, command in [((), cli), *((p, c) for p, c in all_commands()
+                                        if isinstance(c, click.Group))]:
+        shown = runner.invoke(cli, [*path, "--help"], terminal_width=80).output
+        listed = shown[shown.index("Commands:"):]
+        assert "..." not in listed, (path, listed)
+
+
+def test_the_screenshots_show_the_current_reports(tmp_path):
+    """docs/screenshots.py --check makes again each page the documentation's pictures were
+    taken of and compares it with the one recorded: a report that changed since fails here,
+    naming the pictures to take again (``python docs/screenshots.py``)."""
+    script = [sys.executable, str(ROOT / "docs" / "screenshots.py"), "--check"]
+    done = subprocess.run(script, cwd=ROOT, capture_output=True, text=True, timeout=300,
+                          check=False)
+    assert done.returncode == 0, done.stderr
+    assert done.stdout == "the screenshots show the current reports (3 checked)\n"
+    record = json.loads((ROOT / "docs" / "images" / "screenshots.json").read_text())
+    record["report.png"]["page_sha256"] = "0" * 64  # as if the report had changed since
+    (tmp_path / "screenshots.json").write_text(json.dumps(record))
+    done = subprocess.run([*script, "--out", str(tmp_path)], cwd=ROOT, capture_output=True,
+                          text=True, timeout=300, check=False)
+    assert done.returncode == 1 and done.stderr.startswith(
+        "stale screenshots: report.png — the report changed since they were taken"), done.stderr

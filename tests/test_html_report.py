@@ -70,7 +70,6 @@ EXAMPLES = {"cranfield": "pyproject.toml", "pipeline": "examples/pydoc/pipeline.
             "answers": "examples/pydoc/answers.toml"}
 HOSTILE = ['<script>alert(1)</script>', '"><img src=x onerror=alert(1)>', "a\u2028b",
            "::error::forged", "'><svg onload=alert(1)>", *PAYLOADS]
-SCREENSHOT = ROOT / "docs" / "report-screenshot.png"
 VIEWPORT = {"width": 1200, "height": 1600}
 
 
@@ -473,10 +472,6 @@ def test_the_browser_shows_the_report_and_loads_nothing(browser, reports, pages,
     tab.close()
     assert picture.startswith(b"\x89PNG\r\n\x1a\n")
     (tmp_path / f"{example}.png").write_bytes(picture)
-    if example == "cranfield" and os.environ.get("GATE_SCREENSHOT") == "1":
-        assert len(picture) < 400_000, len(picture)
-        SCREENSHOT.parent.mkdir(exist_ok=True)
-        SCREENSHOT.write_bytes(picture)
 
 
 def test_hostile_text_runs_nothing_in_the_browser(browser, reports, pages):
@@ -583,11 +578,15 @@ def test_the_policy_blocks_what_a_slip_would_inject(browser, reports, tmp_path):
 
 
 def test_the_documentation_screenshots_are_made_from_the_examples(browser, tmp_path):
-    """docs/screenshots.py renders the HTML report and the pull-request comment of a shipped
-    example in headless Chromium."""
+    """docs/screenshots.py renders the HTML reports and the pull-request comment of the shipped
+    examples in headless Chromium, and records the pages it took: the same pages as the
+    pictures the documentation shows (whose record docs/screenshots.py --check compares in
+    tests/test_docs_site.py)."""
     done = subprocess.run([sys.executable, str(ROOT / "docs" / "screenshots.py"), "--out",
                            str(tmp_path)], cwd=ROOT, capture_output=True, text=True,
                           timeout=300, check=False)
     assert done.returncode == 0, done.stderr
-    for name in ("report.png", "pr-comment.png"):
+    for name in ("cranfield-report.png", "report.png", "pr-comment.png"):
         assert (tmp_path / name).read_bytes().startswith(b"\x89PNG\r\n\x1a\n")
+    assert (tmp_path / "screenshots.json").read_text() == \
+        (ROOT / "docs" / "images" / "screenshots.json").read_text()

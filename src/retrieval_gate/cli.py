@@ -214,7 +214,9 @@ def _policy_options(command):
 def score(files, measures, k, threshold, unjudged, duplicates, missing, extra, unlabeled,
           queries, doc_map, corpus, chunks, min_coverage, qrels_format, run_format,
           output_format, output):
-    """Score a run per query: gate score QRELS RUN, or gate score FIXTURE.json."""
+    """Score a run per query, as trec_eval does.
+
+    Score a run per query: gate score QRELS RUN, or gate score FIXTURE.json."""
     from retrieval_gate.commands.score import choose_measures, score_files
     from retrieval_gate.formats.atomic import write_text_atomic
     from retrieval_gate.report.score_table import scores_document, scores_text, to_json
@@ -280,7 +282,9 @@ def _key_values(option: str, pairs: tuple[str, ...], typed: bool = True) -> dict
 @cli.command("schema")
 @click.argument("name", type=click.Choice(["snapshot", "run-manifest", "config", "report"]))
 def schema_command(name):
-    """Print one of the JSON Schemas (2020-12) shipped with retrieval-gate."""
+    """Print one of the shipped JSON Schemas.
+
+    Print one of the JSON Schemas (2020-12) shipped with retrieval-gate."""
     from retrieval_gate.formats.schema import schema_text
 
     _write_out(schema_text(name), nl=False)
@@ -288,7 +292,9 @@ def schema_command(name):
 
 @cli.group()
 def snapshot() -> None:
-    """Freeze a versioned test set into a snapshot manifest."""
+    """Freeze a versioned test set; compare two.
+
+    Freeze a versioned test set into a snapshot manifest."""
 
 
 @snapshot.command()
@@ -338,7 +344,9 @@ def freeze(queries, queries_version, qrels, qrels_version, corpus_version, corpu
            chunking_version, chunking_params, chunks_file, min_coverage, permissions_version,
            permissions_file, name, measures, gain, stages, threshold, unjudged, duplicates,
            missing, extra, unlabeled, output):
-    """Pin queries, qrels, corpus, chunking, permissions and the scoring policy."""
+    """Pin a test set's files and scoring policy.
+
+    Pin queries, qrels, corpus, chunking, permissions and the scoring policy."""
     from retrieval_gate.core.stages import parse_contract
     from retrieval_gate.inputs.snapshot import freeze as freeze_snapshot
     from retrieval_gate.scoring.rules import ScoringPolicy
@@ -365,7 +373,9 @@ def freeze(queries, queries_version, qrels, qrels_version, corpus_version, corpu
 @click.argument("old", type=click.Path(dir_okay=False))
 @click.argument("new", type=click.Path(dir_okay=False))
 def diff(old, new):
-    """What changed in the test set from snapshot OLD to snapshot NEW: queries added, removed
+    """Say what changed between two snapshots.
+
+    What changed in the test set from snapshot OLD to snapshot NEW: queries added, removed
     or reworded, judgments added, removed or regraded (each snapshot's files must be there)."""
     from retrieval_gate.commands.snapshot_diff import test_set_change
 
@@ -378,7 +388,9 @@ def diff(old, new):
 @click.option("--run-manifest", type=click.Path(dir_okay=False),
               help="Manifest of the single RUN, when not beside it as RUN.manifest.json.")
 def validate(snapshot_file, runs, run_manifest):
-    """Check a snapshot (schema, paths, hashes, queries against qrels) and runs made on it (a
+    """Check a snapshot and the runs made on it.
+
+    Check a snapshot (schema, paths, hashes, queries against qrels) and runs made on it (a
     run file, or a baseline folder: its approved run).
 
     Exit 0 valid, 2 invalid, 3 not what the manifest claims (a file's hash differs, a run made
@@ -477,7 +489,9 @@ def _manifest_options(command):
 def run_command(ctx, snapshot_file, retriever, stages, tokenizer, output, system, timed_on,
                 commit, created, chunks, chunking_version, batch_size, concurrency, timeout,
                 retries, hits_path, headers, id_key, on_error, resume, shard, show_progress):
-    """Run your retriever over the snapshot's frozen queries, and write the run and its
+    """Run your retriever over the frozen queries.
+
+    Run your retriever over the snapshot's frozen queries, and write the run and its
     manifest (ready for gate check), or with --shard one shard of it.
 
     Every query is called, answerable and unanswerable alike; each call's wall time is its
@@ -583,7 +597,9 @@ def _run_summary(done) -> None:
 @_manifest_options
 def run_merge(shards, snapshot_file, output, system, timed_on, commit, created, chunks,
               chunking_version):
-    """Merge the shard files of one sharded gate run (every shard of one target and one
+    """Merge the shard files of one sharded run.
+
+    Merge the shard files of one sharded gate run (every shard of one target and one
     snapshot, each query once) into the run and its manifest."""
     from retrieval_gate.inputs.config import snapshot_path
     from retrieval_gate.runner.run import merge_shards
@@ -633,7 +649,9 @@ def run_merge(shards, snapshot_file, output, system, timed_on, commit, created, 
               help="Where to write it.  [default: RUN.manifest.json]")
 def run_manifest(snapshot_file, run, stages, timed_on, system, commit, created, chunks,
                  chunking_version, chunking_params, scores, scores_format, judge, output):
-    """Write the manifest of a run made on a snapshot (after checking the run against it)."""
+    """Write a run's manifest, after checking the run.
+
+    Write the manifest of a run made on a snapshot (after checking the run against it)."""
     from retrieval_gate.commands.validate import record_run
 
     pairs = [_stage_file(text) for text in stages]
@@ -703,7 +721,9 @@ def _report_files(command):
 @click.pass_context
 def check(ctx, snapshot_file, baseline, candidate, config, fail_on, gates, harms, no_config,
           github, output_format, **report_files):
-    """Compare a candidate run with the approved baseline, query by query, and decide.
+    """Compare a candidate with the baseline, and decide.
+
+    Compare a candidate run with the approved baseline, query by query, and decide.
 
     Exit 0 pass, 1 material regression, 2 invalid input, 3 not comparable, 4 inconclusive
     (only with --fail-on inconclusive); 70 a bug, 74 the machine refused, 130 interrupted."""
@@ -774,7 +794,9 @@ def baseline() -> None:
 @click.option("--commit", help="Source commit to record; 'none' to record none on purpose.  "
               "[default: $GITHUB_SHA, else git rev-parse HEAD; none found is an error]")
 def approve(candidate, to, snapshot_file, force, commit):
-    """Make a candidate run the approved baseline: its run and manifest become the next version
+    """Make a candidate run the approved baseline.
+
+    Make a candidate run the approved baseline: its run and manifest become the next version
     in the baseline folder, switched in with one atomic rename."""
     from retrieval_gate.commands.approve import approve_baseline
     from retrieval_gate.commands.power_said import measured
@@ -832,7 +854,9 @@ def approve(candidate, to, snapshot_file, force, commit):
               help="Where the workflow writes the candidate run.")
 def init(queries, qrels, corpus_file, unit, chunking_version, chunks_file, snapshot_file,
          baseline, candidate):
-    """Start gating this repository: freeze a snapshot from the files, write gate.toml and
+    """Start gating this repository.
+
+    Start gating this repository: freeze a snapshot from the files, write gate.toml and
     .github/workflows/retrieval-gate.yml — never over an existing file."""
     from retrieval_gate.commands.init import initialise
 
@@ -853,7 +877,9 @@ def init(queries, qrels, corpus_file, unit, chunking_version, chunks_file, snaps
 @cli.command()
 @click.argument("folder", metavar="DIR", type=click.Path(file_okay=False))
 def history(folder):
-    """Print a baseline folder's approvals, oldest first: when, commit, snapshot, system and the
+    """Print a baseline folder's approvals.
+
+    Print a baseline folder's approvals, oldest first: when, commit, snapshot, system and the
     means of the measures."""
     from retrieval_gate.commands.history import history_table
 
@@ -862,7 +888,9 @@ def history(folder):
 
 @cli.group()
 def pool() -> None:
-    """Judge what the runs found: export their unjudged items, merge the grades back."""
+    """Judge what the runs found that nobody judged.
+
+    Judge what the runs found: export their unjudged items, merge the grades back."""
 
 
 @pool.command("export")
@@ -878,7 +906,9 @@ def pool() -> None:
 @click.option("-o", "--output", required=True, type=click.Path(dir_okay=False),
               help="The pool file to write (JSON Lines, one unjudged item per line).")
 def pool_export(snapshot_file, candidate, baseline, k, output):
-    """Write the unjudged items of the candidate's top k (and the baseline's) for assessors:
+    """Write the unjudged items for assessors.
+
+    Write the unjudged items of the candidate's top k (and the baseline's) for assessors:
     each line's "grade" is null until an assessor fills it in."""
     from retrieval_gate.commands.pool import export_pool
     from retrieval_gate.inputs.config import snapshot_path
@@ -905,7 +935,9 @@ def pool_export(snapshot_file, candidate, baseline, k, output):
               help="Also freeze a new snapshot here: the old one's settings and files, these "
                    "judgments. Every file must lie in its folder or below.")
 def pool_merge(snapshot_file, judged, output, qrels_version, freeze_to):
-    """Merge an assessor's grades into the snapshot's judgments (and freeze a new snapshot)."""
+    """Merge an assessor's grades into the judgments.
+
+    Merge an assessor's grades into the snapshot's judgments (and freeze a new snapshot)."""
     from retrieval_gate.commands.pool import merge_pool
     from retrieval_gate.inputs.config import snapshot_path
 
@@ -937,7 +969,9 @@ def chunks() -> None:
 @click.option("-o", "--output", required=True, type=click.Path(dir_okay=False),
               help="The chunk table to write (JSON Lines: id, doc_id, start, end, tokens).")
 def chunks_locate(table, corpus, output):
-    """Find each chunk's place (start, end) in its document's text, and write the chunk table
+    """Find each chunk's place in its document.
+
+    Find each chunk's place (start, end) in its document's text, and write the chunk table
     the gate reads."""
     from retrieval_gate.commands.locate_chunks import write_located
 
@@ -970,7 +1004,9 @@ def qrels() -> None:
 @click.option("-o", "--output", required=True, type=click.Path(),
               help="The span judgments to write (JSON Lines qrels).")
 def to_spans(qrels_file, chunks, corpus, evidence, snap, qrels_format, output):
-    """Turn chunk judgments into span judgments that any chunking can be compared on: each
+    """Turn chunk judgments into span judgments.
+
+    Turn chunk judgments into span judgments that any chunking can be compared on: each
     judgment narrowed to its evidence, overlapping chunks split or merged."""
     from retrieval_gate.commands.to_spans import conversion_lines, write_spans
 
