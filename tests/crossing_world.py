@@ -34,7 +34,9 @@ Features (:data:`FEATURES`) switch on:
   difference;
 - ``batch-latency`` — both runs were made by ``gate run --batch-size 3`` (their manifests say
   ``latency: batch``): the queries of a batch of three share one ``latency_ms``, the batch
-  call's; the latency gate is an absolute budget (a relative one is refused on batch times,
+  call's, recorded on the last stage only (a batch call returns every stage at once, as
+  ``gate run`` writes it); the latency gate is an absolute budget near the mean, so that some
+  pairs pass it and others fail it (a relative one is refused on batch times,
   ``tests/test_run_stages.py``).
 """
 
@@ -91,6 +93,11 @@ class World:
     @property
     def stages(self) -> list[str]:
         return ["candidates", "context"] if "stages" in self.features else [""]
+
+    def timed(self) -> list[str]:
+        """The stages whose files record a latency: every one, or with batch latencies the
+        last (a batch call returns every stage at once)."""
+        return self.stages[-1:] if "batch-latency" in self.features else self.stages
 
     def measures(self) -> list[str]:
         """The snapshot's measures (all gated)."""
@@ -188,7 +195,7 @@ def write(world: World, folder: Path) -> dict[str, Path]:
             for qid, items in ranked.items():
                 row: dict = {"query_id": qid, "items": [_item(world, c, 100 - r)
                                                         for r, c in enumerate(items)]}
-                if "costs" in f:
+                if "costs" in f and stage in world.timed():
                     row["latency_ms"] = world.latency[run][stage][qid]
                 if "abstention" in f and stage == world.stages[-1]:
                     row["abstained"] = world.abstained[run][qid]
@@ -401,8 +408,9 @@ def expected_leaks(world: World, run: str) -> dict[str, int]:
 
 
 def expected_latency(world: World, run: str) -> list[float]:
-    """Per answerable query, its latency: the sum over the stages."""
-    return [math.fsum(world.latency[run][s][q] for s in world.stages) for q in world.answerable]
+    """Per answerable query, its latency: the sum over the stages that record one."""
+    return [math.fsum(world.latency[run][s][q] for s in world.timed())
+            for q in world.answerable]
 
 
 def expected_score(world: World, run: str, qid: str) -> float:

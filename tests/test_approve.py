@@ -750,3 +750,50 @@ def test_an_approval_says_what_the_test_set_can_certify(repo):
     said(out, [float(np.std(per_query("examples/cranfield/runs/dense.trec", oracle), ddof=1))
                for _, oracle, _ in gates],
          "the run's own per-query values: no earlier baseline on this snapshot")
+
+
+def test_a_manifest_that_keeps_the_chunking_version_but_drops_its_table_is_refused(repo):
+    """The drop is read from what each manifest pins, not from the words of the note: a
+    manifest with the chunking's version and no table drops the table; a table file named
+    `none` is a table."""
+    again = repo / "examples" / "pydoc" / "runs" / "again.trec"
+    shutil.copy(repo / "baselines" / "pydoc" / "bm25-300.trec", again)
+    snapshot = ("--snapshot", "examples/pydoc/snapshot.json")
+    approve = ("baseline", "approve", "--candidate", again, "--to", "baselines/pydoc",
+               *snapshot)
+    judge = ("--judge", "reader-scoring=squad-token-f1+exact-match+evidence-match", "--judge",
+             "gold=examples/pydoc/label.py direct quotes")
+    scores = ("--scores", "examples/pydoc/answers/bm25-300.scores.jsonl", *judge)
+    named_none = repo / "examples" / "pydoc" / "none"
+    shutil.copy(repo / "examples" / "pydoc" / "chunks-300.jsonl", named_none)
+    code, _, err = gate("run-manifest", *snapshot, "--run", again, "--chunks", named_none,
+                        *scores)
+    assert code == 0, err
+    code, _, err = gate(*approve)  # the same table under the name none: a new version
+    assert code == 0 and "drops" not in err, err
+    code, _, err = gate("run-manifest", *snapshot, "--run", again, "--chunks", named_none,
+                        "--chunking-version", "tokens-300-overlap-50", *scores)
+    assert code == 0, err
+    assert gate(*approve)[0] == 0
+
+
+def test_a_chunk_run_s_manifest_with_its_version_alone_drops_the_table(tmp_path):
+    """On chunk judgments a manifest may name the chunking by its version alone: approving
+    the baseline's own run so would leave the baseline without the table it pinned."""
+    from test_run import world
+
+    world(tmp_path, "chunk")
+    run = tmp_path / "run.trec"
+    run.write_text("".join(f"{q} Q0 {d}#0 {r} {5 - r} t\n" for q, docs in
+                           (("q1", ["d1", "d3"]), ("q2", ["d2"]), ("q3", ["d3"]),
+                            ("q4", ["d4"])) for r, d in enumerate(docs, 1)))
+    snapshot = ("--snapshot", tmp_path / "snapshot.json")
+    approve = ("baseline", "approve", "--candidate", run, "--to", tmp_path / "base",
+               *snapshot, "--commit", "none")
+    manifest = ("run-manifest", *snapshot, "--run", run, "--commit", "none")
+    assert gate(*manifest, "--chunks", tmp_path / "chunks.jsonl", "--chunking-version",
+                "v1")[0] == 0
+    assert gate(*approve)[0] == 0
+    assert gate(*manifest, "--chunking-version", "v1")[0] == 0
+    code, _, err = gate(*approve)
+    assert code == 2 and "its manifest drops the baseline's chunk table" in err, err

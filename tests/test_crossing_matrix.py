@@ -54,6 +54,7 @@ REFUSED = {
     frozenset({"scores-only", "costs"}): (2, "per-query scores only"),
 }
 TOLERANCE = 1e-12
+BUDGET = {"max": 28.0}  # the absolute latency budget of a world with batch latencies
 
 
 def _pairs() -> list[tuple[str, str]]:
@@ -156,7 +157,7 @@ def _gated(world: World) -> list[str]:
     return world.measures() + abstention + (["score:f1"] if "scores" in world.features else [])
 
 
-def _config(world: World, path: Path) -> Path:
+def _config(world: World, path: Path, budget: float | None = None) -> Path:
     lines = ['resamples = 1000', 'min-queries = 1', 'fail-on = "never"', 'leaks = "warn"',
              'missing = "error"']
     if "slices" in world.features:
@@ -164,8 +165,9 @@ def _config(world: World, path: Path) -> Path:
     for name in _gated(world):
         lines += ["[[gate]]", f'measure = "{name}"', "margin = 0.1"]
     if "costs" in world.features:
-        budget = "max = 40" if "batch-latency" in world.features else "max-increase = 0.5"
-        lines += ["[[cost]]", 'metric = "latency_ms"', 'stat = "mean"', budget]
+        gate = (f"max = {budget if budget is not None else BUDGET['max']!r}"
+                if "batch-latency" in world.features else "max-increase = 0.5")
+        lines += ["[[cost]]", 'metric = "latency_ms"', 'stat = "mean"', gate]
         if "stages" in world.features:
             lines += ["[[cost]]", 'metric = "context_tokens"', 'stat = "mean"', "max = 1000"]
     path.write_text("\n".join(lines) + "\n")
@@ -232,7 +234,7 @@ def _compare_costs(world: World, report: dict) -> None:
     costs = {(row["metric"], row["stat"]): row for row in report["costs"]}
     if "batch-latency" in world.features:  # an absolute budget decides; the values are said
         row = costs[("latency_ms", "mean")]
-        assert row["decision"] == ("regression" if row["candidate"] > 40 else "pass"), row
+        assert row["decision"] == ("regression" if row["candidate"] > BUDGET["max"] else "pass"), row
         assert sum("latencies are the wall time of the batch call" in w
                    for w in report["warnings"]) == 2, report["warnings"]
     latency = [np.array(expected_latency(world, run)) for run in ("baseline", "candidate")]
@@ -268,3 +270,29 @@ def _compare_condensed(world: World, files: dict[str, Path], snapshot: Path) -> 
                 for name, value in values.items():
                     assert _close(value, expected[qid][name]), (run, qid, name, value,
                                                                 expected[qid][name])
+
+
+@pytest.mark.parametrize("stages", [False, True])
+@pytest.mark.parametrize("side", [-1.0, 1.0])
+def test_a_budget_on_batch_latencies_decides_both_ways(tmp_path: Path, stages: bool,
+                                                       side: float, monkeypatch) -> None:
+    """Batch latencies under an absolute budget just below and just above the candidate's
+    mean: regression, then pass — on a pipeline too, whose batch call records its latency on
+    the last stage only."""
+    features = frozenset({"unit:span", "costs", "batch-latency"} | ({"stages"} if stages else set()))
+    world = build(features, seed=7)
+    files = write(world, tmp_path)
+    code, err = _freeze(world, files, tmp_path / "snapshot.json")
+    assert code == 0, err
+    runs = {run: _manifest(world, files, tmp_path, run) for run in ("baseline", "candidate")}
+    mean = math.fsum(expected_latency(world, "candidate")) / len(world.answerable)
+    budget = round(mean + side, 3)
+    monkeypatch.setitem(BUDGET, "max", budget)
+    code, report, err = _check(tmp_path, _config(world, tmp_path / "gate.toml", budget), runs,
+                               "off")
+    assert code == 0, err
+    _compare(world, json.loads(report))
+    row = next(r for r in json.loads(report)["costs"]
+               if (r["metric"], r["stat"]) == ("latency_ms", "mean"))
+    assert row["decision"] == ("pass" if side > 0 else "regression")
+

@@ -128,7 +128,7 @@ def test_chunk_ids_missing_from_the_table_and_documents_outside_the_corpus(fixtu
     (fixture / "docs.trec").write_text("q1 Q0 a 1 9 t\nq1 Q0 nope 2 8 t\n")
     code, _, err = gate("score", fixture / "qrels-docs.jsonl", fixture / "docs.trec",
                         "--corpus", fixture / "corpus.jsonl")
-    assert code == 2 and "1 item name a document that is not in the corpus" in err
+    assert code == 2 and "1 item names a document that is not in the corpus" in err
     assert "'nope'" in err
 
 

@@ -225,6 +225,18 @@ def test_a_retriever_that_changes_the_working_folder_moves_none_of_the_run_s_fil
         "own.jsonl"
 
 
+def test_a_retriever_module_that_changes_the_working_folder_when_imported(here: Path) -> None:
+    world(here)
+    (here / "away").mkdir()
+    (here / "wander_import.py").write_text(
+        "import os\nos.chdir('away')\n" + SEARCH)
+    code, _, err = gate("run", "--snapshot", "snapshot.json", "--retriever",
+                        "wander_import:search", "-o", "out/run.jsonl", "--commit", "none")
+    assert code == 0, err
+    assert (here / "out" / "run.jsonl").exists() and not list((here / "away").iterdir())
+    assert os.getcwd() == str(here)
+
+
 def test_every_query_is_called_and_the_run_and_its_manifest_are_written(here: Path) -> None:
     world(here)
     code, out, err = run(here, "fields", "--system", "retriever=overlap")

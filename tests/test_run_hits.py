@@ -18,7 +18,7 @@ from retrieval_gate.runner.hits import HitRules, _common, _precise, rankings_of
 
 DOCS = {f"d{i}": 40 for i in range(8)}
 # a chunk table: d0#0 ... and, as chunks of themselves, d0 ...
-TABLE = {**{f"{d}#0": (d, 0, 5) for d in DOCS}, **{d: (d, 3, 9) for d in DOCS}}
+TABLE = {**{f"{d}#0": (d, 0, 5, -1) for d in DOCS}, **{d: (d, 3, 9, 7) for d in DOCS}}
 RULES = [HitRules("document", DOCS, None, None, "t:f"),
          HitRules("document", None, None, None, "t:f"),
          HitRules("chunk", None, TABLE, "the snapshot's chunk table", "t:f"),

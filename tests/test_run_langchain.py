@@ -296,3 +296,21 @@ def test_a_text_splitter_s_chunks_are_located_where_it_cut_them(tmp_path: Path) 
     assert [(c["start"], c["end"]) for c in located] == [
         (c.metadata["start_index"], c.metadata["start_index"] + len(c.page_content))
         for c in cut]
+
+
+def test_with_a_chunk_table_a_document_s_own_doc_id_is_checked_against_it(here: Path) -> None:
+    """With --chunks the table places a hit; a doc_id its metadata gives (without a place)
+    must be the table's, as for a function's hit."""
+    world(here, "span")
+    (here / "table.jsonl").write_text(
+        "".join(json.dumps({"id": f"{d}@0", "doc_id": d, "start": 0, "end": 3}) + "\n"
+                for d in DOCS))
+    agreeing = Fixed(answers={t: [Document(id="d1@0", page_content="x",
+                                           metadata={"doc_id": "d1"})] for t in TEXTS.values()})
+    made = run(agreeing, here, "good.jsonl", chunks=here / "table.jsonl")
+    assert lines(made)[0]["items"][0]["id"] == "d1@0"
+    contrary = Fixed(answers={t: [Document(id="d1@0", page_content="x",
+                                           metadata={"doc_id": "d2"})] for t in TEXTS.values()})
+    with pytest.raises(retrieval_gate.InputError, match="hit 1 places chunk 'd1@0' in 'd2', and the chunk "
+                                         "table .*table.jsonl in 'd1' at 0:3"):
+        run(contrary, here, "bad.jsonl", chunks=here / "table.jsonl")

@@ -978,8 +978,7 @@ def chunks_locate(table, corpus, output):
     done = write_located(output, table, corpus)
     _print(f"{_count(len(done.lines), 'chunk')} of {_count(done.documents, 'document')} "
            f"located → {_shown(output)}: {done.exact:,} exactly, {done.loose:,} with white "
-           f"space read loosely, {done.by_order:,} repeated in their document and placed by "
-           "the table's order")
+           "space read loosely")
 
 
 @cli.group()

@@ -210,9 +210,10 @@ def _require_described_alike(previous: RunManifest, candidate: RunManifest, forc
     scores, its stages — unless ``force``: approving it would leave the baseline without
     them (a re-run manifest that forgot ``--chunks``)."""
     differ = described_otherwise(previous, candidate)
-    dropped = [line.partition(":")[0] for line in differ
-               if line.partition(":")[0] in ("chunk table", "scores", "stages")
-               and line.partition(": ")[2].startswith("none (")]
+    pins = {"chunk table": lambda m: (m.chunking or {}).get("sha256"),
+            "scores": lambda m: m.scores, "stages": lambda m: m.stage_files()}
+    dropped = [part for part, pinned in pins.items()
+               if differ and pinned(previous) and not pinned(candidate)]
     if dropped and not force:
         raise InputError(candidate.source, "is the approved baseline's run again (the same "
                          f"bytes), and its manifest drops the baseline's {' and '.join(dropped)}"

@@ -39,7 +39,14 @@ from retrieval_gate.core.errors import InputError
 from retrieval_gate.core.stages import StageContract
 from retrieval_gate.core.untrusted import capped
 from retrieval_gate.runner.endpoint import MAX_IDENTITY, EndpointTarget
-from retrieval_gate.runner.hits import HitRules, Item, Rankings, rankings_of, shown
+from retrieval_gate.runner.hits import (
+    HitRules,
+    Item,
+    Rankings,
+    rankings_of,
+    require_table_tokens,
+    shown,
+)
 from retrieval_gate.runner.output import written_item
 from retrieval_gate.runner.target import (
     CallableTarget,
@@ -174,6 +181,7 @@ def _checked(stage: Stage, hits: Any, qid: str, tokenizer: Tokenizer | None
     items = rankings_of({stage.name: hits}, qid, stage.rules)[0][1]
     counted = 0 if tokenizer is None else count_tokens(hits, items, tokenizer, qid,
                                                        stage.name, stage.rules.source)
+    require_table_tokens([[stage.name, items]], qid, stage.rules)
     return items, counted
 
 

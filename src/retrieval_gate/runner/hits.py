@@ -32,7 +32,9 @@ lie inside its text).
 snapshot pins — the table places every item, as ``gate check`` reads the run: on every unit a
 hit names a chunk of the table by its ``id`` (a place or ``doc_id`` is then not required), and a
 ``doc_id`` or place the hit gives must be the table's for that chunk (else refused: the
-retriever and the table disagree on where the chunk lies).
+retriever and the table disagree on where the chunk lies). So must a token count the hit
+carries or the tokenizer gives, since ``gate check`` reads a chunk's tokens from the table
+(:func:`require_table_tokens`).
 
 **A result with stages** is a dict of named rankings in pipeline order (``{"candidates": [...],
 "reranked": [...], "context": [...]}``); every query must return the same stages.
@@ -58,6 +60,7 @@ from __future__ import annotations
 import math
 import numbers
 import reprlib
+import unicodedata
 from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import Any
@@ -84,13 +87,14 @@ _NUMBERS = frozenset({float, int, np.float64, np.float32, np.int64, np.int32})
 class HitRules:
     """What a hit must be on this snapshot: its evidence ``unit``, the pinned corpus's
     documents with their text lengths (None: no corpus pinned; a length of -1: no text), the
-    chunk table that places the items — each chunk's ``(doc_id, start, end)`` by id, and
+    chunk table that places the items — each chunk's ``(doc_id, start, end, tokens)`` by id
+    (tokens −1: not given), and
     where the table comes from, for messages (None: no table) — and ``source``, the target's
     name for messages."""
 
     unit: str
     documents: dict[str, int] | None
-    table: dict[str, tuple[str, int, int]] | None
+    table: dict[str, tuple[str, int, int, int]] | None
     table_name: str | None
     source: str
 
@@ -111,7 +115,7 @@ class HitRules:
         if table is None:
             return HitRules(snapshot.unit, documents, None, None, source)
         places = dict(zip(_texts(table.ids), zip(
-            _texts(table.doc), table.start.tolist(), table.end.tolist())))
+            _texts(table.doc), table.start.tolist(), table.end.tolist(), table.tokens.tolist())))
         named = ("the chunk table " + table.source if chunks is not None
                  else "the snapshot's chunk table")
         return HitRules(snapshot.unit, documents, places, named, source)
@@ -329,16 +333,42 @@ def _in_table(item: Item, qid: str, rules: HitRules, where: str, hits: Any) -> N
     ident, _, doc, start, end, _ = item
     placed = rules.table.get(ident)
     if placed is None:
+        other = unicodedata.normalize("NFC", ident)
+        other = other if other in rules.table else unicodedata.normalize("NFD", ident)
+        hint = (" (the table holds it in another Unicode normalization: write the ids alike)"
+                if other != ident and other in rules.table else "")
         _refuse(rules, qid, hits, f"{where}, {shown(ident)}, is not a chunk of "
-                f"{rules.table_name}", "return chunk ids of that chunking (the table places "
-                "them)")
+                f"{rules.table_name}{hint}", "return chunk ids of that chunking (the table "
+                "places them)")
         raise AssertionError  # _refuse raised
-    if (doc is not None and doc != placed[0]) or (start is not None and (start, end) != placed[1:]):
+    if (doc is not None and doc != placed[0]) or (start is not None
+                                                   and (start, end) != placed[1:3]):
         said = f"{shown(doc)}" + ("" if start is None else f" at {start}:{end}")
         _refuse(rules, qid, hits, f"{where} places chunk {shown(ident)} in {said}, and "
                 f"{rules.table_name} in {shown(placed[0])} at {placed[1]}:{placed[2]}",
                 "return the chunk's id alone (the table places it), or give the chunk table "
                 "the retriever was built on")
+
+
+def require_table_tokens(rankings: Rankings, qid: str, rules: HitRules) -> None:
+    """With a chunk table, InputError at the first item whose token count — the hit's own,
+    or the tokenizer's — is not the table's: ``gate check`` reads a chunk's tokens from the
+    table, so the run's count would be replaced without a word (budgets and context costs
+    then measure the table's)."""
+    if rules.table is None:
+        return
+    for stage, items in rankings:
+        for rank, item in enumerate(items, 1):
+            ident, tokens = item[0], item[5]
+            table = rules.table[ident][3]
+            if tokens is None or tokens == table:
+                continue
+            said = "gives none" if table < 0 else f"gives {table}"
+            raise InputError(rules.source, f"query {shown(qid)} returned {_where(stage, rank)}, "
+                             f"chunk {shown(ident)}, with {tokens} tokens, and "
+                             f"{rules.table_name} {said}: gate check reads a chunk's tokens "
+                             "from the table", "give the table the pipeline's counts (its "
+                             "tokens), or leave the counts out of the hits (and --tokenizer)")
 
 
 def _id(value: Any, what: str, qid: str, rules: HitRules, where: str, hit: Any) -> str:

@@ -17,8 +17,9 @@ that merely has a ``run`` or ``retrieve`` method is not taken for a library's.
   else the library's own fields where it has them (LlamaIndex: ``ref_doc_id``,
   ``start_char_idx``, ``end_char_idx``); on a ``document`` snapshot, ``doc_id`` when one is
   found and differs from the id (a chunk, collapsed to its document); on a ``chunk`` snapshot,
-  the id alone; on any snapshot when a chunk table places the hits (``gate run --chunks``),
-  the id, with its place when all three keys are found (checked against the table's);
+  the id alone; on a ``document`` or ``span`` snapshot when a chunk table places the hits
+  (``gate run --chunks``), the id, with its ``doc_id`` and place where they are found
+  (checked against the table's);
 - ``text``, the document's text, when it has one (ignored by the checks).
 
 What is missing is refused here, naming the query, the hit and where it was looked for: no id
@@ -135,9 +136,13 @@ def document_hit(native: Native, args: AdapterArgs, query: RunnerQuery, rank: in
         hit["score"] = native.score
     doc_id = meta.get("doc_id", native.doc_id)
     place = [doc_id, meta.get("start", native.start), meta.get("end", native.end)]
-    if args.placed and "id" in hit:
-        if all(value is not None for value in place):  # checked against the table's
+    if args.unit == "chunk" and "id" in hit:
+        pass  # the id alone: a chunk of the judged chunking
+    elif args.placed and "id" in hit:  # what it gives is checked against the table's
+        if all(value is not None for value in place):
             hit.update(zip(PLACE_KEYS, place))
+        elif doc_id is not None:
+            hit["doc_id"] = doc_id
     elif args.unit == "span" and not args.placed:
         if any(value is None for value in place):
             _missing(args, query, native, rank, "has no doc_id, start and end: the snapshot "

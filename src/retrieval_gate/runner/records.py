@@ -32,7 +32,7 @@ from typing import Any, NoReturn
 
 from retrieval_gate.core.errors import InputError
 from retrieval_gate.runner.chain import Staged
-from retrieval_gate.runner.hits import HitRules, rankings_of, shown
+from retrieval_gate.runner.hits import HitRules, rankings_of, require_table_tokens, shown
 from retrieval_gate.runner.tokens import Tokenizer, count_tokens
 
 REPORTED = "reported"
@@ -64,6 +64,7 @@ def record_of(qid: str, result: Any, latency_ms: float, rules: HitRules,
             counted += count_tokens(hits, items, tokenizer, qid, stage, rules.source)
         if counted:
             record["counted"] = True
+    require_table_tokens(record["rankings"], qid, rules)
     return record
 
 

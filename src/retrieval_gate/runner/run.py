@@ -77,6 +77,7 @@ from retrieval_gate.runner.output import RunFiles, is_trec
 from retrieval_gate.runner.records import latency_kind, record_of
 from retrieval_gate.runner.target import Target, batches, code_of, load_target, query_lines
 from retrieval_gate.runner.tokens import Tokenizer, load_tokenizer
+from retrieval_gate.scoring.evidence import require_in_corpus
 
 ON_ERROR = ("fail", "record")
 Progress = Callable[[int, int, int, float], None]
@@ -143,19 +144,21 @@ def run_retriever(retriever: str | Callable[..., Any] | object | None,
         raise InputError("--output", "a shard is written as a shard file (JSON Lines), not "
                          "TREC", "name the shard file e.g. shard-1.jsonl; gate run merge writes "
                          "the run as TREC when its name ends in .trec")
-    counter = None if tokenizer is None else load_tokenizer(tokenizer)
+    with _working_folder_kept():  # a module that changes it when imported changes nothing
+        counter = None if tokenizer is None else load_tokenizer(tokenizer)
     _require_counts_kept(counter is not None, output)
     loaded = load_snapshot(snapshot)
     test_set = load_test_set(loaded)
     if part is None:
         commit = _manifest_needs(loaded, chunking_version, created, commit, chunks)
-    table = None if chunks is None else _chunk_table(chunks)
-    _require_own_file(output, loaded, snapshot)
+    table = None if chunks is None else _chunk_table(chunks, test_set)
+    _require_own_file(output, loaded, snapshot, () if chunks is None else (("--chunks", chunks),))
     make_folder(output)  # the journal is written beside the output while the run goes on
     extra = parse_headers(headers)
     rules = HitRules.of(loaded, test_set, "--stage", None if table is None else table[0])
-    target = _target(retriever, stages, loaded, rules, counter, batch_size, hits_path,
-                     settings.timeout, extra, id_key)
+    with _working_folder_kept():
+        target = _target(retriever, stages, loaded, rules, counter, batch_size, hits_path,
+                         settings.timeout, extra, id_key)
     lines = query_lines(loaded)
     mine = lines if part is None else lines[part[0] - 1::part[1]]
     header = _header(loaded, target, part, len(mine), settings, on_error,
@@ -370,9 +373,9 @@ def _call(target: Target, tokenizer: Tokenizer | None, loaded: Snapshot, rules: 
 
 @contextmanager
 def _working_folder_kept() -> Iterator[None]:
-    """The working folder as it was before the calls, back after them, whatever a target did
-    (``os.chdir`` in a retriever): the run's files, its journal and the chunk table are named
-    relative to it."""
+    """The working folder as it was before, back after — the target's import, the tokenizer's,
+    the calls —, whatever they did (``os.chdir`` in a retriever's module or function): the
+    run's files, its journal and the chunk table are named relative to it."""
     here = os.getcwd()
     try:
         yield
@@ -392,15 +395,20 @@ def _manifest_needs(loaded: Snapshot, chunking_version: str | None, created: str
     return "none" if found is None else found
 
 
-def _chunk_table(chunks: str | os.PathLike[str]) -> tuple[ChunkTable, str]:
-    """The run's chunk table (``--chunks``), read before the first call — the hits are
-    checked against it, and it places them (see :mod:`retrieval_gate.runner.hits`) — and the
-    sha256 of its bytes, which binds the journal and the shards to it."""
+def _chunk_table(chunks: str | os.PathLike[str], test_set: TestSet) -> tuple[ChunkTable, str]:
+    """The run's chunk table (``--chunks``), read and checked against the pinned corpus
+    before the first call — the hits are checked against it, and it places them (see
+    :mod:`retrieval_gate.runner.hits`) — and the sha256 of its bytes, which binds the journal
+    and the shards to it."""
     if not os.path.isfile(chunks):
         raise InputError(display_name(chunks), "file not found", "check the path given with "
                          "--chunks")
     blob = read_blob(chunks)
-    return read_chunk_table(blob), "sha256:" + blob.sha256
+    table = read_chunk_table(blob)
+    if test_set.corpus is not None:
+        require_in_corpus(table.source, test_set.corpus, table.doc, table.start, table.end,
+                          "chunk")
+    return table, "sha256:" + blob.sha256
 
 
 def _given(hits_path: str | None, id_key: str | None, extra: Sequence[tuple[str, str]]
@@ -416,12 +424,14 @@ def _given(hits_path: str | None, id_key: str | None, extra: Sequence[tuple[str,
 
 
 def _require_own_file(output: str | os.PathLike[str], loaded: Snapshot,
-                      snapshot: str | os.PathLike[str]) -> None:
+                      snapshot: str | os.PathLike[str],
+                      inputs: Sequence[tuple[str, str | os.PathLike[str]]] = ()) -> None:
     """InputError (naming ``--output``) unless ``output`` names a file of the run's own: not
     ``-`` (a run and its manifest are files side by side, not a stream), not something that
     exists and is not a regular file (a folder), nothing under ``/dev`` or ``/proc``
     (``/dev/stdout``: its manifest and journal would land beside it), and neither the snapshot's
-    manifest nor a file it pins (``-o queries.jsonl`` would overwrite the frozen query set)."""
+    manifest nor a file it pins (``-o queries.jsonl`` would overwrite the frozen query set), nor
+    one of the other ``inputs`` (option, file: the chunk table, the shard files merged)."""
     given = os.fspath(output)
     if given == "-":
         raise InputError("--output", "'-' is not a file: the run and its manifest are written "
@@ -431,7 +441,13 @@ def _require_own_file(output: str | os.PathLike[str], loaded: Snapshot,
         raise InputError("--output", f"{display_name(given)} is not a regular file",
                          "name a file for the run, e.g. -o runs/candidate.jsonl")
     frozen = [Path(snapshot), *(f for c in FILE_COMPONENTS if (f := loaded.file(c)) is not None)]
-    written = {os.path.realpath(p) for p in (given, f"{given}.manifest.json")}
+    written = {os.path.realpath(p) for p in (given, f"{given}.manifest.json",
+                                             journal_path(given))}
+    for option, file in inputs:
+        if os.path.realpath(file) in written:
+            raise InputError("--output", f"{display_name(given)} would overwrite "
+                             f"{display_name(file)}, which {option} gives",
+                             "write the run to a file of its own, e.g. -o runs/candidate.jsonl")
     for file in frozen:
         if os.path.realpath(file) in written:
             raise InputError("--output", f"{display_name(given)} would overwrite "
@@ -595,8 +611,9 @@ def merge_shards(shards: Sequence[str | os.PathLike[str]], snapshot: str | os.Pa
     loaded = load_snapshot(snapshot)
     test_set = load_test_set(loaded)
     require_chunking_named(loaded, chunks, chunking_version)
-    table = None if chunks is None else _chunk_table(chunks)[1]
-    _require_own_file(output, loaded, snapshot)
+    table = None if chunks is None else _chunk_table(chunks, test_set)[1]
+    _require_own_file(output, loaded, snapshot, (
+        *((("--chunks", chunks),) if chunks is not None else ()), *(("SHARD", s) for s in shards)))
     make_folder(output)
     lines = query_lines(loaded)
     ids = [q["id"] for q in lines]
@@ -614,12 +631,13 @@ def merge_shards(shards: Sequence[str | os.PathLike[str]], snapshot: str | os.Pa
                              f"not on {display_name(snapshot)} ({loaded.fingerprint})",
                              "merge shards run on this snapshot")
         if shard.header.get("chunks") != table:
+            was = shard.header.get("chunks")
             raise InputError(name, "was checked against " + (
-                "no chunk table" if shard.header.get("chunks") is None else
-                f"another chunk table ({capped(str(shard.header.get('chunks')), 80)})")
-                + (f", and --chunks gives {display_name(chunks)}" if chunks is not None else
-                   ", and no --chunks is given"), "give gate run merge the --chunks of the "
-                "shards' gate run (each shard's hits were checked against it)")
+                "no chunk table" if was is None else f"the chunk table {capped(str(was), 80)}")
+                + (f", and --chunks gives {display_name(chunks)} ({table})"
+                   if chunks is not None else ", and no --chunks is given"),
+                "give gate run merge the --chunks of the shards' gate run (each shard's hits "
+                "were checked against it)")
         for key in ("target", "settings", "package", "library", "code", "latency", "tokenizer",
                     "request"):
             if shard.header.get(key) != first.header.get(key) or of != count:

@@ -93,10 +93,11 @@ def require_in_corpus(source: str, corpus: Corpus, docs: np.ndarray | ItemIds,
                              "exclusive)")
     if count:
         distinct = list(dict.fromkeys(outside))
-        raise InputError(source, f"{count} {what}{'s' if count > 1 else ''} name a document "
-                         f"that is not in the corpus {corpus.source}: {_named(distinct, count)}",
-                         "retrieve from the pinned corpus only (a run of chunk ids needs its "
-                         "chunk table)")
+        raise InputError(source, f"{count} {what}{'s name' if count > 1 else ' names'} a "
+                         f"document that is not in the corpus {corpus.source}: "
+                         f"{_named(distinct, count)}", "retrieve from the pinned corpus only "
+                         "(a run of chunk ids needs its chunk table)" if what == "item" else
+                         f"give {what}s of the pinned corpus's documents only")
 
 
 def corpus_index(corpus: Corpus) -> IdIndex:
