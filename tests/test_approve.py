@@ -642,16 +642,26 @@ def test_history_shows_the_gated_measures(tmp_path, monkeypatch):
     assert columns() == measures[:5]
 
 
+PYDOC_JUDGE = ("--judge", "reader-scoring=squad-token-f1+exact-match+evidence-match", "--judge",
+               "gold=examples/pydoc/label.py direct quotes")  # as the pydoc baseline records
+
+
+def pydoc_again(repo: Path) -> tuple[Path, tuple[str, ...], tuple[object, ...]]:
+    """The pydoc baseline's own run copied as a candidate: its path, the snapshot option and
+    the approval command into the pydoc baseline folder."""
+    again = repo / "examples" / "pydoc" / "runs" / "again.trec"
+    shutil.copy(repo / "baselines" / "pydoc" / "bm25-300.trec", again)
+    snapshot = ("--snapshot", "examples/pydoc/snapshot.json")
+    return again, snapshot, ("baseline", "approve", "--candidate", again, "--to",
+                             "baselines/pydoc", *snapshot)
+
+
 def test_the_approved_run_again_under_another_manifest_says_what_differs(repo):
     """The baseline's own run bytes, its manifest written again: one that drops the scores the
     baseline pins is refused (approving it would leave the baseline without them) unless
     forced; one that describes the system otherwise is approved as a new version, saying what
     differs; the same manifest again is a no-op."""
-    again = repo / "examples" / "pydoc" / "runs" / "again.trec"
-    shutil.copy(repo / "baselines" / "pydoc" / "bm25-300.trec", again)
-    snapshot = ("--snapshot", "examples/pydoc/snapshot.json")
-    approve = ("baseline", "approve", "--candidate", again, "--to", "baselines/pydoc",
-               *snapshot)
+    again, snapshot, approve = pydoc_again(repo)
     chunks = ("--chunks", "examples/pydoc/chunks-300.jsonl", "--chunking-version",
               "tokens-300-overlap-50")
     code, _, err = gate("run-manifest", *snapshot, "--run", again, *chunks, "--system",
@@ -665,8 +675,7 @@ def test_the_approved_run_again_under_another_manifest_says_what_differs(repo):
         "b=0.75); scores: none (the approved baseline's: " \
         "../../examples/pydoc/answers/bm25-300.scores.jsonl); judge: none" in err, err
     assert "pass --force" in err and tree(repo / "baselines" / "pydoc") == before
-    judge = ("--judge", "reader-scoring=squad-token-f1+exact-match+evidence-match", "--judge",
-             "gold=examples/pydoc/label.py direct quotes")
+    judge = PYDOC_JUDGE
     code, _, err = gate("run-manifest", *snapshot, "--run", again, *chunks, "--system",
                         "retriever=my-retriever", "--scores",
                         "examples/pydoc/answers/bm25-300.scores.jsonl", *judge)
@@ -752,18 +761,11 @@ def test_an_approval_says_what_the_test_set_can_certify(repo):
          "the run's own per-query values: no earlier baseline on this snapshot")
 
 
-def test_a_manifest_that_keeps_the_chunking_version_but_drops_its_table_is_refused(repo):
-    """The drop is read from what each manifest pins, not from the words of the note: a
-    manifest with the chunking's version and no table drops the table; a table file named
-    `none` is a table."""
-    again = repo / "examples" / "pydoc" / "runs" / "again.trec"
-    shutil.copy(repo / "baselines" / "pydoc" / "bm25-300.trec", again)
-    snapshot = ("--snapshot", "examples/pydoc/snapshot.json")
-    approve = ("baseline", "approve", "--candidate", again, "--to", "baselines/pydoc",
-               *snapshot)
-    judge = ("--judge", "reader-scoring=squad-token-f1+exact-match+evidence-match", "--judge",
-             "gold=examples/pydoc/label.py direct quotes")
-    scores = ("--scores", "examples/pydoc/answers/bm25-300.scores.jsonl", *judge)
+def test_a_chunk_table_file_named_none_is_a_table(repo):
+    """The drop is read from what each manifest pins, not from the words of the note: a table
+    file named `none` is a table, not a dropped one."""
+    again, snapshot, approve = pydoc_again(repo)
+    scores = ("--scores", "examples/pydoc/answers/bm25-300.scores.jsonl", *PYDOC_JUDGE)
     named_none = repo / "examples" / "pydoc" / "none"
     shutil.copy(repo / "examples" / "pydoc" / "chunks-300.jsonl", named_none)
     code, _, err = gate("run-manifest", *snapshot, "--run", again, "--chunks", named_none,
