@@ -1,5 +1,6 @@
 """The DeepEval score reader on DeepEval's own saved test runs (tests/data/scores/deepeval/,
-written by make_deepeval.py with deepeval 4.3.1 and 3.9.8) and on broken ones."""
+written by make_deepeval.py with deepeval 4.3.1 and 3.9.8: test_run_<timestamp>.json,
+.deepeval/.latest_test_run.json and .deepeval/.latest_run_full.json) and on broken ones."""
 
 from __future__ import annotations
 
@@ -67,6 +68,20 @@ def test_the_latest_test_run_file_is_keyed_by_input_text():
     assert rows.places[5] == '$["testRunData"]["testCases"][5]'
 
 
+def test_the_latest_run_full_file_is_the_test_run_itself():
+    """.deepeval/.latest_run_full.json (deepeval 4.0.2 on, here 4.3.1's, of a run without
+    metadata): the test run object as in test_run_<timestamp>.json, not under "testRunData";
+    the same rows as .latest_test_run.json."""
+    data = (FIXTURES / "latest_run_full.json").read_bytes()
+    assert "testCases" in json.loads(data) and "testRunData" not in json.loads(data)
+    rows = deepeval.read(data, "latest_run_full.json")
+    wrapped = deepeval.read((FIXTURES / "latest_test_run.json").read_bytes(), "latest.json")
+    assert rows.by_text and rows.keys == TEXTS == wrapped.keys
+    assert rows.names == NAMES == wrapped.names
+    np.testing.assert_array_equal(rows.values, VALUES)
+    assert rows.places == tuple(f'$["testCases"][{i}]' for i in range(6))
+
+
 def test_an_error_recorded_beside_a_score_is_nan_and_booleans_are_numbers():
     document = run()
     first = document["testCases"][0]["metricsData"]
@@ -122,7 +137,8 @@ def with_case(change) -> dict:
     ((SCORES / "ragas" / "result.csv").read_bytes(),
      "invalid JSON"),
     ({"testRunLink": "https://app.confident-ai.com/x"},
-     "holds only the link to a test run on Confident AI"),
+     ("holds only the link to a test run on Confident AI, not its results — give "
+      ".deepeval/.latest_run_full.json (deepeval 4.0.2 on), or set DEEPEVAL_RESULTS_FOLDER")),
     ({"testRunData": {"test_cases": []}},
      ('run.json:$["testRunData"]: is not a DeepEval test run: expected a JSON object with '
       '"testCases"')),

@@ -1,6 +1,6 @@
 """The inspect_ai reader on inspect_ai's own logs (tests/data/scores/inspect_ai, written by
-inspect_ai 0.3.285 and 0.3.200; see its README) and on damaged, foreign or hostile files (zip
-archives that unpack to far more than they hold).
+inspect_ai 0.3.285, 0.3.200 and 0.3.150; see its README) and on damaged, foreign or hostile
+files (zip archives that unpack to far more than they hold).
 
 The expected values were read back from each log with inspect_ai's own ``read_eval_log`` and
 ``value_to_float()`` when the logs were written; the tests do not import inspect_ai."""
@@ -52,6 +52,10 @@ ID_VALUES = {
     "p05": [0, 1, 1, 0.46, 0, NAN, 1],
     "p06": [0, 1, 0.5, 0.32, 1, 1, 0.6666666666666666],
 }
+# inspect_ai 0.3.150 scores as 0.3.285 does but for one value: its model_graded_qa records a
+# grader's answer without a grade as "I" (0; "Grade not found in model output"), where
+# 0.3.285 leaves it unscored (NaN)
+ID_VALUES_0_3_150 = {**ID_VALUES, "p05": [0, 1, 1, 0.46, 0, 0, 1]}
 
 
 def fixture(name: str) -> bytes:
@@ -85,29 +89,55 @@ def refused(data: bytes, *parts: str, where: object = None) -> InputError:
     return scorecheck.refused(inspect_ai.read, data, "log.eval", *parts, where=where)
 
 
-@zstd
-def test_eval_log_gives_the_scores_inspect_ai_reads():
-    rows = inspect_ai.read(fixture("ids.eval"), "ids.eval")
-    assert rows.tool == "inspect_ai 0.3.285"
+# the ids logs of each version: file, the inspect_ai that wrote it, the values it reads
+IDS_LOGS = [pytest.param("ids.eval", "0.3.285", ID_VALUES, marks=zstd, id="0.3.285"),
+            pytest.param("ids-0.3.150.eval", "0.3.150", ID_VALUES_0_3_150, id="0.3.150")]
+IDS_JSON_LOGS = [pytest.param("ids.json", "0.3.285", ID_VALUES, id="0.3.285"),
+                 pytest.param("ids-0.3.150.json", "0.3.150", ID_VALUES_0_3_150, id="0.3.150")]
+
+
+@pytest.mark.parametrize("name, version, values", IDS_LOGS)
+def test_eval_log_gives_the_scores_inspect_ai_reads(name, version, values):
+    rows = inspect_ai.read(fixture(name), name)
+    assert rows.tool == f"inspect_ai {version}"
     assert rows.keys == tuple(ID_VALUES) and not rows.by_text
     assert rows.samples == (1,) * 6
     assert rows.places == tuple(f"samples/{q}_epoch_1.json" for q in ID_VALUES)
     assert rows.names == ID_NAMES
-    np.testing.assert_array_equal(rows.values, np.array(list(ID_VALUES.values())))
+    np.testing.assert_array_equal(rows.values, np.array(list(values.values())))
 
 
-def test_json_log_gives_the_same_scores_and_reads_nan():
-    rows = inspect_ai.read(fixture("ids.json"), "ids.json")
-    assert rows.tool == "inspect_ai 0.3.285"
+@pytest.mark.parametrize("name, version, values", IDS_JSON_LOGS)
+def test_json_log_gives_the_same_scores_and_reads_nan(name, version, values):
+    rows = inspect_ai.read(fixture(name), name)
+    assert rows.tool == f"inspect_ai {version}"
     assert rows.keys == ("p04", "p05") and rows.samples == (1, 1)
     assert rows.places == ('$["samples"][0]', '$["samples"][1]')
     assert rows.names == ID_NAMES
-    np.testing.assert_array_equal(rows.values, np.array([ID_VALUES["p04"], ID_VALUES["p05"]]))
+    np.testing.assert_array_equal(rows.values, np.array([values["p04"], values["p05"]]))
 
 
 @zstd
-def test_without_query_id_the_input_is_the_key_and_an_object_value_gives_one_score_a_key():
-    rows = inspect_ai.read(fixture("text.eval"), "text.eval")
+def test_inspect_ai_0_3_150_writes_the_same_scores_but_an_ungraded_answer():
+    """Its logs (DEFLATE) give the same ids, names and values as 0.3.285's (Zstandard), but
+    p05's model_graded_qa: "I" (0) in 0.3.150, unscored (NaN) in 0.3.285."""
+    for name in ("ids", "text", "epochs"):
+        with zipfile.ZipFile(FIXTURES / f"{name}-0.3.150.eval") as log:
+            assert {info.compress_type for info in log.infolist()} == {zipfile.ZIP_DEFLATED}
+        old = inspect_ai.read(fixture(f"{name}-0.3.150.eval"), name)
+        new = inspect_ai.read(fixture(f"{name}.eval"), name)
+        assert (old.keys, old.samples, old.names) == (new.keys, new.samples, new.names)
+        differ = ~((old.values == new.values) | (np.isnan(old.values) & np.isnan(new.values)))
+        expected = [(4, ID_NAMES.index("model_graded_qa"))] if name == "ids" else []
+        assert list(zip(*np.nonzero(differ))) == expected
+    grade = "samples/p05_epoch_1.json"
+    with zipfile.ZipFile(FIXTURES / "ids-0.3.150.eval") as log:
+        assert json.loads(log.read(grade))["scores"]["model_graded_qa"]["value"] == "I"
+
+
+@pytest.mark.parametrize("name", [pytest.param("text.eval", marks=zstd), "text-0.3.150.eval"])
+def test_without_query_id_the_input_is_the_key_and_an_object_value_gives_one_score_a_key(name):
+    rows = inspect_ai.read(fixture(name), name)
     assert rows.by_text
     assert rows.keys == tuple(QUESTIONS[f"p0{i}"] for i in range(1, 7))
     assert rows.names == ("length_ratio", "match", "size.chars", "size.words")
@@ -116,9 +146,10 @@ def test_without_query_id_the_input_is_the_key_and_an_object_value_gives_one_sco
     np.testing.assert_array_equal(rows.values, np.array(expected))
 
 
-@zstd
-def test_each_epoch_is_a_row_numbered_by_its_epoch():
-    rows = inspect_ai.read(fixture("epochs.eval"), "epochs.eval")
+@pytest.mark.parametrize("name", [pytest.param("epochs.eval", marks=zstd),
+                                  "epochs-0.3.150.eval"])
+def test_each_epoch_is_a_row_numbered_by_its_epoch(name):
+    rows = inspect_ai.read(fixture(name), name)
     assert rows.keys == ("p01", "p02", "p03") * 3
     assert rows.samples == (1, 1, 1, 2, 2, 2, 3, 3, 3)
     assert rows.names == ("includes", "length_ratio", "match")

@@ -1,5 +1,5 @@
 """The promptfoo reader on promptfoo's own JSON output (tests/data/scores/promptfoo, written by
-promptfoo 0.123.1; see its README) and on damaged or foreign files."""
+promptfoo 0.123.1 and 0.120.0; see its README) and on damaged or foreign files."""
 
 from __future__ import annotations
 
@@ -19,6 +19,9 @@ from retrieval_gate.formats.scores import promptfoo
 
 FIXTURES = DATA / "scores" / "promptfoo"
 NAN = math.nan
+# each fixture written by two versions: NAME.json by 0.123.1, NAME-0.120.0.json by 0.120.0
+VERSIONS = [pytest.param("", "0.123.1", id="0.123.1"),
+            pytest.param("-0.120.0", "0.120.0", id="0.120.0")]
 
 
 def fixture(name: str) -> bytes:
@@ -44,9 +47,10 @@ def refused(data: bytes, *parts: str, where: object = None) -> InputError:
     return scorecheck.refused(promptfoo.read, data, "scores.json", *parts, where=where)
 
 
-def test_ids_fixture_gives_the_metrics_promptfoo_wrote():
-    rows = promptfoo.read(fixture("ids.json"), "ids.json")
-    assert rows.tool == "promptfoo 0.123.1"
+@pytest.mark.parametrize("suffix, version", VERSIONS)
+def test_ids_fixture_gives_the_metrics_promptfoo_wrote(suffix, version):
+    rows = promptfoo.read(fixture(f"ids{suffix}.json"), "ids.json")
+    assert rows.tool == f"promptfoo {version}"
     assert rows.keys == ("p01", "p02", "p03", "p04", "p05", "p06") and not rows.by_text
     assert rows.samples == (None,) * 6
     assert rows.places == tuple(f'$["results"]["results"][{i}]' for i in range(6))
@@ -81,8 +85,10 @@ def test_ids_fixture_gives_the_metrics_promptfoo_wrote():
     assert rows.values.dtype == np.float64
 
 
-def test_text_fixture_is_keyed_by_the_var_query_and_an_error_is_nan():
-    rows = promptfoo.read(fixture("text.json"), "text.json")
+@pytest.mark.parametrize("suffix, version", VERSIONS)
+def test_text_fixture_is_keyed_by_the_var_query_and_an_error_is_nan(suffix, version):
+    rows = promptfoo.read(fixture(f"text{suffix}.json"), "text.json")
+    assert rows.tool == f"promptfoo {version}"
     assert rows.by_text
     assert rows.keys == tuple(QUESTIONS[f"p0{i}"] for i in range(1, 7))
     assert rows.names == ("mentions_function", "promptfoo.pass", "promptfoo.score", "words")
@@ -92,8 +98,10 @@ def test_text_fixture_is_keyed_by_the_var_query_and_an_error_is_nan():
     np.testing.assert_array_equal(rows.values, np.array(expected))
 
 
-def test_repeated_tests_are_samples_in_file_order():
-    rows = promptfoo.read(fixture("repeat.json"), "repeat.json")
+@pytest.mark.parametrize("suffix, version", VERSIONS)
+def test_repeated_tests_are_samples_in_file_order(suffix, version):
+    rows = promptfoo.read(fixture(f"repeat{suffix}.json"), "repeat.json")
+    assert rows.tool == f"promptfoo {version}"
     assert rows.keys == ("p01", "p01", "p02", "p02", "p03", "p03")
     assert rows.samples == (None,) * 6
     assert rows.names == ("length_ratio", "mentions_finally", "promptfoo.pass",
@@ -101,6 +109,18 @@ def test_repeated_tests_are_samples_in_file_order():
     # as in repeat.json (the echo provider answers each repetition alike)
     expected = [[1.1, 1, 1, 1.05]] * 2 + [[0.75, 1, 1, 0.875]] * 2 + [[0.94, 0, 0, 0.47]] * 2
     np.testing.assert_array_equal(rows.values, np.array(expected))
+
+
+@pytest.mark.parametrize("name", ["ids", "text", "repeat"])
+def test_promptfoo_0_120_0_and_0_123_1_give_the_same_rows(name):
+    """The same configs run by both versions: the same results, read alike (the raised
+    assertions' reasons, the errored test), bar the version named."""
+    old = promptfoo.read(fixture(f"{name}-0.120.0.json"), f"{name}.json")
+    new = promptfoo.read(fixture(f"{name}.json"), f"{name}.json")
+    assert (old.keys, old.by_text, old.samples, old.places, old.names) == \
+        (new.keys, new.by_text, new.samples, new.places, new.names)
+    np.testing.assert_array_equal(old.values, new.values)
+    assert json.loads(fixture(f"{name}-0.120.0.json"))["results"]["version"] == 3
 
 
 HOSTILE = "p01\n::error::<b>x</b> & \u2028 \"quoted\" NaN"

@@ -1,8 +1,11 @@
 """DeepEval scores: the test run ``deepeval.evaluate(...)`` saves, either the
-``test_run_<timestamp>.json`` it writes into ``DEEPEVAL_RESULTS_FOLDER`` (a test run object)
-or ``.deepeval/.latest_test_run.json`` (the same object under ``"testRunData"``). Checked on
-the files of deepeval 3.9.8, 3.9.9 and 4.3.1; by their source, earlier 3.x versions save the
-same fields.
+``test_run_<timestamp>.json`` it writes into ``DEEPEVAL_RESULTS_FOLDER`` (a test run object),
+``.deepeval/.latest_run_full.json`` (the same object, written after every run from deepeval
+4.0.2 on, whether or not ``DEEPEVAL_RESULTS_FOLDER`` is set) or ``.deepeval/.latest_test_run.json``
+(the same object under ``"testRunData"``). Checked on the files of deepeval 3.9.8, 3.9.9 and
+4.3.1; by their source, earlier 3.x versions save the same fields. With
+``DEEPEVAL_LOCAL_STORE=sqlite`` (4.3.1) DeepEval writes a SQLite ``deepeval.db`` instead of the
+first two, which is not read.
 
 Structure read: ``{"testCases": [{"input": "...", "metricsData": [{"name": "...", "score":
 0.5, "error": "..."}, ...], "metadata": {"query_id": "..."}}, ...]}``; every other field is
@@ -36,7 +39,8 @@ from retrieval_gate.formats.scores.cases import Case, query_id, score_rows
 from retrieval_gate.formats.scores.rows import ScoreRows, quoted, score_text, score_value
 
 _EXPECTED = ("give the test run DeepEval saved: test_run_<timestamp>.json of "
-             "DEEPEVAL_RESULTS_FOLDER, or .deepeval/.latest_test_run.json")
+             "DEEPEVAL_RESULTS_FOLDER, .deepeval/.latest_run_full.json or "
+             ".deepeval/.latest_test_run.json")
 
 
 def read(data: bytes, name: str) -> ScoreRows:
@@ -50,7 +54,8 @@ def read(data: bytes, name: str) -> ScoreRows:
         keys, document = ("testRunData",), document["testRunData"]
     elif isinstance(document, dict) and "testRunLink" in document:
         raise InputError(name, "holds only the link to a test run on Confident AI, not its "
-                         "results", "set DEEPEVAL_RESULTS_FOLDER and give the "
+                         "results", "give .deepeval/.latest_run_full.json (deepeval 4.0.2 on), "
+                         "or set DEEPEVAL_RESULTS_FOLDER and give the "
                          "test_run_<timestamp>.json DeepEval writes there")
     if not isinstance(document, dict) or not isinstance(document.get("testCases"), list):
         raise InputError(name, "is not a DeepEval test run: expected a JSON object with "

@@ -6,10 +6,10 @@ log without its samples: ``version``, ``status``, ``eval`` with ``packages.inspe
 and ``summaries.json``, ``reductions.json`` and ``_journal/`` (not read: the summaries shorten
 texts). Or a JSON log (``inspect eval --log-format json``): one document with the header's
 fields and the samples as a list ``samples``. Log version 2 is read, tested with inspect_ai
-0.3.200 (its ``.eval`` members are compressed with DEFLATE) and 0.3.285 (Zstandard, which
-needs Python 3.14 or the package ``zstandard``); any other version is refused, and so is the
-log of an eval whose status is not ``success`` (started, cancelled or failed: its samples are
-not all there) or that holds no samples (``--no-log-samples``).
+0.3.150 and 0.3.200 (their ``.eval`` members are compressed with DEFLATE) and 0.3.285
+(Zstandard, which needs Python 3.14 or the package ``zstandard``); any other version is
+refused, and so is the log of an eval whose status is not ``success`` (started, cancelled or
+failed: its samples are not all there) or that holds no samples (``--no-log-samples``).
 
 Scores. A sample's ``scores`` holds one score per scorer, by the scorer's name as the log
 writes it (``match``, ``includes``, ``exact``, ``model_graded_qa``, a custom scorer's function
@@ -70,7 +70,7 @@ from retrieval_gate.formats.scores.rows import (
 
 LOG_VERSION = 2
 _READ = ("an inspect_ai log of version 2 (.eval, or --log-format json; tested with inspect_ai "
-         "0.3.200 and 0.3.285)")
+         "0.3.150 to 0.3.285)")
 _AS_WRITTEN = "give the log as inspect_ai wrote it"
 _ID = "metadata field query_id"
 _ZIP = b"PK\x03\x04"

@@ -3,9 +3,9 @@
 The file. The document promptfoo writes for an output path ending in ``.json``:
 ``{"evalId", "results": {"version": 3, "timestamp", "prompts", "results": [...], "stats"},
 "config", "metadata": {"promptfooVersion", ...}, ...}``. Results version 3 is read (tested with
-promptfoo 0.123.1); any other version is refused, and so is promptfoo's JSON Lines output
-(``-o results.jsonl``), which records none. Each element of ``results.results`` is one test
-run once on one prompt and provider; a file holding more than one prompt or provider
+promptfoo 0.120.0 and 0.123.1); any other version is refused, and so is promptfoo's JSON Lines
+output (``-o results.jsonl``), which records none. Each element of ``results.results`` is one
+test run once on one prompt and provider; a file holding more than one prompt or provider
 (``promptIdx``) is refused: one score file holds the answers of one system.
 
 Scores of a test (``namedScores``, ``score``, ``success``, ``failureReason`` and
@@ -48,7 +48,7 @@ from retrieval_gate.formats.scores.rows import ScoreRows, quoted, score_text, sc
 FORMAT_VERSION = 3
 SCORE, PASS = "promptfoo.score", "promptfoo.pass"
 _READ = ("promptfoo's JSON output of results version 3 (promptfoo eval -o results.json; "
-         "tested with promptfoo 0.123.1)")
+         "tested with promptfoo 0.120.0 and 0.123.1)")
 _ERROR = 2  # failureReason: 0 passed, 1 an assertion failed, 2 an error
 _RAISED = ("Custom function threw error:", "Python code execution failed:")
 _ID = "var query_id"

@@ -9,6 +9,9 @@ whose files are copied into FOLDER (default: this file's folder):
                       DeepEval writes into DEEPEVAL_RESULTS_FOLDER (test_run_<timestamp>.json)
   latest_test_run.json  run 2, the same cases without metadata: DeepEval's own
                       .deepeval/.latest_test_run.json ({"testRunData": <test run>})
+  latest_run_full.json  run 2: .deepeval/.latest_run_full.json, the test run as in
+                      test_run_<timestamp>.json, which DeepEval writes from 4.0.2 on whether
+                      or not DEEPEVAL_RESULTS_FOLDER is set (not copied when absent)
 Metrics: DeepEval's ExactMatchMetric, and two custom BaseMetric subclasses, "Token F1" (F1 of
 the word tokens of the actual and expected outputs) and "Context Term Recall" (the share of
 the expected output's words found in the retrieval context), which raises for a case whose
@@ -131,4 +134,7 @@ with tempfile.TemporaryDirectory() as tmp:
     run(False, second)
     shutil.copyfile(second / ".deepeval" / ".latest_test_run.json",
                     OUT / "latest_test_run.json")
+    full = second / ".deepeval" / ".latest_run_full.json"
+    if full.exists():
+        shutil.copyfile(full, OUT / "latest_run_full.json")
     os.chdir(HERE)

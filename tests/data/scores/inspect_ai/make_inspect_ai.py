@@ -1,7 +1,8 @@
 """Writes ids.eval, ids.json, text.eval and epochs.eval with inspect_ai and its mock model
-(mockllm/model, which calls no model): python make_inspect_ai.py, in a venv with inspect_ai.
-With inspect_ai 0.3.200, whose .eval logs are compressed with DEFLATE (later ones use
-Zstandard), python make_inspect_ai.py deflate writes deflate.eval.
+(mockllm/model, which calls no model): python make_inspect_ai.py [FOLDER], in a venv with
+inspect_ai, into FOLDER (default: this file's folder). With inspect_ai 0.3.200, whose .eval
+logs are compressed with DEFLATE (later ones use Zstandard), python make_inspect_ai.py deflate
+[FOLDER] writes deflate.eval.
 
 The mock model answers each question with a fixed text; in later epochs of one question it
 adds " I think." per earlier call, so that epochs differ. The scorer reference_overlap reads
@@ -40,6 +41,9 @@ from inspect_ai.scorer import (
 from inspect_ai.solver import TaskState, generate
 
 HERE = Path(__file__).resolve().parent
+DEFLATE = sys.argv[1:2] == ["deflate"]
+FOLDER = sys.argv[2:] if DEFLATE else sys.argv[1:]
+OUT = Path(FOLDER[0]).resolve() if FOLDER else HERE
 QUESTIONS = {(q := json.loads(line))["id"]: q["text"] for line in
              (HERE.parents[3] / "examples" / "pydoc" / "queries.jsonl").read_text().splitlines()}
 # id: (question as in examples/pydoc/queries.jsonl, target, answer of the mock model,
@@ -147,14 +151,14 @@ def run(out_name: str, task: Task, epochs: int, log_format: str = "eval") -> Non
             s.name: {m: v.value for m, v in s.metrics.items()} for s in log.results.scores},
             file=sys.stderr)
         [written] = Path(folder).glob(f"*.{log_format}")
-        shutil.copyfile(written, HERE / out_name)
+        shutil.copyfile(written, OUT / out_name)
     print_values(out_name)
 
 
 def print_values(out_name: str) -> None:
     """Each sample's scores as inspect_ai itself reads them back (the tests' expected values)."""
     to_float = value_to_float()
-    for sample in read_eval_log(str(HERE / out_name)).samples or []:
+    for sample in read_eval_log(str(OUT / out_name)).samples or []:
         values = {}
         for name, score in (sample.scores or {}).items():
             parts = score.value if isinstance(score.value, dict) else {name: score.value}
@@ -174,7 +178,7 @@ def by_id(ids: list[str]) -> Task:
                         model_graded_qa(partial_credit=True, model=mock_grader())])
 
 
-if sys.argv[1:] == ["deflate"]:
+if DEFLATE:
     run("deflate.eval", Task(name="pydoc_deflate", dataset=samples(ALL[:3], True),
                              solver=generate(), scorer=[match(), length_ratio()]), epochs=1)
     sys.exit()
