@@ -615,8 +615,7 @@ def merge_shards(shards: Sequence[str | os.PathLike[str]], snapshot: str | os.Pa
     _require_own_file(output, loaded, snapshot, (
         *((("--chunks", chunks),) if chunks is not None else ()), *(("SHARD", s) for s in shards)))
     make_folder(output)
-    lines = query_lines(loaded)
-    ids = [q["id"] for q in lines]
+    ids = [q["id"] for q in query_lines(loaded)]
     read = [(display_name(s), scan(s, "shard file", ids)) for s in shards]
     if not read:
         raise InputError("SHARD", "no shard file is given", "give every shard file")
@@ -626,25 +625,8 @@ def merge_shards(shards: Sequence[str | os.PathLike[str]], snapshot: str | os.Pa
     by_index: dict[int, Held] = {}
     for name, shard in read:
         index, of = _shard_of(shard.header, name)
-        if shard.header.get("snapshot") != loaded.fingerprint:
-            raise InputError(name, f"was run on snapshot {capped(str(shard.header.get('snapshot')), 80)}, "
-                             f"not on {display_name(snapshot)} ({loaded.fingerprint})",
-                             "merge shards run on this snapshot")
-        if shard.header.get("chunks") != table:
-            was = shard.header.get("chunks")
-            raise InputError(name, "was checked against " + (
-                "no chunk table" if was is None else f"the chunk table {capped(str(was), 80)}")
-                + (f", and --chunks gives {display_name(chunks)} ({table})"
-                   if chunks is not None else ", and no --chunks is given"),
-                "give gate run merge the --chunks of the shards' gate run (each shard's hits "
-                "were checked against it)")
-        for key in ("target", "settings", "package", "library", "code", "latency", "tokenizer",
-                    "request"):
-            if shard.header.get(key) != first.header.get(key) or of != count:
-                what = "shard count" if of != count else key
-                raise InputError(name, f"differs from {first_name} in its {what}", "merge the "
-                                 "shards of one gate run: one target, one snapshot, the same "
-                                 "settings and --shard I/N of the same N")
+        _require_same_run(shard.header, name, (first.header, first_name, count), loaded,
+                          snapshot, (chunks, table))
         if index in seen:
             raise InputError(name, f"is shard {index}/{of}, as {seen[index]} is",
                              "give each shard once")
@@ -674,6 +656,38 @@ def _idle(header: Mapping[str, Any], runner: Mapping[str, Any] | None) -> str | 
     hit (None for a shard file, whose records are counted when merged)."""
     named = header.get("tokenizer")
     return named if runner is not None and named and "tokenizer" not in runner else None
+
+
+def _require_same_run(header: dict[str, Any], name: str,
+                      first: tuple[dict[str, Any], str, int], loaded: Snapshot,
+                      snapshot: str | os.PathLike[str],
+                      chunks: tuple[str | os.PathLike[str] | None, str | None]) -> None:
+    """InputError unless the shard file ``name`` (its ``header``) belongs to the run of the
+    ``first`` shard (its header, name and shard count): the snapshot, the chunk table its hits
+    were checked against (``chunks``: the ``--chunks`` given and its sha256), the target, the
+    settings and the number of shards."""
+    first_header, first_name, count = first
+    if header.get("snapshot") != loaded.fingerprint:
+        raise InputError(name, f"was run on snapshot {capped(str(header.get('snapshot')), 80)}, "
+                         f"not on {display_name(snapshot)} ({loaded.fingerprint})",
+                         "merge shards run on this snapshot")
+    given, table = chunks
+    if header.get("chunks") != table:
+        was = header.get("chunks")
+        raise InputError(name, "was checked against " + (
+            "no chunk table" if was is None else f"the chunk table {capped(str(was), 80)}")
+            + (f", and --chunks gives {display_name(given)} ({table})"
+               if given is not None else ", and no --chunks is given"),
+            "give gate run merge the --chunks of the shards' gate run (each shard's hits "
+            "were checked against it)")
+    of = _shard_of(header, name)[1]
+    for key in ("target", "settings", "package", "library", "code", "latency", "tokenizer",
+                "request"):
+        if header.get(key) != first_header.get(key) or of != count:
+            what = "shard count" if of != count else key
+            raise InputError(name, f"differs from {first_name} in its {what}", "merge the "
+                             "shards of one gate run: one target, one snapshot, the same "
+                             "settings and --shard I/N of the same N")
 
 
 def _shard_of(header: dict[str, Any], name: str) -> tuple[int, int]:
