@@ -134,30 +134,40 @@ def document_hit(native: Native, args: AdapterArgs, query: RunnerQuery, rank: in
         hit["id"] = native.id
     if native.score is not None:
         hit["score"] = native.score
+    hit.update(_whereabouts(native, meta, hit, args, query, rank, own_id))
+    if isinstance(native.text, str):
+        hit["text"] = native.text
+    return hit
+
+
+def _whereabouts(native: Native, meta: Mapping[str, Any], hit: Mapping[str, Any],
+                 args: AdapterArgs, query: RunnerQuery, rank: int, own_id: str
+                 ) -> dict[str, Any]:
+    """What ``hit`` (its id, when it has one, as read) carries beside its id, by the
+    snapshot's unit (see the module docstring): its ``doc_id`` and place; HitsRefused for a
+    span without its place, or a hit without the id its unit needs."""
     doc_id = meta.get("doc_id", native.doc_id)
     place = [doc_id, meta.get("start", native.start), meta.get("end", native.end)]
-    if args.unit == "chunk" and "id" in hit:
-        pass  # the id alone: a chunk of the judged chunking
-    elif args.placed and "id" in hit:  # what it gives is checked against the table's
+    named = "id" in hit
+    if named and args.unit == "chunk":
+        return {}  # the id alone: a chunk of the judged chunking
+    if named and args.placed:  # what it gives is checked against the table's
         if all(value is not None for value in place):
-            hit.update(zip(PLACE_KEYS, place))
-        elif doc_id is not None:
-            hit["doc_id"] = doc_id
-    elif args.unit == "span" and not args.placed:
+            return dict(zip(PLACE_KEYS, place))
+        return {} if doc_id is None else {"doc_id": doc_id}
+    if args.unit == "span" and not args.placed:
         if any(value is None for value in place):
             _missing(args, query, native, rank, "has no doc_id, start and end: the snapshot "
                      "judges spans", "put them in each document's metadata (doc_id, and "
                      "start and end: code points into its text, end exclusive), or give the "
                      "chunk table that places the ids (--chunks)")
-        hit.update(zip(PLACE_KEYS, place))
-    elif "id" not in hit:
+        return dict(zip(PLACE_KEYS, place))
+    if not named:
         _missing(args, query, native, rank, f"has no id ({own_id} is None)", "give every "
                  "document an id, or name the metadata key that holds it with --id-key KEY")
-    elif args.unit == "document" and doc_id is not None and doc_id != hit["id"]:
-        hit["doc_id"] = doc_id
-    if isinstance(native.text, str):
-        hit["text"] = native.text
-    return hit
+    if args.unit == "document" and doc_id is not None and doc_id != hit["id"]:
+        return {"doc_id": doc_id}
+    return {}
 
 
 def _missing(args: AdapterArgs, query: RunnerQuery, native: Native, rank: int, problem: str,
