@@ -210,17 +210,7 @@ def load_chain(stages: StageTargets | Mapping[str, str | Callable[..., Any]],
                          "with one query", "leave out --batch-size (use --concurrency for "
                          "queries at once)")
     _require_contract([name for name, _ in named], [c.name for c in contract])
-    loaded: list[tuple[str, Target]] = []
-    for index, (name, spec) in enumerate(named):
-        option = f"--stage {name}"
-        target = load_target(spec, None, hits_path if index == 0 else None, timeout,
-                             headers if index == 0 else (), option, unit=rules.unit)
-        if index and not isinstance(target, CallableTarget):
-            kind = "an HTTP endpoint" if isinstance(target, EndpointTarget) else "not a function"
-            raise InputError(option, f"{capped(target.identity, 200)} is {kind}: a stage after "
-                             "the first is given the query and the previous stage's hits",
-                             "name a function (query, hits) -> ranking (module:function)")
-        loaded.append((name, target))
+    loaded = _load_stages(named, rules, hits_path, timeout, headers)
     kinds = {target.is_async for _, target in loaded}
     if len(kinds) > 1:
         plain = [name for name, target in loaded if not target.is_async]
@@ -239,6 +229,27 @@ def load_chain(stages: StageTargets | Mapping[str, str | Callable[..., Any]],
                        tokenizer, kinds == {True},
                        packages.pop() if len(packages) == 1 else None,
                        libraries.pop() if len(libraries) == 1 else None)
+
+
+def _load_stages(named: list[tuple[str, str | Callable[..., Any]]], rules: HitRules,
+                 hits_path: str | None, timeout: float | None,
+                 headers: Sequence[tuple[str, str]]) -> list[tuple[str, Target]]:
+    """Each stage's target, in order: the first may be any target (an HTTP endpoint with
+    ``hits_path``, ``headers`` and ``timeout``), a later one must be a function (InputError
+    naming its ``--stage`` otherwise)."""
+    loaded: list[tuple[str, Target]] = []
+    for index, (name, spec) in enumerate(named):
+        option = f"--stage {name}"
+        target = load_target(spec, None, hits_path if index == 0 else None, timeout,
+                             headers if index == 0 else (), option, unit=rules.unit,
+                             placed=rules.table is not None)
+        if index and not isinstance(target, CallableTarget):
+            kind = "an HTTP endpoint" if isinstance(target, EndpointTarget) else "not a function"
+            raise InputError(option, f"{capped(target.identity, 200)} is {kind}: a stage after "
+                             "the first is given the query and the previous stage's hits",
+                             "name a function (query, hits) -> ranking (module:function)")
+        loaded.append((name, target))
+    return loaded
 
 
 def _require_contract(names: list[str], contract: list[str]) -> None:
