@@ -37,7 +37,7 @@ from typing import Any
 import numpy as np
 
 from retrieval_gate.commands.power_said import approval_power
-from retrieval_gate.commands.validate import check_run
+from retrieval_gate.commands.validate import CheckedRun, check_run
 from retrieval_gate.core.errors import EnvironmentFault, InputError, NotComparableError
 from retrieval_gate.core.interrupts import interrupts_held
 from retrieval_gate.core.untrusted import capped
@@ -116,29 +116,7 @@ def approve_baseline(candidate: str | os.PathLike[str], to: str | os.PathLike[st
                             "commit": resolve_commit(commit, "--commit"), "scores": means}
     if policy is not None:
         document["approved"]["gated"] = gated_measures(policy.gates, snap)
-    # a run of scores only is its score file: copied below
-    copies = [(source, checked.manifest.sha256)] if checked.manifest.ranked else []
-    chunks = checked.manifest.chunks_file()
-    if chunks is not None:  # the run's chunk table travels with it, beside it
-        document["chunking"] = {**document["chunking"], "file": chunks.name}
-        copies.append((chunks, document["chunking"]["sha256"]))
-    scores = checked.manifest.scores_file()
-    if scores is not None:  # so do its per-query scores
-        document["scores"] = {**document["scores"], "file": scores.name}
-        copies.append((scores, document["scores"]["sha256"]))
-    if checked.manifest.stages:  # a pipeline run's stages travel with it, side by side
-        files = checked.manifest.stage_files()
-        document["stages"] = [{"name": name, "file": file.name, "sha256": sha}
-                              for name, file, sha in files]
-        copies.extend((file, sha) for _, file, sha in files[:-1])
-    names = [file.name for file, _ in copies] + [manifest_path(source).name]
-    if len(set(names)) < len(names):
-        twice = min(n for n in names if names.count(n) > 1)
-        raise InputError(checked.manifest.source, f"two of the run's files are named {twice}, "
-                         "and the approved version keeps them side by side in one folder",
-                         "rename one (stage files, chunk table, scores, run) and rewrite the "
-                         "run's "
-                         "manifest")
+    copies = _travelling(checked, document)
     folder = Path(to)
     schema.validate(document, "run-manifest", str(manifest_path(folder / source.name)))
     if folder.exists() and not folder.is_dir():
@@ -173,6 +151,36 @@ def approve_baseline(candidate: str | os.PathLike[str], to: str | os.PathLike[st
     run = folder / version / source.name
     return Approval(run, manifest_path(run), (before.run,) if before.run else (), means, kept,
                     snapshot_change=change, described=described, power=power)
+
+
+def _travelling(checked: CheckedRun, document: dict[str, Any]) -> list[tuple[Path, str]]:
+    """The files the approved version holds beside its manifest, each with the SHA-256 it
+    must have: the run (a run of scores only is its score file), its chunk table, its scores
+    and its other stages; ``document`` (the manifest to write) is made to name each by its
+    file name in the version's folder. InputError when two of them share a name."""
+    source = Path(checked.path)
+    copies = [(source, checked.manifest.sha256)] if checked.manifest.ranked else []
+    chunks = checked.manifest.chunks_file()
+    if chunks is not None:  # the run's chunk table travels with it, beside it
+        document["chunking"] = {**document["chunking"], "file": chunks.name}
+        copies.append((chunks, document["chunking"]["sha256"]))
+    scores = checked.manifest.scores_file()
+    if scores is not None:  # so do its per-query scores
+        document["scores"] = {**document["scores"], "file": scores.name}
+        copies.append((scores, document["scores"]["sha256"]))
+    if checked.manifest.stages:  # a pipeline run's stages travel with it, side by side
+        files = checked.manifest.stage_files()
+        document["stages"] = [{"name": name, "file": file.name, "sha256": sha}
+                              for name, file, sha in files]
+        copies.extend((file, sha) for _, file, sha in files[:-1])
+    names = [file.name for file, _ in copies] + [manifest_path(source).name]
+    if len(set(names)) < len(names):
+        twice = min(n for n in names if names.count(n) > 1)
+        raise InputError(checked.manifest.source, f"two of the run's files are named {twice}, "
+                         "and the approved version keeps them side by side in one folder",
+                         "rename one (stage files, chunk table, scores, run) and rewrite the "
+                         "run's manifest")
+    return copies
 
 
 def described_otherwise(previous: RunManifest, candidate: RunManifest) -> list[str]:
