@@ -101,31 +101,13 @@ def record_run(snapshot: str | os.PathLike[str], run: str | os.PathLike[str] | N
     its stages must be among them. ``timed_on`` says where the run's latencies were measured.
     ``scores`` is the run's per-query score file (in ``scores_format``; None: native JSON Lines
     or CSV), checked against the snapshot's queries and pinned with ``judge``, who scored."""
-    if judge and scores is None:
-        raise InputError("--judge", "says who scored, and no score file is given",
-                         "give the scores with --scores FILE, or leave out --judge")
-    for key, value in (judge or {}).items():
-        if not isinstance(value, str) or len(value) > MAX_JUDGE:
-            raise InputError("--judge", f"{key}'s value is {len(str(value))} characters long, "
-                             f"more than {MAX_JUDGE}", f"record a shorter name, or its hash "
-                             f"(--judge {key}=sha256:...)")
-    if scores_format is not None and scores is None:
-        raise InputError("--scores-format", "names the format of a score file, and none is "
-                         "given", "give the scores with --scores FILE")
+    _require_scores_options(scores, scores_format, judge)
     if chunks is None and chunking_version is None and chunking_params:
         raise InputError("--chunking-param", "describes a chunking, and none is named",
                          "name it with --chunking-version V, or give its chunk table with "
                          "--chunks FILE")
     if stages:
-        names = [name for name, _ in stages]
-        twice = sorted({n for n in names if names.count(n) > 1})
-        if twice:
-            raise InputError("--stage", f"stage '{twice[0]}' is given twice",
-                             "give each stage once, in pipeline order")
-        if run is not None and Path(run).resolve() != Path(stages[-1][1]).resolve():
-            raise InputError("--run", "a pipeline run is its last stage", "leave out --run, "
-                             "or give the run as the last --stage")
-        run = stages[-1][1]
+        run = _pipeline_run(run, stages)
     if run is None and scores is not None:
         return _record_scores_only(snapshot, scores, scores_format, judge, system, commit,
                                    created, output, chunks or chunking_version or timed_on)
@@ -158,6 +140,38 @@ def require_chunking_named(snapshot: Snapshot, chunks: object, chunking_version:
                          f"chunking '{judged.get('version')}', and {said}", "pass "
                          "--chunking-version (the run's chunking)" + (
                              " or --chunks FILE (its chunk table)" if chunks is None else ""))
+
+
+def _require_scores_options(scores: str | os.PathLike[str] | None, scores_format: str | None,
+                            judge: Mapping[str, str] | None) -> None:
+    """InputError for ``--judge`` or ``--scores-format`` without a score file, or a judge's
+    value longer than :data:`MAX_JUDGE` characters."""
+    if judge and scores is None:
+        raise InputError("--judge", "says who scored, and no score file is given",
+                         "give the scores with --scores FILE, or leave out --judge")
+    for key, value in (judge or {}).items():
+        if not isinstance(value, str) or len(value) > MAX_JUDGE:
+            raise InputError("--judge", f"{key}'s value is {len(str(value))} characters long, "
+                             f"more than {MAX_JUDGE}", f"record a shorter name, or its hash "
+                             f"(--judge {key}=sha256:...)")
+    if scores_format is not None and scores is None:
+        raise InputError("--scores-format", "names the format of a score file, and none is "
+                         "given", "give the scores with --scores FILE")
+
+
+def _pipeline_run(run: str | os.PathLike[str] | None,
+                  stages: Sequence[tuple[str, str | os.PathLike[str]]]) -> str | os.PathLike[str]:
+    """A pipeline run's run file: its last stage's (``run``, when given, must be it);
+    InputError for a stage given twice."""
+    names = [name for name, _ in stages]
+    twice = sorted({n for n in names if names.count(n) > 1})
+    if twice:
+        raise InputError("--stage", f"stage '{twice[0]}' is given twice",
+                         "give each stage once, in pipeline order")
+    if run is not None and Path(run).resolve() != Path(stages[-1][1]).resolve():
+        raise InputError("--run", "a pipeline run is its last stage", "leave out --run, "
+                         "or give the run as the last --stage")
+    return stages[-1][1]
 
 
 def run_manifest_document(
