@@ -52,17 +52,11 @@ def initialise(queries: str | os.PathLike[str], qrels: str | os.PathLike[str], *
     refuses a write or a folder."""
     base = Path(root)
     target = Path(snapshot) if snapshot else Path(queries).parent / "snapshot.json"
-    for option, value in (("--baseline", baseline), ("--candidate", candidate),
-                          ("--snapshot", _relative(target, base)),
-                          *([("--chunking-version", chunking_version)] if chunking_version
-                            else []),
-                          *([("--chunks", _relative(Path(chunks_file), base))] if chunks_file
-                            else [])):
-        if not _SAFE.fullmatch(value):
-            what = "name" if option == "--chunking-version" else "relative path"
-            raise InputError(option, f"'{value[:60]}' is not a plain {what} (letters, digits, "
-                             ". _ - /)", f"use a plain {what}: it goes into the workflow's "
-                             "shell lines" + (" and into gate.toml" if what != "name" else ""))
+    _require_plain((("--baseline", baseline), ("--candidate", candidate),
+                    ("--snapshot", _relative(target, base)),
+                    *([("--chunking-version", chunking_version)] if chunking_version else []),
+                    *([("--chunks", _relative(Path(chunks_file), base))] if chunks_file
+                      else [])))
     if (unit == "chunk" or (unit is None and chunking_version)) and corpus_file and not chunks_file:
         raise InputError("--chunks", "is needed: chunk judgments with a pinned corpus place "
                          "each run's chunk ids in its documents by the judged chunking's chunk "
@@ -100,6 +94,17 @@ def initialise(queries: str | os.PathLike[str], qrels: str | os.PathLike[str], *
         f"MODULE:FUNCTION, which makes {candidate}); from then on, every pull request is gated"))
     assert frozen.unit_choice is not None
     return Initialised((target, config, workflow), steps, frozen.unit_choice, tuple(power))
+
+
+def _require_plain(given: tuple[tuple[str, str], ...]) -> None:
+    """InputError naming the first option whose value is not a plain name or relative path:
+    each goes into the workflow's shell lines (and the paths into gate.toml)."""
+    for option, value in given:
+        if not _SAFE.fullmatch(value):
+            what = "name" if option == "--chunking-version" else "relative path"
+            raise InputError(option, f"'{value[:60]}' is not a plain {what} (letters, digits, "
+                             ". _ - /)", f"use a plain {what}: it goes into the workflow's "
+                             "shell lines" + (" and into gate.toml" if what != "name" else ""))
 
 
 def _relative(path: Path, base: Path) -> str:
