@@ -15,6 +15,7 @@ from __future__ import annotations
 from xml.etree import ElementTree
 
 from retrieval_gate.core.untrusted import capped, visible
+from retrieval_gate.decide.policy import Comparison
 from retrieval_gate.gating.outcome import Report
 from retrieval_gate.report.cells import comparison_detail, labels, p_value, wins_losses_ties
 from retrieval_gate.report.sections import cost_detail, leak_summary
@@ -58,13 +59,8 @@ def report_junit(report: Report) -> str:
               "leak" if leaks.fails else None)
     holm = report.policy.regression_test == "holm"
     for c in cases:
-        p, adjusted = ((c.p_regression, c.p_regression_holm) if holm
-                       else (c.sign_p, c.sign_p_holm))
-        detail = (f"{c.decision}: {comparison_detail(c, ci)}, W/L/T {wins_losses_ties(c)}, "
-                  f"{'regression' if holm else 'sign'} p {p_value(p)} (Holm {p_value(adjusted)})"
-                  + (f" — {c.decision_note}" if c.decision_note else ""))
-        _case(suite, f"retrieval-gate.{name}.{c.slice}", f"{c.measure} ({c.slice})", detail,
-              c.decision if c in failing else None)
+        _case(suite, f"retrieval-gate.{name}.{c.slice}", f"{c.measure} ({c.slice})",
+              _detail(c, ci, holm), c.decision if c in failing else None)
     for row in costs:
         _case(suite, f"retrieval-gate.{name}.cost", f"{row.metric} {row.stat}",
               f"{row.decision}: {cost_detail(row)}",
@@ -73,6 +69,15 @@ def report_junit(report: Report) -> str:
         element.attrib.update({key: visible(value) for key, value in element.attrib.items()})
         element.text = element.text and visible(element.text)
     return _document(suites)
+
+
+def _detail(c: Comparison, ci: str, holm: bool) -> str:
+    """A comparison's test case text: its decision, numbers, W/L/T and regression p (the
+    sign test's under the rule before), and its note."""
+    p, adjusted = (c.p_regression, c.p_regression_holm) if holm else (c.sign_p, c.sign_p_holm)
+    return (f"{c.decision}: {comparison_detail(c, ci)}, W/L/T {wins_losses_ties(c)}, "
+            f"{'regression' if holm else 'sign'} p {p_value(p)} (Holm {p_value(adjusted)})"
+            + (f" — {c.decision_note}" if c.decision_note else ""))
 
 
 def failure_junit(message: str, exit_code: int) -> str:
