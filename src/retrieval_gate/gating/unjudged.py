@@ -168,6 +168,19 @@ def check_regressions(comparisons: Sequence[Comparison], measures: Sequence[Meas
         return tuple(comparisons), ()
     counted = {name: _Counted.of(by_name[name], test_set, rescore, chunk_like)
                for name in dict.fromkeys(c.measure for c in regressed)}
+    found = _unjudged_of(regressed, counted, slices, pooled, by_name, rescore, redecide)
+    depends = {(u.measure, u.slice): u for u in found if u.depends}
+    return tuple(replace(c, decision="inconclusive", improvement=False,
+                         decision_note=depends[(c.measure, c.slice)].note())
+                 if (c.measure, c.slice) in depends else c for c in comparisons), tuple(found)
+
+
+def _unjudged_of(regressed: Sequence[Comparison], counted: Mapping[str, _Counted],
+                 slices: Mapping[str, np.ndarray], pooled: bool, by_name: Mapping[str, Measure],
+                 rescore: Rescore, redecide: Redecide) -> list[Unjudged]:
+    """What the unjudged items did to each regression: with a judged pool, a material gap is
+    decided again on condensed rankings (each measure rescored once); a regression is listed
+    when it was, or when its items look like pieces of judged units."""
     condensed: dict[str, Sequence[Comparison]] = {}
     found = []
     for c in regressed:
@@ -182,10 +195,7 @@ def check_regressions(comparisons: Sequence[Comparison], measures: Sequence[Meas
                                                 and d.slice == c.slice))
         if seen.condensed is not None or seen.other_unit:
             found.append(seen)
-    depends = {(u.measure, u.slice): u for u in found if u.depends}
-    return tuple(replace(c, decision="inconclusive", improvement=False,
-                         decision_note=depends[(c.measure, c.slice)].note())
-                 if (c.measure, c.slice) in depends else c for c in comparisons), tuple(found)
+    return found
 
 
 def _material(extra: int, slots: int, share: float) -> bool:
