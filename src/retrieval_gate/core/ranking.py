@@ -387,15 +387,7 @@ def rank_run(rows: RunRows, duplicates: str = "error",
     kept = None if keep is None or keep.all() else np.flatnonzero(keep)
     if depth is not None:
         kept = _within_depth(qcodes, kept, depth, len(rows.query_ids))
-    if kept is None:
-        kept_qcodes, scores = qcodes, order.scores
-        lines = None if rows.lines is None else rows.lines[order.rows(np.arange(len(qcodes)))]
-        docs = fetch(np.arange(len(qcodes))) if docs is None else docs
-    else:
-        kept_qcodes = qcodes[kept]
-        scores = None if order.scores is None else order.scores[kept]
-        lines = None if rows.lines is None else rows.lines[order.rows(kept)]
-        docs = fetch(kept) if docs is None else docs[kept]
+    kept_qcodes, scores, lines, docs = _kept(rows, order, kept, docs, fetch)
     offsets = np.searchsorted(kept_qcodes, np.arange(len(rows.query_ids) + 1,
                                                      dtype=kept_qcodes.dtype))
     tokens = None
@@ -403,6 +395,21 @@ def rank_run(rows: RunRows, duplicates: str = "error",
         tokens = rows.tokens[order.rows(np.arange(len(qcodes)) if kept is None else kept)]
     return RankedRun(rows.source, rows.query_ids, offsets, docs, scores, lines,
                      None if collapse else _places(rows, order, kept), tokens)
+
+
+def _kept(rows: RunRows, order: TrecOrder, kept: np.ndarray | None, docs: np.ndarray | None,
+          fetch: Fetch) -> tuple[np.ndarray, np.ndarray | None, np.ndarray | None, np.ndarray]:
+    """The query codes, scores, lines and document ids of the ordered rows ``kept`` (None:
+    all): ``docs`` when the documents differ from the items (ordered), else the items'
+    ids, fetched."""
+    if kept is None:
+        every = np.arange(len(order.qcodes))
+        return (order.qcodes, order.scores,
+                None if rows.lines is None else rows.lines[order.rows(every)],
+                fetch(every) if docs is None else docs)
+    return (order.qcodes[kept], None if order.scores is None else order.scores[kept],
+            None if rows.lines is None else rows.lines[order.rows(kept)],
+            fetch(kept) if docs is None else docs[kept])
 
 
 def _within_contract(rows: RunRows, order: TrecOrder, keep: np.ndarray | None,
