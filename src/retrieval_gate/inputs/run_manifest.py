@@ -542,6 +542,22 @@ def require_made_on(snapshot: Snapshot, *runs: tuple[RunManifest, str]) -> None:
     named = [(m, role) for m, role in runs if differences(snapshot, m, role)]
     if not named:
         return
+    table = _difference_table(snapshot, named)
+    advice = [f"{role}: {_advice(snapshot, manifest, role)}" for manifest, role in named]
+    made = ("made with the chunking that" if all(m.fingerprint == snapshot.fingerprint
+                                                 for m, _ in named) else "made on")
+    raise NotComparableError(
+        "not comparable: " + " and ".join(f"the {role} {m.run}" for m, role in named)
+        + f" {'was' if len(named) == 1 else 'were'} not {made} snapshot {snapshot.name} "
+        + ("judges " if made != "made on" else "")
+        + f"({snapshot.fingerprint[:19]}…)", *table, *(f"what to do — {a}" for a in advice))
+
+
+def _difference_table(snapshot: Snapshot, named: Sequence[tuple[RunManifest, str]]
+                      ) -> list[str]:
+    """The table of a comparability error: a row per changed field (and per field of the
+    judged chunking a run's own chunking differs in), a column per run and the snapshot's,
+    each cell on one line, at most :data:`_CELL` characters."""
     fields: dict[tuple[str, str], None] = {}
     own: dict[str, None] = {}
     for manifest, _ in named:
@@ -556,17 +572,9 @@ def require_made_on(snapshot: Snapshot, *runs: tuple[RunManifest, str]) -> None:
               _value(key, snapshot.document["chunking"])] for key in own]
     rows = [[c if len(c) <= _CELL else c[:_CELL - 1] + "…" for c in row]
             for row in ([" ".join(c.split()) or "''" for c in row] for row in rows)]
-    advice = [f"{role}: {_advice(snapshot, manifest, role)}" for manifest, role in named]
     widths = [max(len(r[i]) for r in [header, *rows]) for i in range(len(header))]
-    table = ["  " + "  ".join(c.ljust(w) for c, w in zip(r, widths)).rstrip()
-             for r in [header, *rows]]
-    made = ("made with the chunking that" if all(m.fingerprint == snapshot.fingerprint
-                                                 for m, _ in named) else "made on")
-    raise NotComparableError(
-        "not comparable: " + " and ".join(f"the {role} {m.run}" for m, role in named)
-        + f" {'was' if len(named) == 1 else 'were'} not {made} snapshot {snapshot.name} "
-        + ("judges " if made != "made on" else "")
-        + f"({snapshot.fingerprint[:19]}…)", *table, *(f"what to do — {a}" for a in advice))
+    return ["  " + "  ".join(c.ljust(w) for c, w in zip(r, widths)).rstrip()
+            for r in [header, *rows]]
 
 
 def _value(key: str, side: Mapping[str, Any]) -> str:
