@@ -486,20 +486,12 @@ def freeze(output: str | os.PathLike[str], *, queries: str | os.PathLike[str],
     written."""
     folder = Path(output).resolve().parent
     document: dict[str, Any] = {"name": name or folder.name}
-    blobs = {}
+    blobs: dict[str, Blob] = {}
     for component, file, version in (("queries", queries, queries_version),
                                      ("qrels", qrels, qrels_version),
                                      ("corpus", corpus_file, corpus_version),
                                      ("permissions", permissions_file, permissions_version)):
-        if file is None:
-            document[component] = {"version": version or UNPINNED[component]}
-            continue
-        _inside(file, folder, f"--{component}" if component in ("queries", "qrels")
-                else f"--{component}-file")
-        blobs[component] = (given or {}).get(component) or read_blob(
-            file, map_from=None if component in ("queries", "qrels")
-            else 1 << 24)  # a large corpus or permissions file: mapped
-        document[component] = _pin(file, folder, blobs[component].sha256, version)
+        document[component] = _component(component, file, version, folder, given or {}, blobs)
     if chunks_file is not None:
         _inside(chunks_file, folder, "--chunks")
         blobs["chunking"] = read_blob(chunks_file)
@@ -509,21 +501,9 @@ def freeze(output: str | os.PathLike[str], *, queries: str | os.PathLike[str],
         read_qrels(blobs["qrels"]), blobs["qrels"], given=unit, chunking_version=chunking_version,
         corpus=read_corpus(blobs["corpus"]) if unit is None and "corpus" in blobs else None,
         chunks=read_chunk_table(blobs["chunking"]) if unit is None and chunks_file else None)
-    unit = choice.unit
-    chunking: dict[str, Any] = {"unit": unit}
-    if unit == "chunk":
-        if chunking_version is None:
-            raise InputError("--chunking-version", "is required for chunk judgments",
-                             "name the chunking the judged chunk ids belong to")
-        chunking.update(version=chunking_version, params=dict(chunking_params or {}))
-        if chunks_file is not None:
-            chunking.update(_pin(chunks_file, folder, blobs["chunking"].sha256, None))
-            chunking["version"] = chunking_version
-    elif chunking_version is not None or chunking_params or chunks_file is not None:
-        raise InputError("--chunking-version", f"{unit} judgments compare runs of any "
-                         "chunking, so the snapshot pins none",
-                         "record each run's chunking in its run manifest (gate run-manifest "
-                         "--chunks), or freeze with --unit chunk")
+    chunking = _chunking_record(choice.unit, chunking_version, chunking_params, None if
+                                chunks_file is None else (chunks_file, folder,
+                                                          blobs["chunking"].sha256))
     document = {**{k: v for k, v in document.items() if k != "permissions"},
                 "chunking": chunking, "permissions": document["permissions"]}
     if stages:
@@ -538,6 +518,45 @@ def freeze(output: str | os.PathLike[str], *, queries: str | os.PathLike[str],
     if write:
         write_text_atomic(output, manifest_text(frozen))
     return frozen
+
+
+def _component(component: str, file: str | os.PathLike[str] | None, version: str | None,
+               folder: Path, given: Mapping[str, Blob], blobs: dict[str, Blob]
+               ) -> dict[str, str]:
+    """One component's record: without a file, its version (default :data:`UNPINNED`'s);
+    with one, the file pinned (it must lie under ``folder``), its bytes — ``given``, else
+    read — kept in ``blobs``."""
+    if file is None:
+        return {"version": version or UNPINNED[component]}
+    _inside(file, folder, f"--{component}" if component in ("queries", "qrels")
+            else f"--{component}-file")
+    blobs[component] = given.get(component) or read_blob(
+        file, map_from=None if component in ("queries", "qrels")
+        else 1 << 24)  # a large corpus or permissions file: mapped
+    return _pin(file, folder, blobs[component].sha256, version)
+
+
+def _chunking_record(unit: str, version: str | None, params: Mapping[str, Any] | None,
+                     table: tuple[str | os.PathLike[str], Path, str] | None) -> dict[str, Any]:
+    """The manifest's ``chunking``: the evidence ``unit`` and, for chunk judgments, the judged
+    chunking's ``version`` (required), ``params`` and chunk ``table`` (its file, the
+    manifest's folder and its sha256), when given. InputError for a chunking named on other
+    judgments, which compare runs of any chunking."""
+    chunking: dict[str, Any] = {"unit": unit}
+    if unit == "chunk":
+        if version is None:
+            raise InputError("--chunking-version", "is required for chunk judgments",
+                             "name the chunking the judged chunk ids belong to")
+        chunking.update(version=version, params=dict(params or {}))
+        if table is not None:
+            chunking.update(_pin(*table, None))
+            chunking["version"] = version
+    elif version is not None or params or table is not None:
+        raise InputError("--chunking-version", f"{unit} judgments compare runs of any "
+                         "chunking, so the snapshot pins none",
+                         "record each run's chunking in its run manifest (gate run-manifest "
+                         "--chunks), or freeze with --unit chunk")
+    return chunking
 
 
 def manifest_text(snapshot: Snapshot) -> str:
