@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import json
 import pkgutil
+from collections.abc import Callable
 from functools import cache
 from typing import Any
 
@@ -58,43 +59,77 @@ def validate(document: Any, name: str, source: str) -> None:
 
 
 def _explain(error: Any) -> tuple[str, str]:
-    """(problem, fix) in plain language for one jsonschema error."""
-    kind, value, expected = error.validator, error.instance, error.validator_value
-    description = error.schema.get("description", "")
-    if kind == "required":
-        missing = next((k for k in expected if k not in value), expected[0])
-        return f"'{missing}' is missing", f"add '{missing}'" + _about(error, missing)
-    if kind == "additionalProperties":
-        known = sorted(error.schema.get("properties", {}))
-        extra = sorted(k for k in value if k not in known)
-        return (f"unknown field{'s' if len(extra) > 1 else ''} {', '.join(map(repr, extra))}",
-                f"remove it or correct its spelling (known: {', '.join(known)})")
-    if kind == "dependentRequired":
-        present = next(k for k in expected if k in value)
-        needed = [k for k in expected[present] if k not in value]
-        return (f"'{present}' is given without {', '.join(map(repr, needed))}",
-                "give both, or neither")
-    if kind == "type":
-        kinds = expected if isinstance(expected, list) else [expected]
-        wanted = " or ".join(k if k == "null" else ("an " if k[0] in "aeiou" else "a ") + k
-                             for k in kinds)
-        return f"{json.dumps(value)[:60]} is not {wanted}", f"write {wanted}" + _said(description)
-    if kind in ("enum", "const"):
-        wanted = ", ".join(json.dumps(v) for v in (expected if kind == "enum" else [expected]))
-        return f"{json.dumps(value)[:60]} is not one of {wanted}", f"write one of {wanted}"
-    if kind == "pattern":
-        return (f"{json.dumps(value)[:80]} does not have the expected form",
-                f"write {_lowered(description)}" if description
-                else f"match the pattern {expected}")
-    if kind in ("minimum", "maximum", "exclusiveMinimum", "exclusiveMaximum"):
-        words = {"minimum": "at least", "maximum": "at most", "exclusiveMinimum": "more than",
-                 "exclusiveMaximum": "less than"}[kind]
-        return f"{value} is out of range", f"use a value {words} {expected}"
-    if kind in ("minLength", "minItems"):
-        return "is empty", "give a value" + _said(description)
-    if kind == "uniqueItems":
-        return "lists the same value twice", "list each value once"
-    return error.message, description or "see the schema (gate schema NAME)"
+    """(problem, fix) in plain language for one jsonschema error: by its validator (the
+    keyword that failed, :data:`_BY_KIND`), else jsonschema's own message and the schema's
+    description."""
+    explain = _BY_KIND.get(error.validator)
+    if explain is not None:
+        return explain(error, error.instance, error.validator_value,
+                       error.schema.get("description", ""))
+    return error.message, error.schema.get("description", "") or \
+        "see the schema (gate schema NAME)"
+
+
+Explained = tuple[str, str]
+
+
+def _required(error: Any, value: Any, expected: Any, description: str) -> Explained:
+    missing = next((k for k in expected if k not in value), expected[0])
+    return f"'{missing}' is missing", f"add '{missing}'" + _about(error, missing)
+
+
+def _additional(error: Any, value: Any, expected: Any, description: str) -> Explained:
+    known = sorted(error.schema.get("properties", {}))
+    extra = sorted(k for k in value if k not in known)
+    return (f"unknown field{'s' if len(extra) > 1 else ''} {', '.join(map(repr, extra))}",
+            f"remove it or correct its spelling (known: {', '.join(known)})")
+
+
+def _dependent(error: Any, value: Any, expected: Any, description: str) -> Explained:
+    present = next(k for k in expected if k in value)
+    needed = [k for k in expected[present] if k not in value]
+    return f"'{present}' is given without {', '.join(map(repr, needed))}", "give both, or neither"
+
+
+def _type(error: Any, value: Any, expected: Any, description: str) -> Explained:
+    kinds = expected if isinstance(expected, list) else [expected]
+    wanted = " or ".join(k if k == "null" else ("an " if k[0] in "aeiou" else "a ") + k
+                         for k in kinds)
+    return f"{json.dumps(value)[:60]} is not {wanted}", f"write {wanted}" + _said(description)
+
+
+def _one_of(error: Any, value: Any, expected: Any, description: str) -> Explained:
+    wanted = ", ".join(json.dumps(v) for v in (expected if error.validator == "enum"
+                                               else [expected]))
+    return f"{json.dumps(value)[:60]} is not one of {wanted}", f"write one of {wanted}"
+
+
+def _pattern(error: Any, value: Any, expected: Any, description: str) -> Explained:
+    return (f"{json.dumps(value)[:80]} does not have the expected form",
+            f"write {_lowered(description)}" if description else f"match the pattern {expected}")
+
+
+_BOUNDS = {"minimum": "at least", "maximum": "at most", "exclusiveMinimum": "more than",
+           "exclusiveMaximum": "less than"}
+
+
+def _bound(error: Any, value: Any, expected: Any, description: str) -> Explained:
+    return f"{value} is out of range", f"use a value {_BOUNDS[error.validator]} {expected}"
+
+
+def _empty(error: Any, value: Any, expected: Any, description: str) -> Explained:
+    return "is empty", "give a value" + _said(description)
+
+
+def _twice(error: Any, value: Any, expected: Any, description: str) -> Explained:
+    return "lists the same value twice", "list each value once"
+
+
+_BY_KIND: dict[str, Callable[[Any, Any, Any, str], Explained]] = {
+    "required": _required, "additionalProperties": _additional,
+    "dependentRequired": _dependent, "type": _type, "enum": _one_of, "const": _one_of,
+    "pattern": _pattern, **dict.fromkeys(_BOUNDS, _bound), "minLength": _empty,
+    "minItems": _empty, "uniqueItems": _twice}
 
 
 def _lowered(description: str) -> str:
