@@ -183,23 +183,7 @@ def _writing(files: Iterable[tuple[str | os.PathLike[str], str | Spool]], durabl
             _make_folders(os.path.dirname(path), made)
         outputs = [_output(path, text) for path, text in given]
         _refuse_repeats(outputs)
-        files_placed = [o for o in outputs if not o.through]
-        for output in files_placed:
-            _stage(output, durable)
-        for output in outputs:
-            if output.through:
-                _write_through(output)
-        more = undoable or durable  # something can fail after the last rename
-        for output in files_placed:
-            last = output is files_placed[-1]
-            with interrupts_held():
-                _place(output, more or not last)
-                if last and not more:
-                    _done(outputs, made)
-        if durable:
-            for folder in dict.fromkeys([*(os.path.dirname(f) for f in made),
-                                         *(os.path.dirname(o.place) for o in files_placed)]):
-                sync_folder(folder or ".")
+        _put(outputs, made, durable, undoable)
         yield
         with interrupts_held():
             _done(outputs, made)
@@ -212,6 +196,31 @@ def _writing(files: Iterable[tuple[str | os.PathLike[str], str | Spool]], durabl
         for _, text in given:
             if isinstance(text, Spool):
                 text.discard()
+
+
+def _put(outputs: list[_Output], made: list[str], durable: bool, undoable: bool) -> None:
+    """The steps of :func:`_writing` between its checks and its block: stage the files
+    placed by renaming, write through the others, rename (each rename and its record with
+    Ctrl-C held; the write done with the last one when nothing can fail after it), then flush
+    the folders when ``durable``. Whatever fails propagates to :func:`_writing`, which
+    undoes."""
+    files_placed = [o for o in outputs if not o.through]
+    for output in files_placed:
+        _stage(output, durable)
+    for output in outputs:
+        if output.through:
+            _write_through(output)
+    more = undoable or durable  # something can fail after the last rename
+    for output in files_placed:
+        last = output is files_placed[-1]
+        with interrupts_held():
+            _place(output, more or not last)
+            if last and not more:
+                _done(outputs, made)
+    if durable:
+        for folder in dict.fromkeys([*(os.path.dirname(f) for f in made),
+                                     *(os.path.dirname(o.place) for o in files_placed)]):
+            sync_folder(folder or ".")
 
 
 def leftovers(path: str | os.PathLike[str]) -> list[str]:
