@@ -586,19 +586,11 @@ class _RunBuilder:
                              "give every item its place (doc_id, start, end), or none")
         with_places = bool(len(placed)) and bool(placed.all())
         tokens = places[:, 2] if (places[:, 2] >= 0).any() else None
-        if self.latency and len(self.latency) != len(self.query_ids):
-            missing = next(q for i, q in enumerate(self.query_ids) if i not in self.latency)
-            raise InputError(self.name, f"query '{missing}' has no latency_ms, and others do",
-                             "record latency_ms for every query of the run, or for none")
-        latency = (np.array([self.latency[i] for i in range(len(self.query_ids))])
-                   if self.latency else None)
-        if self.abstained and len(self.abstained) != len(self.query_ids):
-            missing = next(q for i, q in enumerate(self.query_ids) if i not in self.abstained)
-            raise InputError(self.name, f"query '{missing}' has no abstained decision, and "
-                             "others do", "record abstained (true or false) for every query "
-                             "of the run, or for none")
-        abstained = (np.array([self.abstained[i] for i in range(len(self.query_ids))],
-                              dtype=bool) if self.abstained else None)
+        latency = self._per_query(self.latency, "has no latency_ms, and others do",
+                                  "record latency_ms for every query of the run, or for none")
+        abstained = self._per_query(self.abstained, "has no abstained decision, and others "
+                                    "do", "record abstained (true or false) for every query "
+                                    "of the run, or for none")
         return RunRows(
             self.name,
             tuple(self.query_ids),
@@ -611,8 +603,18 @@ class _RunBuilder:
             places[:, 1].copy() if with_places else None,
             None if tokens is None else tokens.copy(),
             latency,
-            abstained,
+            None if abstained is None else abstained.astype(bool),
         )
+
+    def _per_query(self, given: dict[int, Any], problem: str, fix: str) -> np.ndarray | None:
+        """A value every query gives, or none does (None): in query order; InputError naming
+        the first query without one when some give it."""
+        if not given:
+            return None
+        if len(given) != len(self.query_ids):
+            missing = next(q for i, q in enumerate(self.query_ids) if i not in given)
+            raise InputError(self.name, f"query '{missing}' {problem}", fix)
+        return np.array([given[i] for i in range(len(self.query_ids))])
 
 
 def run_from_json(document: Any, name: str) -> RunRows:
