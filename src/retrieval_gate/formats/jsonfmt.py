@@ -730,35 +730,42 @@ def queries_from_jsonl(text: str, name: str) -> tuple[Query, ...]:
         if qid in seen:
             raise InputError(name, f"query '{qid}' is listed twice", "list each query once",
                              line)
-        text_value = obj.get("text", "")
-        tags = obj.get("tags", [])
-        answerable = obj.get("answerable", True)
-        if not isinstance(text_value, str):
-            raise InputError(name, "'text' is not a string", "write the query text", line)
-        if not isinstance(tags, list) or not all(isinstance(t, str) and t for t in tags):
-            raise InputError(name, "'tags' is not a list of strings",
-                             'write "tags": ["paraphrase", ...]', line)
-        if not isinstance(answerable, bool):
-            raise InputError(name, "'answerable' is not true or false",
-                             'write "answerable": true or false', line)
-        facts = obj.get("facts")
-        if facts is not None and (not isinstance(facts, list) or not all(
-                isinstance(f, str) and f for f in facts) or len(set(facts)) != len(facts)):
-            raise InputError(name, "'facts' is not a list of distinct fact labels",
-                             'write "facts": ["f1", "f2"] (the facts an answer needs)', line)
-        scope = obj.get("scope")
-        if scope is not None and (not isinstance(scope, list) or not all(
-                isinstance(p, str) and p for p in scope)):
-            raise InputError(name, "'scope' is not a list of principals",
-                             'write "scope": ["acme", "acme-finance"] (the asker\'s groups)', line)
-        as_of = obj.get("as_of")
-        seen[qid] = Query(qid, text_value, tuple(tags), answerable,
-                          None if facts is None else tuple(facts),
-                          None if scope is None else tuple(sorted(set(scope))),
-                          None if as_of is None else iso_day(as_of, name, line, "as_of"))
+        seen[qid] = _query(qid, obj, name, line)
     if not seen:
         raise InputError(name, "lists no queries", "give one JSON object per line")
     return tuple(seen.values())
+
+
+def _labels(value: Any, distinct: bool = False) -> bool:
+    """Whether ``value`` is a list of non-empty strings (each once, with ``distinct``)."""
+    return isinstance(value, list) and all(isinstance(v, str) and v for v in value) and (
+        not distinct or len(set(value)) == len(value))
+
+
+def _query(qid: str, obj: dict[str, Any], name: str, line: int) -> Query:
+    """The query of one line of a query set (its fields checked, InputError naming the
+    line)."""
+    text_value, tags = obj.get("text", ""), obj.get("tags", [])
+    answerable, facts, scope = obj.get("answerable", True), obj.get("facts"), obj.get("scope")
+    if not isinstance(text_value, str):
+        raise InputError(name, "'text' is not a string", "write the query text", line)
+    if not _labels(tags):
+        raise InputError(name, "'tags' is not a list of strings",
+                         'write "tags": ["paraphrase", ...]', line)
+    if not isinstance(answerable, bool):
+        raise InputError(name, "'answerable' is not true or false",
+                         'write "answerable": true or false', line)
+    if facts is not None and not _labels(facts, distinct=True):
+        raise InputError(name, "'facts' is not a list of distinct fact labels",
+                         'write "facts": ["f1", "f2"] (the facts an answer needs)', line)
+    if scope is not None and not _labels(scope):
+        raise InputError(name, "'scope' is not a list of principals",
+                         'write "scope": ["acme", "acme-finance"] (the asker\'s groups)', line)
+    as_of = obj.get("as_of")
+    return Query(qid, text_value, tuple(tags), answerable,
+                 None if facts is None else tuple(facts),
+                 None if scope is None else tuple(sorted(set(scope))),
+                 None if as_of is None else iso_day(as_of, name, line, "as_of"))
 
 
 def doc_map_from_json(document: Any, name: str) -> dict[str, str]:
