@@ -29,8 +29,8 @@ document is read about once per overlap, not once per chunk.
 
 **Output.** The table with ``id``, ``doc_id``, ``start``, ``end`` and ``tokens`` (when given),
 in the input's order, written whole or not at all (a temporary file renamed). Any absent,
-ambiguous or out-of-order chunk refuses the conversion (exit 2), naming the first ones with their lines and
-counts: a table with a wrong place would misplace every span it covers.
+ambiguous or out-of-order chunk refuses the conversion (exit 2), naming the first ones with
+their lines and counts: a table with a wrong place would misplace every span it covers.
 """
 
 from __future__ import annotations

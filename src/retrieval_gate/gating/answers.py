@@ -25,12 +25,19 @@ def answer_summary(scores: tuple[QueryScores, QueryScores], signals: Sequence[Pa
         signal = by_name[count.name]
         rows.append(ScoreSummary(
             count.name, signal.kind, signal.lower_is_better,
-            tuple((int(s.samples[~s.absent].min()), int(s.samples[~s.absent].max()))  # type: ignore[arg-type]
-                  for s in scores),
+            _sample_ranges(scores),
             tuple(s.spread[s.names.index(name)] for s in scores),  # type: ignore[arg-type]
             (count.baseline, count.candidate), count.policy, count.pairs))
     return AnswerScores((scores[0].source, scores[1].source), (scores[0].tool, scores[1].tool),
                         (scores[0].judge, scores[1].judge), tuple(rows))
+
+
+def _sample_ranges(scores: tuple[QueryScores, QueryScores]
+                   ) -> tuple[tuple[int, int], tuple[int, int]]:
+    """Each run's fewest and most samples of a query its file scores."""
+    first, second = ((int(s.samples[~s.absent].min()), int(s.samples[~s.absent].max()))
+                     for s in scores)
+    return first, second
 
 
 def missing_warnings(missing: Sequence[MissingCount]) -> list[str]:

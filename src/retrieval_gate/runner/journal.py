@@ -294,9 +294,9 @@ def require_bound(found: dict[str, Any], expected: dict[str, Any], name: str) ->
         raise InputError(name, f"the journal belongs to another run: {said}",
                          "resume with the same snapshot, target (its code, package and "
                          "library versions; an endpoint's query string and headers), shard, "
-                         "tokenizer, chunk table (--chunks) and reading options (--batch-size, --hits-path, "
-                         "--id-key), or leave out --resume to start over (the journal is then "
-                         "replaced)")
+                         "tokenizer, chunk table (--chunks) and reading options "
+                         "(--batch-size, --hits-path, --id-key), or leave out --resume to start "
+                         "over (the journal is then replaced)")
 
 
 def _said(value: Any) -> str:

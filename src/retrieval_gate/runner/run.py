@@ -232,7 +232,8 @@ def _target(retriever: str | Callable[..., Any] | object | None,
     if id_key is not None:
         raise InputError("--id-key", "applies to --retriever only: a stage's hits come from a "
                          "function", "leave out --id-key (a stage returns its hits' ids)")
-    return load_chain(stages, loaded.stages, rules, tokenizer, hits_path, timeout, batch_size, headers)
+    return load_chain(stages, loaded.stages, rules, tokenizer, hits_path, timeout, batch_size,
+                      headers)
 
 
 def _code(target: Target, tokenizer: Tokenizer | None) -> str | None:
