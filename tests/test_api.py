@@ -5,6 +5,8 @@ on paths and on objects already read, and the lazy top-level exports."""
 from __future__ import annotations
 
 import json
+import pickle
+import re
 import shutil
 from pathlib import Path
 
@@ -214,3 +216,46 @@ def test_check_with_chained_stages_runs_them_then_checks_their_run(tmp_path: Pat
     assert [json.loads(line)["items"] for line in (tmp_path / "run.jsonl").read_text().splitlines()
             ] == [json.loads(line)["items"] for line in (folder / "context.jsonl").read_text()
                   .splitlines()]
+
+
+# -- the public API --------------------------------------------------------------------------
+
+INTERNAL = re.compile(r"retrieval_gate\.(?:core|formats|scoring|decide|inputs|gating|report|"
+                      r"commands|runner)\b")
+
+
+def test_every_exported_name_imports_and_is_named_as_the_package_s_own() -> None:
+    """What ``retrieval_gate`` exports is its API: each name imports, and is named
+    ``retrieval_gate.NAME`` whatever internal module defines it — so it prints, pickles and is
+    documented so, and moving that module breaks neither imports nor pickles."""
+    names = [n for n in retrieval_gate.__all__ if n != "__version__"]
+    assert sorted(names) == sorted(retrieval_gate._EXPORTS)
+    for name in names:
+        obj = getattr(retrieval_gate, name)
+        assert obj.__module__ == "retrieval_gate" and obj.__qualname__ == name, name
+    assert retrieval_gate.__version__
+    with pytest.raises(AttributeError, match="no attribute 'nothing'"):
+        retrieval_gate.nothing  # noqa: B018
+
+
+def test_exported_values_pickle_under_the_package_s_name() -> None:
+    policy = retrieval_gate.GatePolicy(gates=(retrieval_gate.GatedMeasure("P@10", 0.05),))
+    error = retrieval_gate.InputError("q.jsonl", "a problem", "a fix", 3)
+    query = retrieval_gate.Query("q1", "text", (), True)
+    for value in (policy, error, query):
+        data = pickle.dumps(value)
+        assert INTERNAL.search(data.decode("latin-1")) is None
+        again = pickle.loads(data)
+        assert type(again) is type(value) and str(again) == str(value)
+    assert repr(retrieval_gate.InputError).startswith("<class 'retrieval_gate.InputError'")
+
+
+def test_the_user_documentation_names_no_internal_module() -> None:
+    """The pages a user reads name the API, never an internal module's path (the contributing
+    and performance pages, for contributors, may)."""
+    pages = [ROOT / "README.md", ROOT / "docs" / "library.md", ROOT / "docs" / "index.md",
+             ROOT / "docs" / "getting-started.md", *sorted((ROOT / "docs" / "recipes").glob("*.md")),
+             *sorted((ROOT / "docs" / "concepts").glob("*.md"))]
+    named = [f"{page.relative_to(ROOT)}: {m.group()}" for page in pages
+             for m in INTERNAL.finditer(page.read_text(encoding="utf-8"))]
+    assert named == []

@@ -4,11 +4,15 @@ One call runs the gate as ``gate check`` does: :func:`check` (the project's conf
 arguments winning over it) returns a :class:`Report`; :func:`score` scores one run as
 ``gate score`` does, :func:`run` runs a retriever over a snapshot's queries as ``gate run``
 does, and :func:`load_snapshot` loads a snapshot. Underneath, the library
-mirrors the command line: read inputs with :mod:`retrieval_gate.formats`, parse measures with
-:func:`parse_measure`, score a run with :func:`score_run`, and run the orchestrator
-:func:`run_gate` on paths and a :class:`GatePolicy`. The names below are
-imported lazily, so that ``import retrieval_gate`` and ``gate --help`` load neither numpy nor
-scipy.
+mirrors the command line: read inputs with :func:`read_qrels` and :func:`read_run`, parse
+measures with :func:`parse_measure`, score a run with :func:`score_run`, run the orchestrator
+:func:`run_gate` on paths and a :class:`GatePolicy`, and render its report with
+:func:`renderer`. The names below are imported lazily, so that ``import retrieval_gate`` and
+``gate --help`` load neither numpy nor scipy.
+
+These names are the API: each is named as the package's own (``retrieval_gate.Report``, not
+the internal module that defines it), so that it prints and pickles so; every other module is
+internal, and its names may change.
 """
 
 from __future__ import annotations
@@ -21,9 +25,11 @@ if TYPE_CHECKING:  # what type checkers see; at run time __getattr__ imports on 
     from retrieval_gate.core.errors import GateError, InputError, NotComparableError, OutOfMemory
     from retrieval_gate.core.model import Qrels, Query
     from retrieval_gate.decide.policy import GatedMeasure, GatePolicy
+    from retrieval_gate.formats import read_qrels, read_run
     from retrieval_gate.gating.gate import run_gate
     from retrieval_gate.gating.outcome import Report
     from retrieval_gate.inputs.snapshot import load_snapshot
+    from retrieval_gate.report.registry import renderer
     from retrieval_gate.scoring.measures import Measure, parse_measure, parse_measures
     from retrieval_gate.scoring.rules import ScoringPolicy
     from retrieval_gate.scoring.scores import Scores, score_run
@@ -51,6 +57,9 @@ _EXPORTS = {
     "ScoringPolicy": "retrieval_gate.scoring.rules",
     "Scores": "retrieval_gate.scoring.scores",
     "score_run": "retrieval_gate.scoring.scores",
+    "renderer": "retrieval_gate.report.registry",
+    "read_qrels": "retrieval_gate.formats",
+    "read_run": "retrieval_gate.formats",
 }
 
 __all__ = [
@@ -71,6 +80,9 @@ __all__ = [
     "load_snapshot",
     "parse_measure",
     "parse_measures",
+    "read_qrels",
+    "read_run",
+    "renderer",
     "run",
     "run_gate",
     "score",

@@ -17,6 +17,8 @@ from collections.abc import Callable, Iterable, Mapping
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, Literal, Union, get_args
 
+from retrieval_gate.core.exported import exported
+
 if TYPE_CHECKING:
     from retrieval_gate.core.model import Qrels, RunRows
     from retrieval_gate.decide.policy import FailOn, GatedMeasure
@@ -32,6 +34,7 @@ PathLike = Union[str, "os.PathLike[str]"]
 """A path given to the API: a string or a :class:`pathlib.Path`."""
 
 
+@exported
 def check(candidate: PathLike | None = None, *, baseline: PathLike | None = None,
           snapshot: PathLike | None = None, config: PathLike | Literal[False] | None = None,
           gates: str | GatedMeasure | Iterable[str | GatedMeasure] = (),
@@ -77,6 +80,7 @@ def check(candidate: PathLike | None = None, *, baseline: PathLike | None = None
                      inputs.config)
 
 
+@exported
 def score(qrels: Qrels | Source, run: RunRows | Source,
           measures: str | Measure | Iterable[str | Measure] = ("nDCG@10",),
           **policy: Any) -> Scores:
@@ -98,6 +102,7 @@ def score(qrels: Qrels | Source, run: RunRows | Source,
     return score_run(judged, ranked, _measures(measures), ScoringPolicy(**policy))
 
 
+@exported
 def run(retriever: str | Callable[..., Any] | object | None = None, *, snapshot: PathLike,
         output: PathLike, **options: Any) -> Path:
     """Run ``retriever`` over every query of ``snapshot`` and write the run ``output`` and its

@@ -12,6 +12,7 @@ import errno
 from collections.abc import Iterator, Sequence
 from contextlib import contextmanager
 
+from retrieval_gate.core.exported import exported
 from retrieval_gate.core.untrusted import one_line
 
 EXIT_PASS = 0
@@ -43,6 +44,7 @@ EXIT_CODES: tuple[tuple[int, str], ...] = (
 )
 
 
+@exported
 class GateError(Exception):
     """Base of the errors retrieval-gate reports to its user (never a bug).
 
@@ -57,6 +59,7 @@ class GateError(Exception):
         super().__init__("\n".join(map(one_line, lines)))
 
 
+@exported
 class InputError(GateError):
     """Malformed or contradictory input, or a bad option value (exit 2).
 
@@ -74,7 +77,12 @@ class InputError(GateError):
         place = source if where in (None, 0, "") else f"{source}:{where}"
         super().__init__(f"{place}: {problem} — {fix}")
 
+    def __reduce__(self) -> tuple[type[InputError], tuple[str, str, str, int | str | None]]:
+        """Pickled by its parts (a worker's refusal reaches the caller whole)."""
+        return type(self), (self.source, self.problem, self.fix, self.where)
 
+
+@exported
 class NotComparableError(GateError):
     """Inputs that are not what their manifests claim, or runs of another snapshot (exit 3)."""
 
@@ -106,6 +114,7 @@ class EnvironmentFault(GateError):
     exit_code = EXIT_ENVIRONMENT
 
 
+@exported
 class OutOfMemory(EnvironmentFault, MemoryError):
     """The machine refused memory (exit 74); see :meth:`of`. Still a MemoryError, for callers
     of the library that catch one."""

@@ -19,9 +19,11 @@ from typing import Protocol
 
 import numpy as np
 
+from retrieval_gate.core.exported import exported
 from retrieval_gate.core.sparse import RowSets
 
 
+@exported
 @dataclass(frozen=True)
 class Query:
     """One query of the frozen query set. ``answerable=False`` marks a question the approved
@@ -56,6 +58,7 @@ class Span:
         return f"{self.doc}[{self.start}:{self.end}]"
 
 
+@exported
 @dataclass(frozen=True, eq=False)
 class Qrels:
     """Relevance judgments: query id → judged unit → integer grade, in file order.

@@ -81,6 +81,7 @@ from typing import Any, Literal
 import numpy as np
 
 from retrieval_gate.core.errors import EXIT_INCONCLUSIVE, EXIT_PASS, EXIT_REGRESSION
+from retrieval_gate.core.exported import exported
 from retrieval_gate.decide import skew
 from retrieval_gate.decide.paired import (
     BootstrapInterval,
@@ -110,6 +111,7 @@ POWER = 0.8  # power of the minimum detectable drop
 SCORE_PREFIX = "score:"  # a gated per-query score of the runs' score files: score:NAME
 
 
+@exported
 @dataclass(frozen=True)
 class GatedMeasure:
     """A measure the gate decides on (its name, resolved against the snapshot later), its
@@ -151,6 +153,7 @@ class CostGate:
         return f"≤ +{100 * self.max_increase:g}%"
 
 
+@exported
 @dataclass(frozen=True)
 class GatePolicy:
     """Everything the decision depends on besides the data. Defaults: Recall@10 and nDCG@10

@@ -14,6 +14,7 @@ from types import ModuleType
 from typing import Any, TypeVar, Union
 
 from retrieval_gate.core.errors import InputError, memory_for
+from retrieval_gate.core.exported import exported
 from retrieval_gate.core.model import Qrels, Query, RunRows
 from retrieval_gate.formats import trec
 from retrieval_gate.formats.source import BOM, Blob, read_blob
@@ -53,6 +54,7 @@ def _check_format(fmt: str | None, allowed: tuple[str, ...], option: str) -> Non
         raise InputError(option, f"unknown format '{fmt}'", f"use one of {', '.join(allowed)}")
 
 
+@exported
 def read_qrels(source: Source, format: str | None = None) -> Qrels:
     """Qrels as TREC (``qid iter docid grade``), JSONL (``{"query_id","doc_id","grade"}``),
     or JSON (``{"q": {"d": grade}}`` graded, ``{"q": ["d"]}`` binary).
@@ -95,6 +97,7 @@ def _document(text: str, name: str, format: str | None) -> tuple[Any, bool]:
     return document, lines
 
 
+@exported
 def read_run(source: Source, format: str | None = None) -> RunRows:
     """A run as TREC (``qid Q0 docid rank score tag``), JSON (``{"q": {"d": score}}`` or
     ``{"q": ["d1", "d2"]}``), or JSONL (``{"query_id", "items": [{"id", "score"?,

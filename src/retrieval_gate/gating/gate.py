@@ -23,6 +23,7 @@ from typing import TYPE_CHECKING
 import numpy as np
 
 from retrieval_gate.core.errors import InputError, NotComparableError
+from retrieval_gate.core.exported import exported
 from retrieval_gate.core.parallel import both
 from retrieval_gate.core.stages import REACHED, Funnel, loss_labels
 from retrieval_gate.decide import skew
@@ -111,6 +112,7 @@ _LISTED = 10  # newly failing queries named in a warning
 _DEFAULT_POLICY = GatePolicy()
 
 
+@exported
 def run_gate(snapshot: str | os.PathLike[str], baseline: str | os.PathLike[str],
              candidate: str | os.PathLike[str], policy: GatePolicy = _DEFAULT_POLICY,
              config: str | None = None, baseline_manifest: str | os.PathLike[str] | None = None,

@@ -6,6 +6,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Any
 
+from retrieval_gate.core.exported import exported
 from retrieval_gate.decide.cost import CostRow
 from retrieval_gate.decide.policy import Comparison, GatePolicy
 from retrieval_gate.gating.instead import Instead
@@ -192,6 +193,7 @@ class AnswerScores:
     scores: tuple[ScoreSummary, ...]
 
 
+@exported
 @dataclass(frozen=True)
 class Report:
     """Everything ``gate check`` decided and what a reviewer needs next: the overall verdict

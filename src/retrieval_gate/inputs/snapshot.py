@@ -36,6 +36,7 @@ from pathlib import Path, PurePosixPath
 from typing import Any
 
 from retrieval_gate.core.errors import InputError, ManyErrors, NotComparableError
+from retrieval_gate.core.exported import exported
 from retrieval_gate.core.model import AccessTable, ChunkTable, Corpus, Qrels, Query
 from retrieval_gate.core.ranking import IdIndex
 from retrieval_gate.core.stages import StageContract, contracts_of
@@ -169,6 +170,7 @@ class Snapshot:
         return read_chunk_table(self._source("chunking"))
 
 
+@exported
 def load_snapshot(path: str | os.PathLike[str], verify_files: bool = True) -> Snapshot:
     """Read, schema-validate and resolve a snapshot manifest; with ``verify_files``, also check
     that every pinned file exists and has its pinned SHA-256.

@@ -14,6 +14,8 @@ from collections.abc import Callable
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, cast
 
+from retrieval_gate.core.exported import exported
+
 if TYPE_CHECKING:
     from retrieval_gate.gating.outcome import Report
 
@@ -77,6 +79,7 @@ STDOUT = tuple(r.name for r in RENDERERS if r.stdout)  # --output-format's choic
 FILES = tuple(r for r in RENDERERS if r.file_help is not None)  # one --NAME FILE option each
 
 
+@exported
 def renderer(name: str) -> Renderer:
     """The format called ``name``; ValueError for no such format."""
     for found in RENDERERS:

@@ -26,6 +26,7 @@ from typing import Any, Literal
 import numpy as np
 
 from retrieval_gate.core.errors import InputError
+from retrieval_gate.core.exported import exported
 from retrieval_gate.core.limits import MAX_CUTOFF, MAX_GRADE, MIN_GRADE
 from retrieval_gate.core.model import NEVER, JudgedRows
 from retrieval_gate.core.stages import STAGE_NAME
@@ -501,6 +502,7 @@ _FIX_NAME = (f"use one of {KNOWN_MEASURES}, optionally with {_options()}; leave 
              f"{CUTOFF.syntax} to cover the whole list")
 
 
+@exported
 @dataclass(frozen=True)
 class Measure:
     """A measure value: family, cutoff ``k`` (None = whole list), optional relevance threshold
@@ -586,6 +588,7 @@ def _written(match: re.Match[str]) -> list[tuple[Slot, str, str, str]]:
     return out
 
 
+@exported
 def parse_measure(text: str, default_gain: str = EXPONENTIAL) -> Measure:
     """Parse ``Name[(param=value,...)][@k] [stage]`` into a :class:`Measure`, or raise
     InputError. ``default_gain`` is the gain of an nDCG named without ``gain=``."""
@@ -599,6 +602,7 @@ def parse_measure(text: str, default_gain: str = EXPONENTIAL) -> Measure:
     return family.measure(source, _written(match), {GAIN.key: default_gain})
 
 
+@exported
 def parse_measures(names: Iterable[str], default_gain: str = EXPONENTIAL
                    ) -> tuple[Measure, ...]:
     """Parse several names, keeping the order given and dropping exact repeats."""

@@ -12,6 +12,8 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from typing import Literal, get_args
 
+from retrieval_gate.core.exported import exported
+
 UnjudgedPolicy = Literal["nonrelevant", "error"]
 DuplicatesPolicy = Literal["error", "first"]
 MissingPolicy = Literal["error", "zero"]
@@ -35,6 +37,7 @@ POLICY_HELP = {
 POLICY_NAMES = tuple(_POLICY_TYPES)
 
 
+@exported
 @dataclass(frozen=True)
 class ScoringPolicy:
     """How scoring treats the inputs' edge cases.

@@ -20,6 +20,7 @@ from typing import TYPE_CHECKING
 import numpy as np
 
 from retrieval_gate.core.errors import InputError
+from retrieval_gate.core.exported import exported
 from retrieval_gate.core.model import (
     NEVER,
     AccessTable,
@@ -88,6 +89,7 @@ class UnitCoverage:
     names: Callable[[np.ndarray], list[str]] | None = None
 
 
+@exported
 @dataclass(frozen=True, eq=False)
 class Scores:
     """Per-query values of each measure for the answerable queries (rows of ``values``, in
@@ -198,6 +200,7 @@ def _unlabeled(qrels: Qrels, answerable: list[str], policy: ScoringPolicy) -> li
              f"their grades below the threshold: {_listing(unlabeled)}")]
 
 
+@exported
 def score_run(qrels: Qrels, run: RunRows, measures: Sequence[Measure],
               policy: ScoringPolicy = _DEFAULT_POLICY, queries: Sequence[Query] | None = None,
               doc_map: dict[str, str] | None = None, corpus: Corpus | None = None,
