@@ -810,8 +810,12 @@ def minimum_detectable_drop(
     if bool(no_spread(arr)):
         return 0.0
     sd = float(np.std(arr, ddof=1))
-    tail = alpha if one_sided else alpha / 2
-    # Φ⁻¹(1 − tail), as −Φ⁻¹(tail) where 1 − tail rounds to 1
-    z = ((_NORMAL.inv_cdf(1 - tail) if 1 - tail < 1 else -_NORMAL.inv_cdf(tail))
-         + _NORMAL.inv_cdf(power))
-    return z * sd / math.sqrt(n)
+    return detection_z(alpha if one_sided else alpha / 2, power) * sd / math.sqrt(n)
+
+
+def detection_z(tail: float, power: float) -> float:
+    """``z_{1−tail} + z_{power}``: how many standard errors a true drop must span to be found
+    by a one-sided test at level ``tail`` with probability ``power`` (Φ⁻¹(1 − tail) computed
+    as −Φ⁻¹(tail) where 1 − tail rounds to 1)."""
+    return ((_NORMAL.inv_cdf(1 - tail) if 1 - tail < 1 else -_NORMAL.inv_cdf(tail))
+            + _NORMAL.inv_cdf(power))

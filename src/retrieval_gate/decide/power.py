@@ -29,33 +29,25 @@ from __future__ import annotations
 import math
 from collections.abc import Sequence
 from dataclasses import dataclass
-from statistics import NormalDist
 
 import numpy as np
 
+from retrieval_gate.decide.paired import detection_z
 from retrieval_gate.decide.policy import POWER, GatePolicy
 
 SPREADS = (0.1, 0.2, 0.3)  # assumed spreads of per-query differences, when none is measured
-_NORMAL = NormalDist()
-
-
-def _z(alpha: float, power: float) -> float:
-    """z₁₋α + z_power."""
-    return _NORMAL.inv_cdf(1 - alpha) + _NORMAL.inv_cdf(power)
-
-
 def detectable_drop(spread: float, n: int, alpha: float, power: float = POWER) -> float | None:
     """``D`` of the module docstring (None for n < 2: no spread can be estimated)."""
     if n < 2:
         return None
-    return _z(alpha, power) * spread / math.sqrt(n)
+    return detection_z(alpha, power) * spread / math.sqrt(n)
 
 
 def queries_for(spread: float, margin: float, alpha: float, power: float = POWER) -> int:
     """The queries a margin needs (module docstring), at least 2; 2 for no spread."""
     if spread <= 0:
         return 2
-    return max(2, math.ceil((_z(alpha, power) * spread / margin) ** 2 - 1e-9))
+    return max(2, math.ceil((detection_z(alpha, power) * spread / margin) ** 2 - 1e-9))
 
 
 def family_size(policy: GatePolicy) -> int:
