@@ -55,7 +55,6 @@ from retrieval_gate.inputs.run_manifest import (
     utc_now,
 )
 from retrieval_gate.inputs.snapshot import Snapshot, load_snapshot, load_test_set
-from retrieval_gate.scoring.measures import parse_measure
 
 
 @dataclass(frozen=True)
@@ -279,11 +278,9 @@ def gated_measures(gates: Sequence[GatedMeasure], snap: Snapshot) -> list[str]:
             names[gate.measure] = None
             continue
         try:
-            measure = parse_measure(gate.measure, snap.gain)
+            measure = snap.gated(gate.measure)
         except InputError:
             continue
-        if snap.stages and measure.stage is None:
-            measure = measure.at_stage(snap.stages[-1].name)
         if measure in snap.measures:
             names[str(measure)] = None
     return list(names)

@@ -19,7 +19,6 @@ from retrieval_gate.decide.power import (
     queries_for,
 )
 from retrieval_gate.inputs.snapshot import Snapshot
-from retrieval_gate.scoring.measures import parse_measure
 
 _FROM = {"previous": "per-query differences from the baseline before it",
          "baseline": "the run's own per-query values: no earlier baseline on this snapshot"}
@@ -117,11 +116,9 @@ def _values(measure: str, snap: Snapshot, run: CheckedRun) -> np.ndarray | None:
             return None
         return answers.column(name)[:len(run.scores.query_ids)]
     try:
-        parsed = parse_measure(measure, snap.gain)
+        parsed = snap.gated(measure)
     except InputError:
         return None
-    if snap.stages and parsed.stage is None:
-        parsed = parsed.at_stage(snap.stages[-1].name)
     names = [str(m) for m in run.scores.measures]
     if str(parsed) not in names:
         return None

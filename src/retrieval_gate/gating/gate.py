@@ -97,7 +97,7 @@ from retrieval_gate.inputs.run_manifest import (
 )
 from retrieval_gate.inputs.snapshot import Snapshot, TestSet, load_snapshot, load_test_set
 from retrieval_gate.scoring.chunkcut import cut_warning
-from retrieval_gate.scoring.measures import Measure, parse_measure
+from retrieval_gate.scoring.measures import Measure
 from retrieval_gate.scoring.scores import Leaks, Scores
 
 if TYPE_CHECKING:  # per-query scores are read, and summarised, only when one is gated
@@ -785,11 +785,9 @@ def _resolved(gate: GatedMeasure, i: int, snap: Snapshot, source: str
                          f'$["gate"][{i}]["measure"]')
         return gate.measure, None
     try:
-        measure = parse_measure(gate.measure, snap.gain)
+        measure = snap.gated(gate.measure)
     except InputError as exc:
         raise InputError(source, exc.problem, exc.fix, f'$["gate"][{i}]') from None
-    if snap.stages and measure.stage is None:
-        measure = measure.at_stage(snap.stages[-1].name)
     if measure not in snap.measures:
         raise InputError(source, f"gated measure {measure} is not one of the snapshot's "
                          f"measures ({', '.join(map(str, snap.measures))})",

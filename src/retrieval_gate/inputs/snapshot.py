@@ -46,7 +46,13 @@ from retrieval_gate.formats.jsonfmt import loads
 from retrieval_gate.formats.jsonfmt import path as json_path
 from retrieval_gate.formats.source import Blob, display_name, is_regular_file, read_blob
 from retrieval_gate.scoring.evidence import spans_in_corpus
-from retrieval_gate.scoring.measures import EXPONENTIAL, Measure, default_measures, parse_measures
+from retrieval_gate.scoring.measures import (
+    EXPONENTIAL,
+    Measure,
+    default_measures,
+    parse_measure,
+    parse_measures,
+)
 from retrieval_gate.scoring.rules import POLICY_NAMES, ScoringPolicy
 from retrieval_gate.scoring.scores import query_set
 from retrieval_gate.scoring.units import UnitChoice, choose_unit, judged_ids, judged_outside
@@ -123,6 +129,14 @@ class Snapshot:
     def unit(self) -> str:
         """The evidence unit: ``document``, ``span`` or ``chunk`` (the default)."""
         return str(self.document["chunking"].get("unit", "chunk"))
+
+    def gated(self, name: str) -> Measure:
+        """The retrieval measure a gate's ``name`` means on this snapshot: parsed with its
+        default gain, on the last stage of a pipeline when it names none (InputError when it
+        does not parse; whether it is one of :attr:`measures` is the caller's to ask)."""
+        measure = parse_measure(name, self.gain)
+        return measure.at_stage(self.stages[-1].name) if self.stages and measure.stage is None \
+            else measure
 
     @property
     def min_coverage(self) -> float:
