@@ -9,6 +9,7 @@ from pathlib import Path
 from typing import Any
 
 from retrieval_gate.core.errors import InputError
+from retrieval_gate.core.model import ChunkTable
 from retrieval_gate.core.stages import StageContract
 from retrieval_gate.core.untrusted import visible
 from retrieval_gate.formats import Source
@@ -181,18 +182,24 @@ def run_manifest_document(
         chunks: str | os.PathLike[str] | None = None, chunking_version: str | None = None,
         chunking_params: Mapping[str, Any] | None = None,
         stages: Sequence[tuple[str, str | os.PathLike[str]]] = (),
-        timed_on: str | None = None, read: Callable[[str | os.PathLike[str]], Blob] = read_run_file
-        ) -> tuple[dict[str, Any], Path]:
+        timed_on: str | None = None,
+        read: Callable[[str | os.PathLike[str]], Blob] = read_run_file,
+        chunk_table: tuple[Blob, ChunkTable] | None = None) -> tuple[dict[str, Any], Path]:
     """The manifest document of ``run`` (a pipeline run: ``stages``, the last one being
     ``run``) made on the snapshot ``loaded`` (its ``test_set``), checked as :func:`record_run`
     checks it, and where it goes (``output``, default beside the run); not written. ``read`` gives
     each run file's bytes (default: read from the disk): ``gate run`` passes the bytes it is
-    about to write, so that the run files and the manifest are written together."""
+    about to write, so that the run files and the manifest are written together — and
+    ``chunk_table``, the bytes of ``chunks`` it checked the hits against, read, so that the
+    manifest pins those."""
     require_chunking_named(loaded, chunks, chunking_version)
     blobs = {name: read(file) for name, file in stages}
     blob = blobs[stages[-1][0]] if stages else read(run)
-    table_blob = None if chunks is None else read_blob(chunks)
-    table = None if table_blob is None else read_chunk_table(table_blob)
+    if chunk_table is None and chunks is not None:
+        read_table = read_blob(chunks)
+        chunk_table = read_table, read_chunk_table(read_table)
+    table_blob = None if chunk_table is None else chunk_table[0]
+    table = None if chunk_table is None else chunk_table[1]
     if loaded.stages:
         matched = match_stages(loaded, list(blobs), "--stage")
         rankings: list[tuple[StageContract | None, Source]] = [

@@ -151,11 +151,11 @@ def run_retriever(retriever: str | Callable[..., Any] | object | None,
     test_set = load_test_set(loaded)
     if part is None:
         commit = _manifest_needs(loaded, chunking_version, created, commit, chunks)
-    table = None if chunks is None else _chunk_table(chunks, test_set)
+    table = None if chunks is None else _chunk_table(chunks, test_set)  # (its bytes, read)
     _require_own_file(output, loaded, snapshot, () if chunks is None else (("--chunks", chunks),))
     make_folder(output)  # the journal is written beside the output while the run goes on
     extra = parse_headers(headers)
-    rules = HitRules.of(loaded, test_set, "--stage", None if table is None else table[0])
+    rules = HitRules.of(loaded, test_set, "--stage", None if table is None else table[1])
     with _working_folder_kept():
         target = _target(retriever, stages, loaded, rules, counter, batch_size, hits_path,
                          settings.timeout, extra, id_key)
@@ -163,7 +163,7 @@ def run_retriever(retriever: str | Callable[..., Any] | object | None,
     mine = lines if part is None else lines[part[0] - 1::part[1]]
     header = _header(loaded, target, part, len(mine), settings, on_error,
                      _given(hits_path, id_key, extra), counter,
-                     None if table is None else table[1])
+                     None if table is None else "sha256:" + table[0].sha256)
     started = time.perf_counter()
     held, called = _call(target, counter, loaded, replace(rules, source=target.identity), mine,
                          output, header, settings, on_error, resume, progress)
@@ -178,7 +178,7 @@ def run_retriever(retriever: str | Callable[..., Any] | object | None,
             runner = _runner(header, 1)
             manifest = write_run(loaded, test_set, held, output, runner,
                                  system=system, commit=commit, created=created,
-                                 timed_on=timed_on, chunks=chunks,
+                                 timed_on=timed_on, chunks=chunks, chunk_table=table,
                                  chunking_version=chunking_version,
                                  machine_note=machine(settings, batch_size))
     finally:
@@ -396,11 +396,12 @@ def _manifest_needs(loaded: Snapshot, chunking_version: str | None, created: str
     return "none" if found is None else found
 
 
-def _chunk_table(chunks: str | os.PathLike[str], test_set: TestSet) -> tuple[ChunkTable, str]:
-    """The run's chunk table (``--chunks``), read and checked against the pinned corpus
-    before the first call — the hits are checked against it, and it places them (see
-    :mod:`retrieval_gate.runner.hits`) — and the sha256 of its bytes, which binds the journal
-    and the shards to it."""
+def _chunk_table(chunks: str | os.PathLike[str], test_set: TestSet
+                 ) -> tuple[Blob, ChunkTable]:
+    """The run's chunk table (``--chunks``): its bytes — whose sha256 binds the journal and
+    the shards to it, and which the manifest pins — and the table, read and checked against
+    the pinned corpus before the first call (the hits are checked against it, and it places
+    them: see :mod:`retrieval_gate.runner.hits`)."""
     if not os.path.isfile(chunks):
         raise InputError(display_name(chunks), "file not found", "check the path given with "
                          "--chunks")
@@ -409,7 +410,7 @@ def _chunk_table(chunks: str | os.PathLike[str], test_set: TestSet) -> tuple[Chu
     if test_set.corpus is not None:
         require_in_corpus(table.source, test_set.corpus, table.doc, table.start, table.end,
                           "chunk")
-    return table, "sha256:" + blob.sha256
+    return blob, table
 
 
 def _given(hits_path: str | None, id_key: str | None, extra: Sequence[tuple[str, str]]
@@ -518,7 +519,8 @@ def write_run(loaded: Snapshot, test_set: TestSet, answers: Answers,
               output: str | os.PathLike[str], runner: dict[str, Any], *,
               system: Mapping[str, Any] | None, commit: str | None, created: str | None,
               timed_on: str | None, chunks: str | os.PathLike[str] | None,
-              chunking_version: str | None, machine_note: str) -> Path:
+              chunking_version: str | None, machine_note: str,
+              chunk_table: tuple[Blob, ChunkTable] | None = None) -> Path:
     """Write the run files of ``answers`` (every query's record; failed ones are left out and
     listed in ``runner``, and its ``tokenizer`` is left out when it counted no hit) and their
     manifest in one transaction; returns the manifest's path.
@@ -569,7 +571,7 @@ def write_run(loaded: Snapshot, test_set: TestSet, answers: Answers,
             loaded, test_set, output, system, commit, created, None, chunks, chunking_version,
             None, list(zip(names, [file for file, _ in spools])) if names else (),
             None if is_trec(output) else (timed_on or machine_note),
-            read=lambda file: _spooled(file, spooled[str(Path(file))]))
+            read=lambda file: _spooled(file, spooled[str(Path(file))]), chunk_table=chunk_table)
         document["provenance"]["runner"] = runner
         write_texts([*spools, (manifest, run_manifest_text(document, manifest))])
     finally:
@@ -612,7 +614,8 @@ def merge_shards(shards: Sequence[str | os.PathLike[str]], snapshot: str | os.Pa
     loaded = load_snapshot(snapshot)
     test_set = load_test_set(loaded)
     require_chunking_named(loaded, chunks, chunking_version)
-    table = None if chunks is None else _chunk_table(chunks, test_set)[1]
+    given_table = None if chunks is None else _chunk_table(chunks, test_set)
+    table = None if given_table is None else "sha256:" + given_table[0].sha256
     _require_own_file(output, loaded, snapshot, (
         *((("--chunks", chunks),) if chunks is not None else ()), *(("SHARD", s) for s in shards)))
     make_folder(output)
@@ -643,7 +646,7 @@ def merge_shards(shards: Sequence[str | os.PathLike[str]], snapshot: str | os.Pa
     try:
         manifest = write_run(loaded, test_set, merged, output, runner,
                              system=system, commit=commit, created=created,
-                             timed_on=timed_on, chunks=chunks,
+                             timed_on=timed_on, chunks=chunks, chunk_table=given_table,
                              chunking_version=chunking_version, machine_note=machine(
                                  settings, first.header["settings"]["batch_size"]))
     finally:
