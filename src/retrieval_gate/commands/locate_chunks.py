@@ -42,13 +42,13 @@ from collections.abc import Iterator
 from dataclasses import dataclass, field
 from typing import Any
 
+from retrieval_gate.commands.to_spans import require_new
 from retrieval_gate.core.errors import InputError
 from retrieval_gate.core.untrusted import capped
 from retrieval_gate.formats import Source, source_blob
 from retrieval_gate.formats.atomic import write_text_atomic
 from retrieval_gate.formats.corpus import document_texts, read_corpus
 from retrieval_gate.formats.jsonfmt import check_id, json_lines, whole_number
-from retrieval_gate.formats.source import display_name
 
 SHOWN = 3  # unplaced chunks named in the refusal
 
@@ -77,11 +77,7 @@ class _Chunk:
 def write_located(output: str | os.PathLike[str], chunks: Source, corpus: Source) -> Located:
     """:func:`locate`, written to ``output`` atomically. InputError when ``output`` is one of
     the inputs (it would be replaced)."""
-    for given in (chunks, corpus):
-        if isinstance(given, (str, os.PathLike)) and os.path.exists(output) and \
-                os.path.samefile(output, given):
-            raise InputError(display_name(output), "is also an input of the location",
-                             "write the located table to a new file")
+    require_new(output, (chunks, corpus), "location", "the located table")
     done = locate(chunks, corpus)
     write_text_atomic(output, "".join(json.dumps(line, ensure_ascii=False) + "\n"
                                       for line in done.lines))

@@ -185,7 +185,8 @@ def write_spans(output: str | os.PathLike[str], qrels: Source, chunks: Source, c
                 qrels_format: str | None = None) -> Conversion:
     """:func:`to_spans`, written to ``output`` (atomically) as :func:`spans_text`. InputError
     when ``output`` names one of the inputs."""
-    _require_new(output, [f for f in (qrels, chunks, corpus, evidence) if f is not None])
+    require_new(output, [f for f in (qrels, chunks, corpus, evidence) if f is not None],
+                "conversion", "the span judgments")
     done = to_spans(qrels, chunks, corpus, evidence, snap, qrels_format)
     write_text_atomic(output, spans_text(done))
     return done
@@ -290,8 +291,11 @@ def spans_text(done: Conversion) -> str:
 
 # -- reading ---------------------------------------------------------------------------------
 
-def _require_new(output: str | os.PathLike[str], inputs: Sequence[Source]) -> None:
-    """InputError when ``output`` is one of the ``inputs`` (it would be replaced)."""
+def require_new(output: str | os.PathLike[str], inputs: Sequence[Source], made: str,
+                written: str) -> None:
+    """InputError when ``output`` is one of the ``inputs`` (it would be replaced): ``output``
+    is also an input of the ``made`` (conversion, location) — write ``written`` to a new
+    file."""
     target = Path(output)
     for given in inputs:
         if isinstance(given, Blob) or not target.exists():
@@ -301,8 +305,8 @@ def _require_new(output: str | os.PathLike[str], inputs: Sequence[Source]) -> No
         except OSError:
             continue
         if same:
-            raise InputError(display_name(output), "is also an input of the conversion",
-                             "write the span judgments to a new file")
+            raise InputError(display_name(output), f"is also an input of the {made}",
+                             f"write {written} to a new file")
 
 
 def _placed(qrels: Qrels, blob: Blob, table: ChunkTable) -> list[_Judged]:
