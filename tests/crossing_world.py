@@ -32,6 +32,10 @@ Features (:data:`FEATURES`) switch on:
 - ``unjudged`` — two items of each ranking are chunks of documents nobody judged for the query;
 - ``cache`` — the check runs with the cache on, twice, and off, and must not tell the
   difference;
+- ``unscored-unanswerable`` — the last four queries are unanswerable, both runs pin a score
+  file and ``score:f1`` is gated, and the candidate's score file leaves the unanswerable
+  queries out (an evaluation of the answerable questions only): every answerable slice
+  compares as with a full file;
 - ``batch-latency`` — both runs were made by ``gate run --batch-size 3`` (their manifests say
   ``latency: batch``): the queries of a batch of three share one ``latency_ms``, the batch
   call's, recorded on the last stage only (a batch call returns every stage at once, as
@@ -50,7 +54,7 @@ from pathlib import Path
 
 UNITS = ("document", "chunk", "chunk-no-table", "span")
 TOGGLES = ("access", "time", "stages", "costs", "slices", "abstention", "scores", "scores-only",
-           "unjudged", "cache", "batch-latency")
+           "unjudged", "cache", "batch-latency", "unscored-unanswerable")
 BATCH = 3  # queries per batch call, with batch-latency
 FEATURES = (*(f"unit:{u}" for u in UNITS), *TOGGLES)
 DOCS = [f"d{i:02d}" for i in range(12)]
@@ -117,7 +121,8 @@ def build(features: frozenset[str], seed: int) -> World:
     unit = next((f.split(":")[1] for f in features if f.startswith("unit:")), "document")
     world = World(features, unit)
     chunks = [f"{d}#{j}" for d in DOCS for j in range(3)]
-    unanswerable = set(QUERIES[-4:]) if "slices" in features else set()
+    unanswerable = (set(QUERIES[-4:]) if {"slices", "unscored-unanswerable"} & features
+                    else set())
     for i, qid in enumerate(QUERIES):
         query: dict = {"id": qid, "text": f"question {i}"}
         if "slices" in features:
@@ -201,9 +206,12 @@ def write(world: World, folder: Path) -> dict[str, Path]:
                     row["abstained"] = world.abstained[run][qid]
                 rows.append(row)
             files[f"{run}:{stage}"] = _lines(folder / f"{run}-{stage or 'run'}.jsonl", rows)
+        left_out = (set(QUERIES) - set(world.answerable)
+                    if run == "candidate" and "unscored-unanswerable" in f else set())
         files[f"{run}:scores"] = _lines(folder / f"{run}.scores.jsonl", [
             {"query_id": q, "sample": s, "scores": {"f1": v}}
-            for q, values in world.scores[run].items() for s, v in enumerate(values)])
+            for q, values in world.scores[run].items() if q not in left_out
+            for s, v in enumerate(values)])
     return files
 
 

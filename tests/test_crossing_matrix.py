@@ -4,8 +4,8 @@ the gate) or from a documented refusal.
 
 Features: the evidence unit (document; chunk with its chunk table; chunk without one; span),
 access data, time data, stages and budgets, costs, slices with unanswerable queries, abstention
-decisions, gated answer scores, scores-only runs, unjudged items, the cache and batch
-latencies. A pair of two units makes no sense (a snapshot has one): :data:`NO_SENSE` says so. Pairs of two other features run on span
+decisions, gated answer scores, scores-only runs, unjudged items, the cache, batch latencies
+and score files that leave the unanswerable queries out. A pair of two units makes no sense (a snapshot has one): :data:`NO_SENSE` says so. Pairs of two other features run on span
 judgments, the unit that reads the most (places, coverage, documents).
 
 Each case freezes the snapshot, writes both runs' manifests and runs ``gate check --json`` from
@@ -120,7 +120,7 @@ def _freeze(world: World, files: dict[str, Path], out: Path) -> tuple[int, str]:
 
 def _manifest(world: World, files: dict[str, Path], folder: Path, run: str) -> Path:
     """The run's manifest written by gate run-manifest; the run (or score file) it is for."""
-    scored = "scores" in world.features or "scores-only" in world.features
+    scored = bool({"scores", "scores-only", "unscored-unanswerable"} & world.features)
     if run == "candidate" and "scores-only" in world.features:
         target = files[f"{run}:scores"]
         code, _, err = gate("run-manifest", "--snapshot", folder / "snapshot.json",
@@ -154,7 +154,8 @@ def _gated(world: World) -> list[str]:
         return ["score:f1"]
     abstention = (["FalseAbstain", *(["Abstain"] if "slices" in world.features else [])]
                   if "abstention" in world.features else [])
-    return world.measures() + abstention + (["score:f1"] if "scores" in world.features else [])
+    scored = {"scores", "unscored-unanswerable"} & world.features
+    return world.measures() + abstention + (["score:f1"] if scored else [])
 
 
 def _config(world: World, path: Path, budget: float | None = None) -> Path:
@@ -203,7 +204,7 @@ def _compare(world: World, report: dict) -> None:
     if "slices" in world.features:
         slices["even"] = [q["id"] for q in world.queries
                           if "even" in q["tags"] and q["id"] in world.answerable]
-    scored = "scores" in world.features or "scores-only" in world.features
+    scored = bool({"scores", "scores-only", "unscored-unanswerable"} & world.features)
     unanswerable = [q["id"] for q in world.queries if q["id"] not in world.answerable]
     for c in report["comparisons"]:
         members = unanswerable if c["slice"] == "unanswerable" else slices[c["slice"]]
