@@ -517,12 +517,12 @@ def test_trec_reader_never_fails_internally(tmp_path, lines, noise, at):
 
 def test_a_key_value_option_holding_any_lone_surrogate_is_refused(tmp_path):
     """Not only the \\udc80-\\udcff that stand for undecodable argv bytes: any lone surrogate."""
-    from retrieval_gate.cli import _key_values
+    from retrieval_gate.cli.options import key_values
     from retrieval_gate.core.errors import InputError
 
     for pair in ("\ud800=x", "k=\udfff", "k=\udc80"):
         with pytest.raises(InputError, match="is not UTF-8 text"):
-            _key_values("--system", (pair,))
+            key_values("--system", (pair,))
 
 
 def test_a_pinned_path_too_long_for_the_system_is_invalid_input_not_an_environment_fault(
