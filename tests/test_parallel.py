@@ -16,7 +16,7 @@ from pathlib import Path
 import pytest
 from conftest import BASELINE, CRANFIELD, ROOT, gate
 
-import retrieval_gate.gating.gate
+import retrieval_gate.gating.scored
 from retrieval_gate.core.errors import InputError
 from retrieval_gate.core.parallel import both
 
@@ -250,7 +250,7 @@ def test_check_scores_the_baseline_in_a_child_with_the_same_report(monkeypatch, 
     monkeypatch.setattr(pickle, "loads", lambda data: delivered.append(True) or real_loads(data))
 
     def report(parallel_bytes: range, out: str) -> bytes:
-        monkeypatch.setattr(retrieval_gate.gating.gate, "PARALLEL_BYTES", parallel_bytes)
+        monkeypatch.setattr(retrieval_gate.gating.scored, "PARALLEL_BYTES", parallel_bytes)
         code, _, err = gate("check", *EXAMPLES[example], "--json", tmp_path / out,
                             "--fail-on", "never")
         assert code == 0, err

@@ -14,7 +14,7 @@ import pytest
 from conftest import BASELINE, ROOT, RUNS, SNAPSHOT, gate
 from test_report_words import _set
 
-import retrieval_gate.gating.gate as gate_check
+import retrieval_gate.gating.unjudged as unjudged
 from retrieval_gate.core.untrusted import visible
 from retrieval_gate.inputs.snapshot import fingerprint
 from retrieval_gate.report.cells import p_value, signed
@@ -216,7 +216,7 @@ def test_a_pool_bias_asks_for_judgments_first(tmp_path, monkeypatch):
     """The candidate surfaces clearly more unjudged items: judging them comes first, with the
     commands that do it — paths quoted for a shell, and shown as text (a folder named with a
     line break and a workflow command neither breaks the line nor runs)."""
-    monkeypatch.setattr(gate_check, "POOL_ITEMS", 1)
+    monkeypatch.setattr(unjudged, "POOL_ITEMS", 1)
     folder = tmp_path / "it's\n::error::here"
     folder.mkdir()
     runs = _set(folder, {"judged": {"q1": ["d1", "d2"], "q2": ["d3"]},

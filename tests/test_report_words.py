@@ -73,9 +73,9 @@ def test_identical_runs_say_nothing_changed(tmp_path: Path) -> None:
 
 def test_pool_bias_is_warned_only_when_the_candidate_surfaces_clearly_more(
         tmp_path: Path, monkeypatch) -> None:
-    import retrieval_gate.gating.gate as gate_check
+    import retrieval_gate.gating.unjudged as unjudged
 
-    monkeypatch.setattr(gate_check, "POOL_ITEMS", 1)  # a test set of 6 slots
+    monkeypatch.setattr(unjudged, "POOL_ITEMS", 1)  # a test set of 6 slots
     runs = _set(tmp_path, {"base": {"q1": ["d1", "d2", "d9"], "q2": ["d3", "d8", "d7"]},
                            "same": {"q1": ["d2", "d1", "d9"], "q2": ["d3", "d7", "d8"]},
                            "new": {"q1": ["d1", "d7", "d8"], "q2": ["d3", "d5", "d6"]},
@@ -101,9 +101,9 @@ def test_pool_bias_without_a_cutoff_counts_items_not_empty_rankings(tmp_path: Pa
                                                                      monkeypatch) -> None:
     """A gated measure without @k reads whole rankings: an empty ranking is no unjudged item,
     and a candidate that returns less (a packing bug) is no pool bias."""
-    import retrieval_gate.gating.gate as gate_check
+    import retrieval_gate.gating.unjudged as unjudged
 
-    monkeypatch.setattr(gate_check, "POOL_ITEMS", 1)
+    monkeypatch.setattr(unjudged, "POOL_ITEMS", 1)
     runs = _set(tmp_path, {"base": {"q1": ["d1", "d9"], "q2": ["d3", "d8"]},
                            "empty": {"q1": ["d1", "d9"], "q2": []},
                            "more": {"q1": ["d1", "d9", "d7"], "q2": ["d3", "d8", "d6"]}},

@@ -6,10 +6,14 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 
+from retrieval_gate.core.errors import InputError
 from retrieval_gate.decide.policy import SCORE_PREFIX
 from retrieval_gate.decide.signals import MissingCount, PairedSignal
+from retrieval_gate.gating.gates import UNANSWERABLE, Gated
 from retrieval_gate.gating.outcome import AnswerScores, ScoreSummary
-from retrieval_gate.inputs.answer_scores import QueryScores
+from retrieval_gate.inputs.answer_scores import QueryScores, judge_warnings, load_run_scores
+from retrieval_gate.inputs.run_manifest import RunManifest
+from retrieval_gate.inputs.snapshot import TestSet
 
 _DID = {"drop-pair": "left out of both runs", "worst": "scored as the worst value"}
 
@@ -48,3 +52,38 @@ def missing_warnings(missing: Sequence[MissingCount]) -> list[str]:
             f"candidate {c.candidate}) — missing = {c.policy}: {c.pairs} "
             f"{'query' if c.pairs == 1 else 'queries'} {_DID[c.policy]}"
             for c in missing if c.pairs]
+
+
+def load_answer_scores(manifests: tuple[RunManifest, RunManifest], test_set: TestSet,
+                       gated: Gated, config: str | None) -> tuple[QueryScores, QueryScores]:
+    """Both runs' per-query scores, when a ``score:NAME`` is gated: each run's score file, hash-checked and matched with the snapshot's queries; InputError when a
+    run pins none, a gated score is not in its file, or a score is gated on ``unanswerable``
+    and a file scores none of those queries; exit 3 when the judges differ."""
+    judge_warnings(manifests)  # exit 3 before reading: scores of different judges
+    ids = (*test_set.answerable, *test_set.unanswerable)
+    loaded = []
+    for role, manifest in (("baseline", manifests[0]), ("candidate", manifests[1])):
+        scores = load_run_scores(manifest, test_set, ids)
+        if scores is None:
+            raise InputError(config or "gate policy", f"{gated.scores[0][0]} is gated, and "
+                             f"the {role}'s manifest {manifest.source} pins no score file",
+                             "pin the run's scores with gate run-manifest --scores FILE, or "
+                             "remove the gate", '$["gate"]')
+        for name, _ in gated.scores:
+            if name.removeprefix(SCORE_PREFIX) not in scores.names:
+                raise InputError(config or "gate policy", f"{name} is gated, and the {role}'s "
+                                 f"scores {scores.source} hold no score "
+                                 f"'{name.removeprefix(SCORE_PREFIX)}' (they hold "
+                                 f"{', '.join(scores.names)})", "gate one of its scores, or "
+                                 "score the run for it", '$["gate"]')
+        if not scores.scores_unanswerable:
+            on = next((name for name, gate in gated.named if gate.slice == UNANSWERABLE
+                       and name.startswith(SCORE_PREFIX)), None)
+            if on is not None:
+                raise InputError(config or "gate policy", f"{on} is gated on slice "
+                                 f"'unanswerable', and the {role}'s scores {scores.source} "
+                                 "score no unanswerable query", "score the unanswerable "
+                                 "queries too, or gate the score on answerable slices only",
+                                 '$["gate"]')
+        loaded.append(scores)
+    return loaded[0], loaded[1]

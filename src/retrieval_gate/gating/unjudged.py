@@ -49,7 +49,8 @@ from dataclasses import dataclass, replace
 import numpy as np
 
 from retrieval_gate.core.model import Qrels, RankedRun
-from retrieval_gate.decide.policy import Comparison
+from retrieval_gate.decide.policy import Comparison, GatePolicy, PairPolicy
+from retrieval_gate.decide.signals import PairedSignal, compare_signals
 from retrieval_gate.inputs.snapshot import Snapshot, TestSet
 from retrieval_gate.scoring.measures import COUNT, RANK, Measure, harmonic
 from retrieval_gate.scoring.scores import Scores
@@ -60,6 +61,8 @@ LOOKALIKE_SHARE = 0.05  # ... of items that look like pieces of judged units
 MIN_ITEMS = 10  # and never fewer items than this
 RANKED = ("nDCG", "AP", "RR", "CP")  # the families that read where an item sits in the top k
 _SEPARATOR = "#"
+POOL_SHARE = 0.05  # the candidate's unjudged share must exceed the baseline's by this…
+POOL_ITEMS = 10  # …and by this many items, for the pool-bias warning
 
 Rescore = Callable[[Sequence[Measure], bool], tuple[Scores, Scores]]
 """Both runs' scores of some measures of one stage, on condensed rankings or not."""
@@ -304,3 +307,57 @@ def _lookalikes(ranked: RankedRun | None, qrels: Qrels, answerable: Sequence[str
 
 def _stem(item: str) -> str:
     return item.rpartition(_SEPARATOR)[0]
+
+
+def pool_bias_warning(base: Scores, cand: Scores, judged: Measure, cutoff: int | None) -> str | None:
+    """A warning when the candidate surfaces clearly more unjudged items than the baseline
+    (a pool bias: they score as non-relevant, so its scores may be understated); None when
+    it does not — a share of unjudged items the two runs share is no news, and fewer items
+    (a short ranking, a packing bug) are no unjudged items."""
+    base_side, cand_side = (_unjudged_share(s, judged, cutoff) for s in (base, cand))
+    if base_side is None or cand_side is None:
+        return None
+    (base_share, base_count), (cand_share, cand_count) = base_side, cand_side
+    extra = cand_count - base_count
+    if cand_share - base_share < POOL_SHARE or extra < POOL_ITEMS:
+        return None
+    where = f"top {cutoff}" if cutoff else "rankings"
+    count = f"{extra} more unjudged {'item' if extra == 1 else 'items'}"
+    of = "of the slots" if cutoff else "of the items"
+    return (f"the candidate surfaces {count} in its {where} than the baseline (baseline "
+            f"{100 * base_share:.1f}%, candidate {100 * cand_share:.1f}% {of}): they "
+            "score as non-relevant, so its scores may be understated (pool bias) — have them "
+            "judged: gate pool export, then gate pool merge --freeze under a new qrels "
+            "version")
+
+
+def _unjudged_share(scores: Scores, judged: Measure, cutoff: int | None
+              ) -> tuple[float, int] | None:
+    """A run's unjudged items in its top ``cutoff`` (without a cutoff, in its rankings): their
+    share of the slots (k per query; without a cutoff, of the items returned) and their count;
+    None without a query. Empty slots of a short or empty ranking are not items: judging
+    cannot fill them. Items their asker may not see or that are not in force count as judged
+    (Judged@k): no judgment could make them count."""
+    if scores.retrieved is None or not len(scores.query_ids):
+        return None
+    per_query = scores.values[:, scores.measures.index(judged)]  # judged items / slots
+    returned = scores.retrieved if cutoff is None else np.minimum(scores.retrieved, cutoff)
+    slots = returned if cutoff is None else np.full(len(returned), cutoff)
+    unjudged = int(returned.sum()) - round(float((per_query * slots).sum()))
+    total = int(slots.sum())
+    return (unjudged / total if total else 0.0), unjudged
+
+
+def redecider(signals: list[PairedSignal], rows: dict[str, np.ndarray],
+              pairs: dict[tuple[str, str], PairPolicy], policy: GatePolicy, family: int,
+              unanswerable: int, cost_p: list[float]) -> Redecide:
+    """Deciding the family again with one measure's per-query values replaced (its condensed
+    values, for the unjudged items' check); the relative cost gates' regression p-values
+    ``cost_p`` stay as they were."""
+    def redecide(name: str, base: np.ndarray, cand: np.ndarray) -> tuple[Comparison, ...]:
+        zeros = np.zeros(unanswerable)
+        replaced = [PairedSignal.of(name, np.concatenate([base, zeros]),
+                                    np.concatenate([cand, zeros]), s.lower_is_better, "score")
+                    if s.name == name else s for s in signals]
+        return compare_signals(replaced, rows, pairs, policy, family, cost_p)
+    return redecide
